@@ -1,0 +1,127 @@
+//! Token counting for chunk sizes: the embedding model's tokenizer when one
+//! is configured, whitespace-separated words otherwise.
+
+use std::path::{Path, PathBuf};
+
+/// Counts tokens in a piece of text.
+pub trait TokenCounter: Send + Sync {
+    fn count(&self, text: &str) -> usize;
+    /// A short description for reports ("words", "tokenizer:/path").
+    fn describe(&self) -> String;
+}
+
+/// Whitespace-separated words.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WordCounter;
+
+impl TokenCounter for WordCounter {
+    fn count(&self, text: &str) -> usize {
+        text.split_ascii_whitespace().count()
+    }
+
+    fn describe(&self) -> String {
+        "words".into()
+    }
+}
+
+/// A Hugging Face `tokenizer.json`, without special tokens, padding or
+/// truncation.
+pub struct HfTokenCounter {
+    tokenizer: tokenizers::Tokenizer,
+    path: PathBuf,
+}
+
+impl TokenCounter for HfTokenCounter {
+    fn count(&self, text: &str) -> usize {
+        // Encoding fails only on internal tokenizer errors; fall back to
+        // words rather than lose the chunk.
+        self.tokenizer
+            .encode_fast(text, false)
+            .map(|e| e.len())
+            .unwrap_or_else(|_| WordCounter.count(text))
+    }
+
+    fn describe(&self) -> String {
+        format!("tokenizer:{}", self.path.display())
+    }
+}
+
+/// Why a configured tokenizer could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenizerError {
+    #[error("tokenizer {name:?} not found (looked for {searched})")]
+    NotFound { name: String, searched: String },
+    #[error("{path}: cannot load tokenizer: {detail}")]
+    Load { path: PathBuf, detail: String },
+}
+
+/// The model cache directory: `$TRELLIS_MODEL_DIR`, else
+/// `$XDG_CACHE_HOME/trellis/models`, else `~/.cache/trellis/models`.
+pub fn model_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TRELLIS_MODEL_DIR") {
+        return PathBuf::from(dir);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"));
+    cache.join("trellis").join("models")
+}
+
+/// Finds a `tokenizer.json` from a setting that is a file, a model
+/// directory, or a model name in the cache. `base` resolves relative paths
+/// (the manifest's directory).
+pub fn resolve_tokenizer(setting: &str, base: Option<&Path>) -> Result<PathBuf, TokenizerError> {
+    let mut candidates = Vec::new();
+    let given = PathBuf::from(setting);
+    if given.is_absolute() {
+        candidates.push(given.clone());
+    } else {
+        if let Some(base) = base {
+            candidates.push(base.join(&given));
+        }
+        candidates.push(given.clone());
+        candidates.push(model_cache_dir().join(&given));
+    }
+    for candidate in &candidates {
+        if candidate.is_file() {
+            return Ok(candidate.clone());
+        }
+        let inside = candidate.join("tokenizer.json");
+        if inside.is_file() {
+            return Ok(inside);
+        }
+    }
+    Err(TokenizerError::NotFound {
+        name: setting.to_string(),
+        searched: candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// Loads the counter a chunking spec asks for.
+pub fn load_counter(
+    tokenizer: Option<&str>,
+    base: Option<&Path>,
+) -> Result<Box<dyn TokenCounter>, TokenizerError> {
+    let Some(setting) = tokenizer else {
+        return Ok(Box::new(WordCounter));
+    };
+    let path = resolve_tokenizer(setting, base)?;
+    let mut tokenizer =
+        tokenizers::Tokenizer::from_file(&path).map_err(|e| TokenizerError::Load {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(None)
+        .map_err(|e| TokenizerError::Load {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+    Ok(Box::new(HfTokenCounter { tokenizer, path }))
+}

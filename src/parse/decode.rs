@@ -1,0 +1,147 @@
+//! Text decoding for the text formats (Markdown, HTML, plain text).
+//!
+//! A byte-order mark decides first (UTF-8, UTF-16 LE/BE); then UTF-8 is
+//! tried; bytes that are not UTF-8 but look like text are decoded as
+//! Windows-1252 (a superset of Latin-1 for printable text) with a warning.
+//! Content that looks binary is refused rather than decoded into noise.
+
+use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
+
+use super::ParseFailure;
+
+/// Decoded text and what the decoder had to say about it.
+#[derive(Debug)]
+pub struct Decoded {
+    pub text: String,
+    pub encoding: &'static str,
+    /// Set when the text was not what it claimed to be (not UTF-8, or
+    /// containing malformed sequences that were replaced).
+    pub warning: Option<String>,
+}
+
+/// Decodes a text file's bytes.
+pub fn decode_text(bytes: &[u8]) -> Result<Decoded, ParseFailure> {
+    if let Some((encoding, bom_len)) = Encoding::for_bom(bytes) {
+        let body = &bytes[bom_len..];
+        let (text, had_errors) = encoding.decode_without_bom_handling(body);
+        let text = text.into_owned();
+        check_not_binary(&text)?;
+        let warning = had_errors.then(|| {
+            format!(
+                "malformed {} sequences replaced with U+FFFD",
+                encoding.name()
+            )
+        });
+        return Ok(Decoded {
+            text,
+            encoding: encoding.name(),
+            warning,
+        });
+    }
+    if looks_like_utf16(bytes) {
+        return Err(ParseFailure::Binary(
+            "looks like UTF-16 without a byte-order mark; add a BOM or convert to UTF-8".into(),
+        ));
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            check_not_binary(text)?;
+            Ok(Decoded {
+                text: text.to_string(),
+                encoding: UTF_8.name(),
+                warning: None,
+            })
+        }
+        Err(e) => {
+            if bytes.contains(&0) {
+                return Err(ParseFailure::Binary("contains NUL bytes".into()));
+            }
+            let (text, _) = WINDOWS_1252.decode_without_bom_handling(bytes);
+            let text = text.into_owned();
+            check_not_binary(&text)?;
+            Ok(Decoded {
+                text,
+                encoding: WINDOWS_1252.name(),
+                warning: Some(format!(
+                    "not valid UTF-8 (first bad byte at offset {}); decoded as Windows-1252",
+                    e.valid_up_to()
+                )),
+            })
+        }
+    }
+}
+
+/// NUL bytes at every other position in the first bytes: UTF-16 without BOM.
+fn looks_like_utf16(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(512)];
+    if head.len() < 8 {
+        return false;
+    }
+    let even_nuls = head.iter().step_by(2).filter(|&&b| b == 0).count();
+    let odd_nuls = head.iter().skip(1).step_by(2).filter(|&&b| b == 0).count();
+    let half = head.len() / 2;
+    even_nuls * 10 > half * 9 || odd_nuls * 10 > half * 9
+}
+
+/// Refuses text where control characters (other than tab, newline, carriage
+/// return and form feed) or NUL make up more than 1% of the characters.
+fn check_not_binary(text: &str) -> Result<(), ParseFailure> {
+    let mut total = 0usize;
+    let mut control = 0usize;
+    for ch in text.chars().take(64 * 1024) {
+        total += 1;
+        if (ch.is_control() && !matches!(ch, '\t' | '\n' | '\r' | '\x0c')) || ch == '\u{fffd}' {
+            control += 1;
+        }
+    }
+    if total > 0 && control * 100 > total {
+        return Err(ParseFailure::Binary(format!(
+            "{control} of the first {total} characters are control characters"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_passes_through() {
+        let d = decode_text("Grüße, Zürich".as_bytes()).unwrap();
+        assert_eq!(d.text, "Grüße, Zürich");
+        assert!(d.warning.is_none());
+    }
+
+    #[test]
+    fn utf16_with_bom_is_decoded() {
+        let mut le = vec![0xFF, 0xFE];
+        for unit in "Café".encode_utf16() {
+            le.extend_from_slice(&unit.to_le_bytes());
+        }
+        assert_eq!(decode_text(&le).unwrap().text, "Café");
+        let mut be = vec![0xFE, 0xFF];
+        for unit in "Café".encode_utf16() {
+            be.extend_from_slice(&unit.to_be_bytes());
+        }
+        assert_eq!(decode_text(&be).unwrap().text, "Café");
+    }
+
+    #[test]
+    fn latin1_falls_back_with_a_warning() {
+        let d = decode_text(b"Caf\xe9 cr\xe8me \x93quoted\x94").unwrap();
+        assert_eq!(d.text, "Café crème \u{201c}quoted\u{201d}");
+        assert!(d.warning.unwrap().contains("Windows-1252"));
+    }
+
+    #[test]
+    fn binary_is_refused() {
+        let garbage: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        assert!(matches!(
+            decode_text(&garbage),
+            Err(ParseFailure::Binary(_))
+        ));
+    }
+}

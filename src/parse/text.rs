@@ -1,0 +1,12 @@
+//! Plain text → DocumentTree.
+
+use super::{DocumentTree, Format, ParseFailure, TreeBuilder};
+use crate::spec::ParsingSpec;
+
+pub fn parse(text: &str, _spec: &ParsingSpec) -> Result<DocumentTree, ParseFailure> {
+    let mut b = TreeBuilder::new(Format::Text);
+    for para in text.split("\n\n") {
+        b.paragraph(para);
+    }
+    Ok(b.finish())
+}

@@ -1,0 +1,88 @@
+//! The per-document pipeline: parse → skeleton → chunks → enrichment, with
+//! one profile.
+
+use std::path::Path;
+
+use crate::chunk::{self, Chunk, TokenCounter, tokens::TokenizerError};
+use crate::enrich::{self, Enrichment};
+use crate::parse::{self, DocumentTree, Format, ParseError, ParseFailure};
+use crate::segment::{Segmenter, SentenceFilter};
+use crate::skeleton::Skeleton;
+use crate::spec::IndexProfileSpec;
+
+/// Everything Trellis derives from one document.
+#[derive(Clone, Debug)]
+pub struct ProcessedDocument {
+    pub skeleton: Skeleton,
+    pub chunks: Vec<Chunk>,
+    pub enrichment: Enrichment,
+    /// Parser warnings (encoding fallbacks, dropped boilerplate, …).
+    pub warnings: Vec<String>,
+}
+
+/// A profile made ready to run: segmenter, filters and token counter built
+/// once and shared by every document (and thread).
+pub struct Pipeline {
+    spec: IndexProfileSpec,
+    segmenter: Segmenter,
+    filter: SentenceFilter,
+    tokens: Box<dyn TokenCounter>,
+}
+
+impl Pipeline {
+    /// Prepares a profile. `base_dir` resolves relative paths in it (the
+    /// manifest's directory).
+    pub fn new(spec: &IndexProfileSpec, base_dir: Option<&Path>) -> Result<Self, TokenizerError> {
+        Ok(Self {
+            spec: spec.clone(),
+            segmenter: Segmenter::new(&spec.sentences),
+            filter: SentenceFilter::new(&spec.sentences),
+            tokens: chunk::tokens::load_counter(spec.chunking.tokenizer.as_deref(), base_dir)?,
+        })
+    }
+
+    pub fn spec(&self) -> &IndexProfileSpec {
+        &self.spec
+    }
+
+    pub fn segmenter(&self) -> &Segmenter {
+        &self.segmenter
+    }
+
+    pub fn token_counter(&self) -> &dyn TokenCounter {
+        self.tokens.as_ref()
+    }
+
+    /// Reads and processes one file; `key` is the document's stable key
+    /// (usually the path as given).
+    pub fn process_file(&self, path: &Path, key: &str) -> Result<ProcessedDocument, ParseError> {
+        let _span = tracing::debug_span!("document", key).entered();
+        let tree = parse::parse_file(path, &self.spec.parsing)?;
+        Ok(self.process_tree(key, tree))
+    }
+
+    /// Processes a document held in memory.
+    pub fn process_bytes(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        format: Format,
+    ) -> Result<ProcessedDocument, ParseFailure> {
+        let tree = parse::parse_bytes(bytes, format, &self.spec.parsing)?;
+        Ok(self.process_tree(key, tree))
+    }
+
+    /// Runs the steps after parsing.
+    pub fn process_tree(&self, key: &str, mut tree: DocumentTree) -> ProcessedDocument {
+        let warnings = std::mem::take(&mut tree.warnings);
+        let skeleton = Skeleton::build(key, tree, &self.segmenter, &self.filter);
+        let chunks = chunk::chunk_skeleton(&skeleton, &self.spec.chunking, self.tokens.as_ref());
+        let enrichment = enrich::enrich(&skeleton, &self.spec.enrichment);
+        ProcessedDocument {
+            skeleton,
+            chunks,
+            enrichment,
+            warnings,
+        }
+    }
+}

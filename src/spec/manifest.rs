@@ -1,0 +1,281 @@
+//! Reading Trellis manifests: multi-document YAML files, or directories of
+//! them, dispatched on `apiVersion` and `kind`.
+//!
+//! Objects of other API groups (a `Namespace` in the same GitOps folder, say)
+//! are skipped; an object of the `trellis.dev` group with an unknown kind or
+//! version, or one that does not match its schema, is an error that names
+//! the file and the document's position in it.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::IndexProfile;
+
+/// The API group and version every Trellis resource uses.
+pub const API_VERSION: &str = "trellis.dev/v1alpha1";
+const API_GROUP: &str = "trellis.dev";
+
+/// One Trellis resource read from a manifest.
+#[derive(Clone, Debug)]
+pub enum Manifest {
+    IndexProfile(IndexProfile),
+}
+
+impl Manifest {
+    /// The resource's kind, as written in manifests.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Manifest::IndexProfile(_) => "IndexProfile",
+        }
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        match self {
+            Manifest::IndexProfile(p) => p.metadata.name.as_deref().unwrap_or_default(),
+        }
+    }
+}
+
+/// A resource together with where it was read from.
+#[derive(Clone, Debug)]
+pub struct LoadedManifest {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Its position among the YAML documents of that file, from 0.
+    pub document: usize,
+    pub manifest: Manifest,
+}
+
+/// Everything that can go wrong reading manifests.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: YAML document {document}: {source}")]
+    Yaml {
+        path: PathBuf,
+        document: usize,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("{path}: YAML document {document}: {message}")]
+    Invalid {
+        path: PathBuf,
+        document: usize,
+        message: String,
+    },
+    #[error("{path}: no {kind} found")]
+    Missing { path: PathBuf, kind: &'static str },
+    #[error("{path}: {count} {kind} resources found; name the one to use")]
+    Ambiguous {
+        path: PathBuf,
+        kind: &'static str,
+        count: usize,
+    },
+}
+
+/// Loads every Trellis resource from a file, or from every `.yaml`/`.yml`
+/// file under a directory (recursively, in path order).
+pub fn load_path(path: &Path) -> Result<Vec<LoadedManifest>, ManifestError> {
+    let mut files = Vec::new();
+    if path.is_dir() {
+        for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
+            let entry = entry.map_err(|e| ManifestError::Io {
+                path: e.path().unwrap_or(path).to_path_buf(),
+                source: e.into(),
+            })?;
+            let is_yaml = entry
+                .path()
+                .extension()
+                .is_some_and(|ext| ext == "yaml" || ext == "yml");
+            if entry.file_type().is_file() && is_yaml {
+                files.push(entry.into_path());
+            }
+        }
+    } else {
+        files.push(path.to_path_buf());
+    }
+    let mut loaded = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(|source| ManifestError::Io {
+            path: file.clone(),
+            source,
+        })?;
+        loaded.extend(parse_str(&text, &file)?);
+    }
+    Ok(loaded)
+}
+
+/// Parses the Trellis resources of one multi-document YAML text; `path` is
+/// only used in errors and in the result.
+pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, ManifestError> {
+    let mut loaded = Vec::new();
+    for (document, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value = serde_yaml::Value::deserialize(de).map_err(|source| ManifestError::Yaml {
+            path: path.to_path_buf(),
+            document,
+            source,
+        })?;
+        if value.is_null() {
+            continue; // an empty document, e.g. after a trailing `---`
+        }
+        let invalid = |message: String| ManifestError::Invalid {
+            path: path.to_path_buf(),
+            document,
+            message,
+        };
+        let api_version = value
+            .get("apiVersion")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| invalid("missing apiVersion".into()))?
+            .to_string();
+        let kind = value
+            .get("kind")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| invalid("missing kind".into()))?
+            .to_string();
+        let group = api_version.split_once('/').map_or("", |(group, _)| group);
+        if group != API_GROUP {
+            tracing::debug!(path = %path.display(), document, %api_version, %kind, "skipping non-Trellis resource");
+            continue;
+        }
+        if api_version != API_VERSION {
+            return Err(invalid(format!(
+                "unsupported apiVersion {api_version:?} (this build reads {API_VERSION})"
+            )));
+        }
+        let mut value = value;
+        if let Some(map) = value.as_mapping_mut()
+            && !map.contains_key("spec")
+        {
+            // Every field of every spec has a default: `spec` may be left out.
+            map.insert("spec".into(), serde_yaml::Mapping::new().into());
+        }
+        let manifest = match kind.as_str() {
+            "IndexProfile" => Manifest::IndexProfile(
+                serde_yaml::from_value(value).map_err(|e| invalid(format!("IndexProfile: {e}")))?,
+            ),
+            other => {
+                return Err(invalid(format!(
+                    "unknown kind {other:?} in {API_VERSION} (known: IndexProfile)"
+                )));
+            }
+        };
+        if manifest.name().is_empty() {
+            return Err(invalid(format!("{} has no metadata.name", manifest.kind())));
+        }
+        loaded.push(LoadedManifest {
+            path: path.to_path_buf(),
+            document,
+            manifest,
+        });
+    }
+    Ok(loaded)
+}
+
+/// The one `IndexProfile` among `manifests` (or the one called `name`).
+pub fn select_profile<'a>(
+    manifests: &'a [LoadedManifest],
+    name: Option<&str>,
+    origin: &Path,
+) -> Result<&'a IndexProfile, ManifestError> {
+    let profiles: Vec<&IndexProfile> = manifests
+        .iter()
+        .filter_map(|m| match &m.manifest {
+            Manifest::IndexProfile(p) => Some(p),
+        })
+        .filter(|p| name.is_none_or(|n| p.metadata.name.as_deref() == Some(n)))
+        .collect();
+    match profiles.as_slice() {
+        [one] => Ok(one),
+        [] => Err(ManifestError::Missing {
+            path: origin.to_path_buf(),
+            kind: "IndexProfile",
+        }),
+        many => Err(ManifestError::Ambiguous {
+            path: origin.to_path_buf(),
+            kind: "IndexProfile",
+            count: many.len(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::ChunkStrategy;
+
+    fn parse(text: &str) -> Result<Vec<LoadedManifest>, ManifestError> {
+        parse_str(text, Path::new("test.yaml"))
+    }
+
+    #[test]
+    fn reads_multi_document_files_and_skips_foreign_kinds() {
+        let text = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: rag}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: IndexProfile
+metadata: {name: contracts}
+spec:
+  chunking: {strategy: fixed, fixed: {sizeTokens: 128}}
+---
+"#;
+        let loaded = parse(text).unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].document, 1);
+        let Manifest::IndexProfile(p) = &loaded[0].manifest;
+        assert_eq!(p.spec.chunking.strategy, ChunkStrategy::Fixed);
+        assert_eq!(p.spec.chunking.fixed.size_tokens, 128);
+        assert_eq!(
+            p.spec.chunking.fixed.overlap_tokens, 64,
+            "defaults fill the rest"
+        );
+        assert_eq!(p.spec.chunking.max_tokens, 800);
+    }
+
+    #[test]
+    fn empty_spec_takes_documented_defaults() {
+        let loaded =
+            parse("apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {name: d}\n")
+                .unwrap();
+        let Manifest::IndexProfile(p) = &loaded[0].manifest;
+        assert_eq!(p.spec, crate::spec::IndexProfileSpec::default());
+    }
+
+    #[test]
+    fn errors_name_the_file_and_document() {
+        let err = parse("apiVersion: trellis.dev/v1alpha1\nkind: Gadget\nmetadata: {name: x}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("test.yaml") && err.contains("Gadget"), "{err}");
+
+        let err = parse(
+            "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {name: x}\nspec: {chunking: {maxTokenz: 3}}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("maxTokenz"), "typos are reported: {err}");
+
+        let err = parse("apiVersion: trellis.dev/v2\nkind: IndexProfile\nmetadata: {name: x}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unsupported apiVersion"), "{err}");
+
+        let err = parse("apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("metadata.name") || err.contains("metadata"),
+            "{err}"
+        );
+    }
+}

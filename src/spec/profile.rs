@@ -1,0 +1,242 @@
+//! `IndexProfile`: everything that changes the index.
+//!
+//! The structs here are at once the CLI's configuration, the ingest job's
+//! configuration and (through kube's `CustomResource` derive and schemars)
+//! the CRD's OpenAPI schema. Their doc comments are what `kubectl explain`
+//! shows, so they are written for the platform engineer who sets them.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How documents are turned into a sentence skeleton and chunks.
+///
+/// A profile's canonical hash is the key of the index versions built with
+/// it: change a field here and the corpus is re-indexed.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "trellis.dev",
+    version = "v1alpha1",
+    kind = "IndexProfile",
+    plural = "indexprofiles",
+    namespaced
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IndexProfileSpec {
+    /// Input bounds and per-format cleaning.
+    #[serde(default)]
+    pub parsing: ParsingSpec,
+    /// Sentence splitting and which sentences are indexed.
+    #[serde(default)]
+    pub sentences: SentenceSpec,
+    /// How the skeleton is cut into display/export chunks.
+    #[serde(default)]
+    pub chunking: ChunkingSpec,
+    /// Metadata extracted from sentences: references, dates, amounts,
+    /// organisations, defined terms, clause ids.
+    #[serde(default)]
+    pub enrichment: EnrichmentSpec,
+}
+
+/// Input bounds and cleaning applied while parsing.
+///
+/// Every bound exists so that one hostile or broken file cannot exhaust the
+/// ingest's memory or time; a file over a bound fails with an error naming
+/// the file and the bound, and the rest of the corpus carries on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ParsingSpec {
+    /// Largest input file accepted, in bytes. Default 67108864 (64 MiB).
+    pub max_file_bytes: u64,
+    /// Largest decompressed size of any one part of a zipped format (DOCX),
+    /// in bytes; guards against zip bombs. Default 268435456 (256 MiB).
+    pub max_decompressed_bytes: u64,
+    /// Deepest element nesting accepted in HTML and XML inputs.
+    /// Default 512.
+    pub max_nesting_depth: u32,
+    /// Detect a table of contents, drop it from the body text and keep it as
+    /// document metadata (it is also used to confirm heading levels).
+    /// Default true.
+    pub remove_table_of_contents: bool,
+    /// Drop short lines that repeat throughout a document (running headers,
+    /// footers, "Page 3 of 10", confidentiality banners). Default true.
+    pub drop_boilerplate: bool,
+    /// How many times a short line must occur in one document to count as
+    /// boilerplate. Default 3.
+    pub boilerplate_min_repeats: u32,
+}
+
+impl Default for ParsingSpec {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 64 * 1024 * 1024,
+            max_decompressed_bytes: 256 * 1024 * 1024,
+            max_nesting_depth: 512,
+            remove_table_of_contents: true,
+            drop_boilerplate: true,
+            boilerplate_min_repeats: 3,
+        }
+    }
+}
+
+/// Sentence boundaries and the filters that decide which sentences are
+/// indexed. Filtered sentences stay in the skeleton (and in chunks) for
+/// display; they are only left out of the search indexes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SentenceSpec {
+    /// Fewest characters a sentence needs to be indexed. Default 8.
+    pub min_chars: u32,
+    /// Fewest words a sentence needs to be indexed. Default 2.
+    pub min_words: u32,
+    /// Leave form labels ("Name: ________", "Signature:", "Date: ....")
+    /// out of the index. Default true.
+    pub drop_form_labels: bool,
+    /// Further abbreviations (without the final period, e.g. "Ref", "Art")
+    /// after which a period does not end a sentence. Added to the built-in
+    /// English list.
+    pub extra_abbreviations: Vec<String>,
+}
+
+impl Default for SentenceSpec {
+    fn default() -> Self {
+        Self {
+            min_chars: 8,
+            min_words: 2,
+            drop_form_labels: true,
+            extra_abbreviations: Vec::new(),
+        }
+    }
+}
+
+/// Chunking strategy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ChunkStrategy {
+    /// Structure-aware: one heading path per chunk (prefixed to the text and
+    /// kept as metadata), sentence boundaries kept, `minTokens`–`maxTokens`
+    /// tokens, `overlapTokens` of overlap.
+    #[default]
+    Structure,
+    /// Recursive splitting on paragraph, then line, then sentence, then
+    /// token boundaries until pieces fit `maxTokens`.
+    Recursive,
+    /// Fixed windows of `fixed.sizeTokens` tokens with `fixed.overlapTokens`
+    /// overlap.
+    Fixed,
+}
+
+/// How the skeleton is cut into chunks for display and export. Chunks are
+/// not the retrieval unit (sentences are); they are what a caller shows or
+/// exports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ChunkingSpec {
+    /// `structure` (default), `recursive` or `fixed`.
+    pub strategy: ChunkStrategy,
+    /// A structure chunk is closed at the next paragraph boundary once it
+    /// holds this many tokens. Default 600.
+    pub min_tokens: u32,
+    /// No chunk is larger than this many tokens (heading prefix included).
+    /// Default 800.
+    pub max_tokens: u32,
+    /// Tokens of the previous chunk repeated at the start of the next one
+    /// (whole trailing sentences where they fit). Default 15.
+    pub overlap_tokens: u32,
+    /// Settings of the `fixed` strategy.
+    pub fixed: FixedChunkingSpec,
+    /// Chunks smaller than this many tokens are merged into a neighbour
+    /// (same heading path first) or a similar chunk when the result stays
+    /// under `maxTokens`; table chunks never merge. Default 50.
+    pub merge_below_tokens: u32,
+    /// Word-set Jaccard similarity above which a small chunk may merge into
+    /// a non-adjacent chunk. Default 0.6.
+    pub merge_min_jaccard: f64,
+    /// Tables up to this many data rows become one Markdown chunk; larger
+    /// ones are sharded with the header repeated in every shard.
+    /// Default 200.
+    pub table_max_rows: u32,
+    /// Prefix each structure chunk's text with its heading path.
+    /// Default true.
+    pub heading_prefix: bool,
+    /// Tokenizer used to count tokens: a path to a `tokenizer.json`, a
+    /// model directory holding one, or the name of a model directory in the
+    /// model cache (`$TRELLIS_MODEL_DIR`, else `~/.cache/trellis/models`).
+    /// When unset, tokens are counted as whitespace-separated words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
+}
+
+impl Default for ChunkingSpec {
+    fn default() -> Self {
+        Self {
+            strategy: ChunkStrategy::Structure,
+            min_tokens: 600,
+            max_tokens: 800,
+            overlap_tokens: 15,
+            fixed: FixedChunkingSpec::default(),
+            merge_below_tokens: 50,
+            merge_min_jaccard: 0.6,
+            table_max_rows: 200,
+            heading_prefix: true,
+            tokenizer: None,
+        }
+    }
+}
+
+/// Settings of the `fixed` chunking strategy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct FixedChunkingSpec {
+    /// Tokens per chunk. Default 512.
+    pub size_tokens: u32,
+    /// Tokens shared by consecutive chunks. Default 64.
+    pub overlap_tokens: u32,
+}
+
+impl Default for FixedChunkingSpec {
+    fn default() -> Self {
+        Self {
+            size_tokens: 512,
+            overlap_tokens: 64,
+        }
+    }
+}
+
+/// Which metadata is extracted from sentences. All on by default; each
+/// extractor only adds metadata, it never changes text or boundaries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EnrichmentSpec {
+    /// Outbound references ("Table 3", "Figure 7", "Appendix B",
+    /// "Section 2.1", "clause 5.1") resolved to their targets, and the
+    /// inbound references of every target.
+    pub references: bool,
+    /// ISO dates and written dates, normalised to `YYYY-MM-DD`.
+    pub dates: bool,
+    /// Fiscal periods such as FY2024, Q4-2024, H1 2023.
+    pub fiscal_periods: bool,
+    /// Money amounts and percentages.
+    pub amounts: bool,
+    /// Organisations with a legal suffix (Inc., Ltd., LLC, GmbH, …).
+    pub organizations: bool,
+    /// Defined terms ("“Term” means …", "X shall mean …").
+    pub definitions: bool,
+    /// Clause ids ("5.1", "ARTICLE V") and whether a section is an annex,
+    /// schedule, exhibit or appendix.
+    pub clauses: bool,
+}
+
+impl Default for EnrichmentSpec {
+    fn default() -> Self {
+        Self {
+            references: true,
+            dates: true,
+            fiscal_periods: true,
+            amounts: true,
+            organizations: true,
+            definitions: true,
+            clauses: true,
+        }
+    }
+}
