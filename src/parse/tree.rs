@@ -223,17 +223,14 @@ impl Table {
         self.rows.iter().map(Vec::len).max().unwrap_or(0)
     }
 
-    /// Pads short rows, trims cells and drops rows and columns that are
-    /// empty throughout. Returns false when nothing is left.
+    /// Collapses whitespace in cells, pads short rows to the table's width
+    /// and drops rows that are empty throughout (columns are kept, so the
+    /// grid keeps the author's shape). Returns false when nothing is left.
     pub fn normalize(&mut self) -> bool {
-        for row in &mut self.rows {
-            for cell in row.iter_mut() {
-                let collapsed = collapse_whitespace(cell);
-                *cell = collapsed;
-            }
+        for cell in self.rows.iter_mut().flatten() {
+            *cell = collapse_whitespace(cell);
         }
-        let before = self.rows.len();
-        let header_rows = self.header_rows.min(before);
+        let header_rows = self.header_rows.min(self.rows.len());
         let mut kept_headers = 0;
         let mut index = 0;
         self.rows.retain(|row| {
@@ -249,20 +246,7 @@ impl Table {
         for row in &mut self.rows {
             row.resize(width, String::new());
         }
-        let empty_columns: Vec<bool> = (0..width)
-            .map(|c| self.rows.iter().all(|row| row[c].is_empty()))
-            .collect();
-        if empty_columns.iter().any(|&e| e) {
-            for row in &mut self.rows {
-                let mut c = 0;
-                row.retain(|_| {
-                    let keep = !empty_columns[c];
-                    c += 1;
-                    keep
-                });
-            }
-        }
-        !self.rows.is_empty() && self.columns() > 0
+        !self.rows.is_empty() && width > 0
     }
 
     /// The data rows (those after the header rows).
@@ -828,7 +812,7 @@ mod tests {
             ..Table::default()
         };
         assert!(t.normalize());
-        assert_eq!(t.rows, vec![vec!["A", "B"], vec!["1", ""]]);
+        assert_eq!(t.rows, vec![vec!["A", "", "B"], vec!["1", "", ""]]);
         assert_eq!(t.header_rows, 1);
     }
 }

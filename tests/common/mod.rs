@@ -1,6 +1,8 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code)]
 
+pub mod docling;
+
 use std::path::PathBuf;
 
 /// The development evaluation data: `$TRELLIS_EVAL_DIR`, else

@@ -1,0 +1,98 @@
+//! Structural fidelity of the Markdown, HTML and DOCX parsers on Docling's
+//! conversion test corpus (`../shared/eval/docling/{md,html,docx}`).
+//!
+//! Per file and overall: headings found (recall, level agreement), tables
+//! found with the right row × column shape, and the share of ground-truth
+//! paragraphs present in the canonical text. Run with `--nocapture` to see
+//! the per-file report.
+
+mod common;
+
+use common::docling::{Fidelity, cases, compare, read_ground_truth};
+use trellis::spec::ParsingSpec;
+
+fn evaluate(format: &str) -> Fidelity {
+    let dir = common::eval_dir().join("docling").join(format);
+    let cases = cases(&dir);
+    assert!(
+        !cases.is_empty(),
+        "no {format} cases under {}",
+        dir.display()
+    );
+    let mut total = Fidelity {
+        file: format!("TOTAL {format} ({} files)", cases.len()),
+        ..Fidelity::default()
+    };
+    let spec = ParsingSpec::default();
+    let mut rows = Vec::new();
+    for (source, truth_path) in &cases {
+        let name = source.file_name().unwrap().to_string_lossy().to_string();
+        let truth = read_ground_truth(&std::fs::read_to_string(truth_path).unwrap());
+        let result = match trellis::parse::parse_file(source, &spec) {
+            Ok(tree) => compare(&name, &tree, &truth),
+            Err(e) => Fidelity {
+                file: name,
+                headings_expected: truth.headings.len(),
+                tables_expected: truth.tables.len(),
+                paragraphs_expected: truth.paragraphs.len(),
+                error: Some(e.reason.to_string()),
+                ..Fidelity::default()
+            },
+        };
+        total.add(&result);
+        rows.push(result);
+    }
+    for row in &rows {
+        println!("{}", row.row());
+    }
+    println!("{}", total.row());
+    println!(
+        "{format}: heading recall {:.3}, table shape recall {:.3}, paragraph coverage {:.3}",
+        total.heading_recall(),
+        total.table_shape_recall(),
+        total.coverage()
+    );
+    let errors: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| (&r.file, e)))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{format}: files failed to parse: {errors:?}"
+    );
+    total
+}
+
+fn check(format: &str) {
+    let total = evaluate(format);
+    assert!(
+        total.heading_recall() >= 0.9,
+        "{format}: heading recall {:.3} < 0.9",
+        total.heading_recall()
+    );
+    assert!(
+        total.table_shape_recall() >= 0.9,
+        "{format}: table shape recall {:.3} < 0.9",
+        total.table_shape_recall()
+    );
+    assert!(
+        total.coverage() >= 0.9,
+        "{format}: paragraph coverage {:.3} < 0.9",
+        total.coverage()
+    );
+}
+
+#[test]
+fn docling_markdown() {
+    check("md");
+}
+
+#[test]
+fn docling_html() {
+    check("html");
+}
+
+#[test]
+fn docling_docx() {
+    check("docx");
+}
