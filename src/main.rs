@@ -1,1 +1,413 @@
-fn main() {}
+//! The `trellis` command line.
+//!
+//! Exit status: 0 when everything succeeded, 1 on a fatal error, 2 on a
+//! usage error, 3 when some documents failed and the others were processed.
+
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use trellis::chunk::ChunkKind;
+use trellis::parse::TextSpan;
+use trellis::pipeline::{Pipeline, ProcessedDocument};
+use trellis::skeleton::Skeleton;
+use trellis::spec::{self, IndexProfileSpec};
+
+/// Exit status when some documents failed and the others were processed.
+const EXIT_PARTIAL: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "trellis",
+    version,
+    about = "Deterministic sentence skeletons for retrieval over long documents"
+)]
+struct Cli {
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
+    /// More logging (-v: debug, -vv: trace). RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse one document and print its tree, canonical text or skeleton.
+    Parse {
+        file: PathBuf,
+        /// What to print.
+        #[arg(long, value_enum, default_value_t = ParseOutput::Json)]
+        format: ParseOutput,
+        #[command(flatten)]
+        profile: ProfileArgs,
+    },
+    /// Split text on stdin into sentences, one per line.
+    Segment {
+        /// Print a JSON array of sentences instead.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        profile: ProfileArgs,
+    },
+    /// Parse, segment and chunk documents; write one JSON object per chunk.
+    Chunk {
+        /// Files and directories (walked recursively; files of unknown type
+        /// inside directories are skipped and counted).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        profile: ProfileArgs,
+        /// Write JSON Lines here instead of stdout (replaced atomically).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ParseOutput {
+    /// The DocumentTree as JSON.
+    Json,
+    /// The canonical text every offset points into.
+    Markdown,
+    /// The sentence skeleton as JSON.
+    Skeleton,
+}
+
+#[derive(clap::Args)]
+struct ProfileArgs {
+    /// IndexProfile manifest (a YAML file or a directory of them). Without
+    /// one, the documented defaults apply.
+    #[arg(short = 'f', long = "file")]
+    manifest: Option<PathBuf>,
+    /// Which IndexProfile to use when the manifests hold several.
+    #[arg(long)]
+    profile: Option<String>,
+}
+
+impl ProfileArgs {
+    fn pipeline(&self) -> Result<Pipeline> {
+        let (spec, base) = match &self.manifest {
+            Some(path) => {
+                let manifests = spec::load_path(path)?;
+                let profile = spec::select_profile(&manifests, self.profile.as_deref(), path)?;
+                let base = if path.is_dir() {
+                    Some(path.clone())
+                } else {
+                    path.parent().map(Path::to_path_buf)
+                };
+                (profile.spec.clone(), base)
+            }
+            None => (IndexProfileSpec::default(), None),
+        };
+        Pipeline::new(&spec, base.as_deref()).context("preparing the profile")
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format, cli.verbose);
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat, verbose: u8) {
+    let default = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Parse {
+            file,
+            format,
+            profile,
+        } => parse(&file, format, &profile),
+        Command::Segment { json, profile } => segment(json, &profile),
+        Command::Chunk {
+            paths,
+            profile,
+            out,
+            jobs,
+        } => chunk(&paths, &profile, out.as_deref(), jobs),
+    }
+}
+
+fn parse(file: &Path, format: ParseOutput, profile: &ProfileArgs) -> Result<ExitCode> {
+    let pipeline = profile.pipeline()?;
+    let tree = trellis::parse::parse_file(file, &pipeline.spec().parsing)?;
+    for warning in &tree.warnings {
+        tracing::warn!(file = %file.display(), "{warning}");
+    }
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match format {
+        ParseOutput::Json => {
+            serde_json::to_writer_pretty(&mut out, &tree)?;
+            writeln!(out)?;
+        }
+        ParseOutput::Markdown => out.write_all(tree.text.as_bytes())?,
+        ParseOutput::Skeleton => {
+            let document = pipeline.process_tree(&file.display().to_string(), tree);
+            serde_json::to_writer_pretty(&mut out, &document.skeleton)?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn segment(json: bool, profile: &ProfileArgs) -> Result<ExitCode> {
+    let pipeline = profile.pipeline()?;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("reading stdin (it must be UTF-8 text)")?;
+    let sentences: Vec<String> = pipeline
+        .segmenter()
+        .split(&text)
+        .into_iter()
+        .map(|range| trellis::parse::collapse_whitespace(&text[range]))
+        .collect();
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if json {
+        serde_json::to_writer(&mut out, &sentences)?;
+        writeln!(out)?;
+    } else {
+        for sentence in &sentences {
+            writeln!(out, "{sentence}")?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line of `trellis chunk` output.
+#[derive(Serialize)]
+struct ChunkRecord<'a> {
+    document_id: &'a str,
+    source: &'a str,
+    chunk_id: String,
+    index: u32,
+    kind: ChunkKind,
+    text: &'a str,
+    heading_path: &'a [String],
+    tokens: u32,
+    overlap_tokens: u32,
+    sentence_ids: Vec<String>,
+    span: TextSpan,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pages: Option<[u32; 2]>,
+    metadata: trellis::enrich::ChunkMetadata,
+}
+
+/// Documents processed per parallel batch: bounds memory on large corpora
+/// while keeping the output in input order.
+const BATCH: usize = 64;
+
+fn chunk(
+    paths: &[PathBuf],
+    profile: &ProfileArgs,
+    out_path: Option<&Path>,
+    jobs: Option<usize>,
+) -> Result<ExitCode> {
+    let pipeline = profile.pipeline()?;
+    if let Some(jobs) = jobs {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs.max(1))
+            .build_global()
+            .context("starting worker threads")?;
+    }
+    let discovery = trellis::source::discover(paths)?;
+    if discovery.files.is_empty() {
+        bail!("no documents found under the given paths");
+    }
+    tracing::info!(
+        documents = discovery.files.len(),
+        skipped = discovery.skipped.len(),
+        tokens = %pipeline.token_counter().describe(),
+        "chunking"
+    );
+
+    let mut sink = OutputSink::open(out_path)?;
+    let progress = indicatif::ProgressBar::new(discovery.files.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} documents {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut report = Report::default();
+    for batch in discovery.files.chunks(BATCH) {
+        let results: Vec<_> = batch
+            .par_iter()
+            .map(|path| {
+                let key = path.display().to_string();
+                let result = pipeline.process_file(path, &key);
+                progress.inc(1);
+                result
+            })
+            .collect();
+        for result in results {
+            match result {
+                Ok(document) => {
+                    report.add(&document);
+                    write_chunks(&mut sink, &document)?;
+                }
+                Err(e) => {
+                    tracing::error!("{e}");
+                    report.failed.push(e.to_string());
+                }
+            }
+        }
+    }
+    progress.finish_and_clear();
+    sink.commit()?;
+
+    eprintln!(
+        "chunked {} documents: {} sections, {} sentences ({} indexable), {} chunks; {} failed, {} skipped",
+        report.documents,
+        report.sections,
+        report.sentences,
+        report.indexable,
+        report.chunks,
+        report.failed.len(),
+        discovery.skipped.len()
+    );
+    for failure in &report.failed {
+        eprintln!("  failed: {failure}");
+    }
+    if report.failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Ok(ExitCode::from(EXIT_PARTIAL))
+    }
+}
+
+fn write_chunks(sink: &mut OutputSink, document: &ProcessedDocument) -> Result<()> {
+    let skeleton: &Skeleton = &document.skeleton;
+    for warning in &document.warnings {
+        tracing::warn!(source = %skeleton.document.source, "{warning}");
+    }
+    for chunk in &document.chunks {
+        let record = ChunkRecord {
+            document_id: skeleton.document.id.as_str(),
+            source: &skeleton.document.source,
+            chunk_id: format!("{}:c{}", skeleton.document.id, chunk.index),
+            index: chunk.index,
+            kind: chunk.kind,
+            text: &chunk.text,
+            heading_path: &chunk.heading_path,
+            tokens: chunk.tokens,
+            overlap_tokens: chunk.overlap_tokens,
+            sentence_ids: chunk
+                .sentences
+                .iter()
+                .map(|&id| skeleton.sentence_key(id))
+                .collect(),
+            span: chunk.span,
+            pages: chunk.pages,
+            metadata: document
+                .enrichment
+                .chunk_metadata(skeleton, &chunk.sentences),
+        };
+        serde_json::to_writer(&mut sink.writer, &record)?;
+        sink.writer.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Report {
+    documents: usize,
+    sections: usize,
+    sentences: usize,
+    indexable: usize,
+    chunks: usize,
+    failed: Vec<String>,
+}
+
+impl Report {
+    fn add(&mut self, document: &ProcessedDocument) {
+        self.documents += 1;
+        self.sections += document.skeleton.sections.len();
+        self.sentences += document.skeleton.sentences.len();
+        self.indexable += document
+            .skeleton
+            .sentences
+            .iter()
+            .filter(|s| s.indexable)
+            .count();
+        self.chunks += document.chunks.len();
+    }
+}
+
+/// Stdout, or a file written beside its destination and renamed into place
+/// on success, so a reader never sees half an output.
+struct OutputSink {
+    writer: BufWriter<Box<dyn Write>>,
+    target: Option<(PathBuf, PathBuf)>,
+}
+
+impl OutputSink {
+    fn open(path: Option<&Path>) -> Result<Self> {
+        match path {
+            None => Ok(Self {
+                writer: BufWriter::new(Box::new(std::io::stdout())),
+                target: None,
+            }),
+            Some(path) => {
+                let mut tmp = path.as_os_str().to_owned();
+                tmp.push(".tmp");
+                let tmp = PathBuf::from(tmp);
+                let file = std::fs::File::create(&tmp)
+                    .with_context(|| format!("creating {}", tmp.display()))?;
+                Ok(Self {
+                    writer: BufWriter::new(Box::new(file)),
+                    target: Some((tmp, path.to_path_buf())),
+                })
+            }
+        }
+    }
+
+    fn commit(mut self) -> Result<()> {
+        self.writer.flush()?;
+        drop(self.writer);
+        if let Some((tmp, path)) = self.target.take() {
+            std::fs::rename(&tmp, &path)
+                .with_context(|| format!("moving {} to {}", tmp.display(), path.display()))?;
+        }
+        Ok(())
+    }
+}

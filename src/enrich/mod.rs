@@ -30,3 +30,19 @@ pub fn enrich(skeleton: &Skeleton, spec: &EnrichmentSpec) -> Enrichment {
         sections: vec![SectionAnnotations::default(); skeleton.sections.len()],
     }
 }
+
+/// Enrichment aggregated over a chunk's sentences.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ChunkMetadata {}
+
+impl Enrichment {
+    /// Aggregates the annotations of `sentences` for a chunk.
+    pub fn chunk_metadata(
+        &self,
+        skeleton: &Skeleton,
+        sentences: &[crate::skeleton::SentenceId],
+    ) -> ChunkMetadata {
+        let _ = (skeleton, sentences);
+        ChunkMetadata {}
+    }
+}

@@ -84,16 +84,28 @@ fn looks_like_utf16(bytes: &[u8]) -> bool {
 }
 
 /// Refuses text where control characters (other than tab, newline, carriage
-/// return and form feed) or NUL make up more than 1% of the characters.
+/// return and form feed), NUL or U+FFFD replacement characters make up more
+/// than 1% of the first 64 KiB. Works on bytes: every C0 control is one
+/// byte, a C1 control is `C2 80..=9F` and U+FFFD is `EF BF BD` in UTF-8.
 fn check_not_binary(text: &str) -> Result<(), ParseFailure> {
-    let mut total = 0usize;
-    let mut control = 0usize;
-    for ch in text.chars().take(64 * 1024) {
-        total += 1;
-        if (ch.is_control() && !matches!(ch, '\t' | '\n' | '\r' | '\x0c')) || ch == '\u{fffd}' {
-            control += 1;
-        }
+    let mut end = text.len().min(64 * 1024);
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
+    let head = &text[..end];
+    let bytes = head.as_bytes();
+    // Plain counting loops over bytes vectorise; the rare non-ASCII cases
+    // are found with memchr.
+    let c0 = bytes
+        .iter()
+        .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)) || b == 0x7f)
+        .count();
+    let c1 = memchr::memchr_iter(0xc2, bytes)
+        .filter(|&i| matches!(bytes.get(i + 1), Some(0x80..=0x9f)))
+        .count();
+    let replacement = memchr::memmem::find_iter(bytes, "\u{fffd}".as_bytes()).count();
+    let control = c0 + c1 + replacement;
+    let total = bytes.iter().filter(|&&b| b & 0xc0 != 0x80).count();
     if total > 0 && control * 100 > total {
         return Err(ParseFailure::Binary(format!(
             "{control} of the first {total} characters are control characters"

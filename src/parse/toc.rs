@@ -19,6 +19,9 @@ use super::{BlockKind, DocumentTree, SectionIdx, TocEntry, split_heading_numberi
 /// Fewest consecutive entry-like lines that make a table of contents.
 const MIN_RUN: usize = 3;
 
+/// Longest line (in bytes) considered as a ToC entry.
+const MAX_ENTRY_BYTES: usize = 240;
+
 /// Finds, records and removes the document's table of contents.
 pub fn extract_toc(tree: &mut DocumentTree) {
     if let Some(section) = find_contents_section(tree) {
@@ -136,12 +139,19 @@ fn extract_toc_run(tree: &mut DocumentTree) {
         let mut found = None;
         for (i, block) in blocks.iter().enumerate() {
             let is_entry = match block.kind.text() {
-                Some(text) if !matches!(block.kind, BlockKind::Code { .. }) => {
+                // Entries are short lines; most body paragraphs are not, and
+                // skipping them keeps this pass cheap.
+                Some(text)
+                    if text.len() <= MAX_ENTRY_BYTES
+                        && !matches!(block.kind, BlockKind::Code { .. }) =>
+                {
                     has_leader(text) || {
                         let (title, _) = split_page_reference(text, false);
-                        let key = normalize_title(title);
-                        !key.is_empty()
-                            && headings.iter().any(|(idx, h)| *idx > section && *h == key)
+                        !headings.is_empty() && {
+                            let key = normalize_title(title);
+                            !key.is_empty()
+                                && headings.iter().any(|(idx, h)| *idx > section && *h == key)
+                        }
                     }
                 }
                 _ => false,

@@ -283,23 +283,76 @@ pub struct TocEntry {
     pub page: Option<u32>,
 }
 
-/// Collapses every run of whitespace (including newlines and NBSP) into one
-/// space and trims the ends.
+/// Collapses every run of whitespace (including newlines, NBSP and
+/// zero-width spaces) into one space and trims the ends.
 pub fn collapse_whitespace(text: &str) -> String {
+    let bytes = text.as_bytes();
+    if is_collapsed(bytes) {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
-    let mut pending_space = false;
-    for ch in text.chars() {
-        if ch.is_whitespace() || ch == '\u{200b}' || ch == '\u{feff}' {
-            pending_space = !out.is_empty();
-        } else {
-            if pending_space {
-                out.push(' ');
-                pending_space = false;
-            }
-            out.push(ch);
+    let mut word_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let whitespace_len = match bytes[i] {
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => 1,
+            // Lead bytes of the non-ASCII whitespace characters: decode the
+            // character to decide. `i` is on a char boundary here because
+            // continuation bytes (0x80..=0xBF) never match these arms.
+            0xc2 | 0xe1 | 0xe2 | 0xe3 | 0xef => text[i..]
+                .chars()
+                .next()
+                .filter(|&c| c.is_whitespace() || c == '\u{200b}' || c == '\u{feff}')
+                .map_or(0, char::len_utf8),
+            _ => 0,
+        };
+        if whitespace_len == 0 {
+            i += 1;
+            continue;
         }
+        if word_start < i {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&text[word_start..i]);
+        }
+        i += whitespace_len;
+        word_start = i;
+    }
+    if word_start < bytes.len() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&text[word_start..]);
     }
     out
+}
+
+/// Whether `bytes` is already collapsed: no ASCII whitespace but single
+/// inner spaces, and no lead byte of a non-ASCII whitespace character
+/// (U+0085, U+00A0, U+1680, U+2000–U+205F, U+3000, U+FEFF). Conservative:
+/// text with such lead bytes takes the slow path even when it holds no
+/// whitespace.
+fn is_collapsed(bytes: &[u8]) -> bool {
+    if bytes.first() == Some(&b' ') || bytes.last() == Some(&b' ') {
+        return false;
+    }
+    let mut previous_space = false;
+    for &b in bytes {
+        match b {
+            b' ' => {
+                if previous_space {
+                    return false;
+                }
+                previous_space = true;
+                continue;
+            }
+            b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0xc2 | 0xe1 | 0xe2 | 0xe3 | 0xef => return false,
+            _ => {}
+        }
+        previous_space = false;
+    }
+    true
 }
 
 /// Splits a heading's leading numbering from its title:
@@ -797,6 +850,15 @@ mod tests {
             panic!("table expected");
         };
         assert_eq!(slice(table.row_spans[1]), "| 1 | 2 |");
+    }
+
+    #[test]
+    fn whitespace_collapses() {
+        assert_eq!(collapse_whitespace("  a \n\t b\u{a0}c\u{200b} "), "a b c");
+        assert_eq!(collapse_whitespace("already clean"), "already clean");
+        assert_eq!(collapse_whitespace("naïve café"), "naïve café");
+        assert_eq!(collapse_whitespace("dash – ok"), "dash – ok");
+        assert_eq!(collapse_whitespace(""), "");
     }
 
     #[test]

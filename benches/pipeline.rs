@@ -1,0 +1,240 @@
+//! Throughput of parse + segment + chunk (and of the segmenter alone) on the
+//! development data: SQuAD part 1 articles as plain text, Docling's Markdown
+//! and HTML inputs.
+//!
+//! ```text
+//! cargo bench --bench pipeline            # human-readable
+//! cargo bench --bench pipeline -- --json  # one JSON object per line
+//! ```
+//!
+//! `scripts/bench.py` runs this beside LangChain's and chonkie's recursive
+//! chunkers and pySBD on the same texts and prints the ratios.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use trellis::parse::Format;
+use trellis::pipeline::Pipeline;
+use trellis::spec::{EnrichmentSpec, IndexProfileSpec};
+
+/// Each measurement repeats its workload for at least this long and keeps
+/// the fastest pass.
+const MIN_MEASURE: Duration = Duration::from_secs(2);
+
+struct Corpus {
+    name: &'static str,
+    documents: Vec<(String, Vec<u8>, Format)>,
+}
+
+impl Corpus {
+    fn bytes(&self) -> usize {
+        self.documents.iter().map(|(_, b, _)| b.len()).sum()
+    }
+}
+
+fn eval_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TRELLIS_EVAL_DIR") {
+        return PathBuf::from(dir);
+    }
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    [
+        manifest.join("../shared/eval"),
+        manifest.join("../../shared/eval"),
+    ]
+    .into_iter()
+    .find(|c| c.join("README.md").is_file())
+    .unwrap_or_else(|| PathBuf::from("/work/shared/eval"))
+}
+
+/// SQuAD articles: each article's contexts joined by blank lines, the way a
+/// plain-text export of the article looks.
+fn squad(eval: &Path) -> Corpus {
+    let path = eval.join("squad/dev-v1.1-part1.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("SQuAD JSON");
+    let documents = json["data"]
+        .as_array()
+        .expect("data[]")
+        .iter()
+        .map(|article| {
+            let contexts: Vec<&str> = article["paragraphs"]
+                .as_array()
+                .expect("paragraphs[]")
+                .iter()
+                .filter_map(|p| p["context"].as_str())
+                .collect();
+            let title = article["title"].as_str().unwrap_or("article").to_string();
+            (title, contexts.join("\n\n").into_bytes(), Format::Text)
+        })
+        .collect();
+    Corpus {
+        name: "squad_text",
+        documents,
+    }
+}
+
+fn folder(eval: &Path, name: &'static str, dir: &str, ext: &str, format: Format) -> Corpus {
+    let dir = eval.join(dir);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    paths.sort();
+    let documents = paths
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).expect("readable source");
+            (p.display().to_string(), bytes, format)
+        })
+        .collect();
+    Corpus { name, documents }
+}
+
+/// Runs `work` repeatedly for at least [`MIN_MEASURE`]; the fastest pass.
+fn fastest(mut work: impl FnMut() -> usize) -> (Duration, usize) {
+    let mut best = Duration::MAX;
+    let mut units = 0;
+    let started = Instant::now();
+    let mut passes = 0;
+    while passes < 3 || started.elapsed() < MIN_MEASURE {
+        let t = Instant::now();
+        units = std::hint::black_box(work());
+        best = best.min(t.elapsed());
+        passes += 1;
+    }
+    (best, units)
+}
+
+fn report(
+    json: bool,
+    bench: &str,
+    corpus: &str,
+    bytes: usize,
+    time: Duration,
+    units: (&str, usize),
+) {
+    let mb_per_s = bytes as f64 / 1e6 / time.as_secs_f64();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "bench": bench,
+                "corpus": corpus,
+                "bytes": bytes,
+                "seconds": time.as_secs_f64(),
+                "mb_per_s": mb_per_s,
+                units.0: units.1,
+            })
+        );
+    } else {
+        println!(
+            "{bench:<28} {corpus:<16} {:>9.3} MB in {:>8.2} ms  {:>8.1} MB/s  ({} {})",
+            bytes as f64 / 1e6,
+            time.as_secs_f64() * 1e3,
+            mb_per_s,
+            units.1,
+            units.0
+        );
+    }
+}
+
+fn main() {
+    let json = std::env::args().any(|a| a == "--json");
+    let eval = eval_dir();
+    let squad = squad(&eval);
+    let md = folder(
+        &eval,
+        "docling_md",
+        "docling/md/sources",
+        "md",
+        Format::Markdown,
+    );
+    let html = folder(
+        &eval,
+        "docling_html",
+        "docling/html/sources",
+        "html",
+        Format::Html,
+    );
+    let mut squad_md = Corpus {
+        name: "squad_text+md",
+        documents: squad.documents.clone(),
+    };
+    squad_md.documents.extend(md.documents.iter().cloned());
+
+    // The comparison with chunkers that do no sentence or metadata work:
+    // enrichment off. A second run shows its cost.
+    let mut without_enrichment = IndexProfileSpec::default();
+    without_enrichment.enrichment = EnrichmentSpec {
+        references: false,
+        dates: false,
+        fiscal_periods: false,
+        amounts: false,
+        organizations: false,
+        definitions: false,
+        clauses: false,
+    };
+    let plain = Pipeline::new(&without_enrichment, None).expect("default profile");
+    let enriched = Pipeline::new(&IndexProfileSpec::default(), None).expect("default profile");
+
+    for corpus in [&squad_md, &squad, &md, &html] {
+        for (bench, pipeline) in [
+            ("parse+segment+chunk", &plain),
+            ("parse+segment+chunk+enrich", &enriched),
+        ] {
+            let (time, chunks) = fastest(|| {
+                corpus
+                    .documents
+                    .iter()
+                    .map(|(key, bytes, format)| {
+                        pipeline
+                            .process_bytes(key, bytes, *format)
+                            .map(|d| d.chunks.len())
+                            .unwrap_or(0)
+                    })
+                    .sum()
+            });
+            report(
+                json,
+                bench,
+                corpus.name,
+                corpus.bytes(),
+                time,
+                ("chunks", chunks),
+            );
+        }
+    }
+
+    // The segmenter alone, on the raw SQuAD contexts (what pySBD is given).
+    let contexts: Vec<String> = squad
+        .documents
+        .iter()
+        .flat_map(|(_, bytes, _)| {
+            String::from_utf8_lossy(bytes)
+                .split("\n\n")
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let bytes: usize = contexts.iter().map(String::len).sum();
+    let segmenter = plain.segmenter();
+    let mut ranges = Vec::new();
+    let (time, sentences) = fastest(|| {
+        let mut n = 0;
+        for context in &contexts {
+            ranges.clear();
+            segmenter.split_into(context, &mut ranges);
+            n += ranges.len();
+        }
+        n
+    });
+    report(
+        json,
+        "segment",
+        "squad_contexts",
+        bytes,
+        time,
+        ("sentences", sentences),
+    );
+}
