@@ -1,0 +1,215 @@
+//! The `trellis` binary end to end: bad input is reported by name and never
+//! stops the other documents, output is deterministic and written whole.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn trellis() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_trellis"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.current_dir(root()).output().expect("trellis runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Every bad fixture with a word its error must contain.
+const BAD: &[(&str, &str)] = &[
+    ("empty.txt", "empty file"),
+    ("garbage.txt", "binary"),
+    ("deep.html", "nesting deeper"),
+    ("truncated.docx", "corrupt"),
+    ("corrupt.docx", "corrupt"),
+    ("zip_bomb.docx", "zip bomb"),
+    ("missing_document.docx", "document.xml"),
+    ("deep.docx", "nesting deeper"),
+];
+
+#[test]
+fn bad_documents_are_reported_by_name_and_the_rest_is_chunked() {
+    let out = tempfile::tempdir().unwrap();
+    let jsonl = out.path().join("chunks.jsonl");
+    let started = Instant::now();
+    let output = run(trellis()
+        .args(["chunk", "examples/corpus", "tests/fixtures/bad", "--out"])
+        .arg(&jsonl));
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "bad input must fail fast"
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "partial failure status; stderr:\n{err}");
+    for (file, reason) in BAD {
+        let line = err
+            .lines()
+            .find(|l| l.contains("failed:") && l.contains(file))
+            .unwrap_or_else(|| panic!("no failure reported for {file}:\n{err}"));
+        assert!(
+            line.to_lowercase().contains(reason),
+            "{file}: expected {reason:?} in {line:?}"
+        );
+    }
+    assert!(!err.contains("panicked"), "{err}");
+
+    // The good documents (and the Latin-1 one, decoded with a warning) made it.
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    let sources: std::collections::BTreeSet<String> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("one JSON object per line");
+            v["source"].as_str().unwrap().to_string()
+        })
+        .collect();
+    for expected in [
+        "master-services-agreement.txt",
+        "operations-manual.md",
+        "annual-report-2024.html",
+        "data-processing-addendum.docx",
+        "latin1.txt",
+    ] {
+        assert!(
+            sources.iter().any(|s| s.ends_with(expected)),
+            "{expected} missing from {sources:?}"
+        );
+    }
+    assert!(err.contains("Windows-1252"), "the Latin-1 fallback is announced:\n{err}");
+    assert!(!Path::new(&format!("{}.tmp", jsonl.display())).exists());
+}
+
+#[test]
+fn chunk_output_is_deterministic() {
+    let once = run(trellis().args(["chunk", "examples/corpus"]));
+    let twice = run(trellis().args(["chunk", "examples/corpus"]));
+    assert!(once.status.success(), "{}", stderr(&once));
+    assert!(!once.stdout.is_empty());
+    assert_eq!(once.stdout, twice.stdout);
+}
+
+#[test]
+fn chunk_records_carry_ids_paths_and_metadata() {
+    let output = run(trellis().args(["chunk", "examples/corpus/master-services-agreement.txt"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let records: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!records.is_empty());
+    let doc = records[0]["document_id"].as_str().unwrap();
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(record["document_id"], doc);
+        assert_eq!(record["index"], i);
+        assert_eq!(record["chunk_id"], format!("{doc}:c{i}"));
+        assert!(record["tokens"].as_u64().unwrap() <= 800);
+        for id in record["sentence_ids"].as_array().unwrap() {
+            assert!(id.as_str().unwrap().starts_with(&format!("{doc}:s")));
+        }
+    }
+    assert!(
+        records
+            .iter()
+            .any(|r| !r["heading_path"].as_array().unwrap().is_empty()),
+        "the contract's articles become heading paths"
+    );
+}
+
+#[test]
+fn profile_manifest_with_the_model_tokenizer() {
+    let output = run(trellis().args([
+        "chunk",
+        "examples/corpus/operations-manual.md",
+        "-f",
+        "examples/profile.yaml",
+    ]));
+    assert!(
+        output.status.success(),
+        "run scripts/fetch-model.sh first; {}",
+        stderr(&output)
+    );
+    assert!(stderr(&output).contains("tokenizer:"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_bad_manifest_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("profile.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {name: x}\nspec: {chunking: {maxTokenz: 5}}\n",
+    )
+    .unwrap();
+    let output = run(trellis()
+        .args(["chunk", "examples/corpus", "-f"])
+        .arg(&manifest));
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.contains("profile.yaml") && err.contains("maxTokenz"), "{err}");
+}
+
+#[test]
+fn a_missing_path_is_a_clear_error() {
+    let output = run(trellis().args(["chunk", "no/such/dir"]));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("no/such/dir"));
+}
+
+#[test]
+fn segment_reads_stdin() {
+    use std::io::Write;
+    let mut child = trellis()
+        .args(["segment", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Contoso Ltd. is at P.O. Box 123, FL. It pays on time.\n\nNew paragraph")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let sentences: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        sentences,
+        [
+            "Contoso Ltd. is at P.O. Box 123, FL.",
+            "It pays on time.",
+            "New paragraph"
+        ]
+    );
+}
+
+#[test]
+fn parse_prints_the_canonical_text_and_the_skeleton() {
+    let output = run(trellis().args([
+        "parse",
+        "examples/corpus/operations-manual.md",
+        "--format",
+        "markdown",
+    ]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("# Pump Station Operations Manual"), "{text}");
+    assert!(text.contains("| Discharge pressure | 6.0 | 7.5 | bar |"), "{text}");
+
+    let output = run(trellis().args([
+        "parse",
+        "examples/corpus/operations-manual.md",
+        "--format",
+        "skeleton",
+    ]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let skeleton: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let sentences = skeleton["sentences"].as_array().unwrap();
+    assert!(sentences.iter().any(|s| s["source"] == "table_row"));
+    assert!(sentences.iter().any(|s| s["source"] == "list_item"));
+}
