@@ -434,6 +434,8 @@ fn is_outline_number(token: &str) -> bool {
 pub struct TreeBuilder {
     tree: DocumentTree,
     page: Option<u32>,
+    /// Grid positions (rows × columns) of the tables added so far.
+    table_cells: u64,
 }
 
 impl TreeBuilder {
@@ -456,7 +458,15 @@ impl TreeBuilder {
                 text: String::new(),
             },
             page: None,
+            table_cells: 0,
         }
+    }
+
+    /// Grid positions (rows × columns) of the tables added so far, so that
+    /// a parser appending to this builder (HTML blocks inside Markdown) can
+    /// keep the whole document within `parsing.maxTableCells`.
+    pub fn table_cells(&self) -> u64 {
+        self.table_cells
     }
 
     pub fn set_title(&mut self, title: &str) {
@@ -550,6 +560,8 @@ impl TreeBuilder {
             table.caption = (!caption.is_empty()).then_some(caption);
         }
         if table.normalize() {
+            let cells = (table.rows.len() as u64).saturating_mul(table.columns() as u64);
+            self.table_cells = self.table_cells.saturating_add(cells);
             self.push(BlockKind::Table(table));
         }
     }

@@ -54,6 +54,13 @@ pub struct ParsingSpec {
     /// Deepest element nesting accepted in HTML and XML inputs.
     /// Default 512.
     pub max_nesting_depth: u32,
+    /// Most table cells one document may expand to, counted over all its
+    /// tables as rows × columns once merged cells (colspan/rowspan) are
+    /// repeated in every position they cover. Past the bound, spans are no
+    /// longer repeated and further rows are cut, with a warning; a few bytes
+    /// of `colspan="1000"` cannot turn into gigabytes of grid.
+    /// Default 1000000.
+    pub max_table_cells: u64,
     /// Detect a table of contents, drop it from the body text and keep it as
     /// document metadata (it is also used to confirm heading levels).
     /// Default true.
@@ -72,6 +79,7 @@ impl Default for ParsingSpec {
             max_file_bytes: 64 * 1024 * 1024,
             max_decompressed_bytes: 256 * 1024 * 1024,
             max_nesting_depth: 512,
+            max_table_cells: 1_000_000,
             remove_table_of_contents: true,
             drop_boilerplate: true,
             boilerplate_min_repeats: 3,
