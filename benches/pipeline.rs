@@ -165,15 +165,17 @@ fn main() {
 
     // The comparison with chunkers that do no sentence or metadata work:
     // enrichment off. A second run shows its cost.
-    let mut without_enrichment = IndexProfileSpec::default();
-    without_enrichment.enrichment = EnrichmentSpec {
-        references: false,
-        dates: false,
-        fiscal_periods: false,
-        amounts: false,
-        organizations: false,
-        definitions: false,
-        clauses: false,
+    let without_enrichment = IndexProfileSpec {
+        enrichment: EnrichmentSpec {
+            references: false,
+            dates: false,
+            fiscal_periods: false,
+            amounts: false,
+            organizations: false,
+            definitions: false,
+            clauses: false,
+        },
+        ..IndexProfileSpec::default()
     };
     let plain = Pipeline::new(&without_enrichment, None).expect("default profile");
     let enriched = Pipeline::new(&IndexProfileSpec::default(), None).expect("default profile");

@@ -46,7 +46,11 @@ fn bad_documents_are_reported_by_name_and_the_rest_is_chunked() {
         "bad input must fail fast"
     );
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(3), "partial failure status; stderr:\n{err}");
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "partial failure status; stderr:\n{err}"
+    );
     for (file, reason) in BAD {
         let line = err
             .lines()
@@ -80,7 +84,10 @@ fn bad_documents_are_reported_by_name_and_the_rest_is_chunked() {
             "{expected} missing from {sources:?}"
         );
     }
-    assert!(err.contains("Windows-1252"), "the Latin-1 fallback is announced:\n{err}");
+    assert!(
+        err.contains("Windows-1252"),
+        "the Latin-1 fallback is announced:\n{err}"
+    );
     assert!(!Path::new(&format!("{}.tmp", jsonl.display())).exists());
 }
 
@@ -134,7 +141,11 @@ fn profile_manifest_with_the_model_tokenizer() {
         "run scripts/fetch-model.sh first; {}",
         stderr(&output)
     );
-    assert!(stderr(&output).contains("tokenizer:"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("tokenizer:"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -151,7 +162,10 @@ fn a_bad_manifest_is_a_clear_error() {
         .arg(&manifest));
     assert_eq!(output.status.code(), Some(1));
     let err = stderr(&output);
-    assert!(err.contains("profile.yaml") && err.contains("maxTokenz"), "{err}");
+    assert!(
+        err.contains("profile.yaml") && err.contains("maxTokenz"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -199,7 +213,10 @@ fn parse_prints_the_canonical_text_and_the_skeleton() {
     assert!(output.status.success(), "{}", stderr(&output));
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(text.contains("# Pump Station Operations Manual"), "{text}");
-    assert!(text.contains("| Discharge pressure | 6.0 | 7.5 | bar |"), "{text}");
+    assert!(
+        text.contains("| Discharge pressure | 6.0 | 7.5 | bar |"),
+        "{text}"
+    );
 
     let output = run(trellis().args([
         "parse",

@@ -14,6 +14,8 @@
 //! matching heading disagrees, the heading takes the ToC's level: a ToC is
 //! the author's own statement of the outline.
 
+use std::collections::HashMap;
+
 use super::{BlockKind, DocumentTree, SectionIdx, TocEntry, split_heading_numbering};
 
 /// Fewest consecutive entry-like lines that make a table of contents.
@@ -126,13 +128,12 @@ fn has_leader(text: &str) -> bool {
 /// Looks for a run of leader lines, or of lines naming later headings, and
 /// moves it into `tree.toc`.
 fn extract_toc_run(tree: &mut DocumentTree) {
-    let headings: Vec<(SectionIdx, String)> = tree
-        .sections
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(idx, s)| (idx, normalize_title(&s.heading())))
-        .collect();
+    // The last section each normalised heading occurs at: a block names a
+    // later heading when its title is a key here with a larger index.
+    let mut last_heading: HashMap<String, SectionIdx> = HashMap::new();
+    for (idx, s) in tree.sections.iter().enumerate().skip(1) {
+        last_heading.insert(normalize_title(&s.heading()), idx);
+    }
     for section in 0..tree.sections.len() {
         let blocks = &tree.sections[section].blocks;
         let mut run_start = None;
@@ -147,11 +148,10 @@ fn extract_toc_run(tree: &mut DocumentTree) {
                 {
                     has_leader(text) || {
                         let (title, _) = split_page_reference(text, false);
-                        !headings.is_empty() && {
-                            let key = normalize_title(title);
-                            !key.is_empty()
-                                && headings.iter().any(|(idx, h)| *idx > section && *h == key)
-                        }
+                        !last_heading.is_empty()
+                            && last_heading
+                                .get(&normalize_title(title))
+                                .is_some_and(|&idx| idx > section)
                     }
                 }
                 _ => false,
@@ -202,17 +202,19 @@ fn confirm_levels(tree: &mut DocumentTree) {
     if levels.len() < 2 {
         return;
     }
+    // The first section carrying each normalised heading.
+    let mut first_heading: HashMap<String, SectionIdx> = HashMap::new();
+    for (idx, s) in tree.sections.iter().enumerate().skip(1) {
+        first_heading
+            .entry(normalize_title(&s.heading()))
+            .or_insert(idx);
+    }
     let mut changed = false;
     for entry in &tree.toc {
-        let key = normalize_title(&entry.title);
-        if let Some(section) = tree
-            .sections
-            .iter_mut()
-            .skip(1)
-            .find(|s| normalize_title(&s.heading()) == key)
-            && section.level != entry.level
+        if let Some(&idx) = first_heading.get(&normalize_title(&entry.title))
+            && tree.sections[idx].level != entry.level
         {
-            section.level = entry.level;
+            tree.sections[idx].level = entry.level;
             changed = true;
         }
     }

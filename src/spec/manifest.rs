@@ -30,6 +30,13 @@ impl Manifest {
         }
     }
 
+    /// The resource as an `IndexProfile`, if it is one.
+    pub fn as_index_profile(&self) -> Option<&IndexProfile> {
+        match self {
+            Manifest::IndexProfile(p) => Some(p),
+        }
+    }
+
     /// `metadata.name`.
     pub fn name(&self) -> &str {
         match self {
@@ -187,9 +194,7 @@ pub fn select_profile<'a>(
 ) -> Result<&'a IndexProfile, ManifestError> {
     let profiles: Vec<&IndexProfile> = manifests
         .iter()
-        .filter_map(|m| match &m.manifest {
-            Manifest::IndexProfile(p) => Some(p),
-        })
+        .filter_map(|m| m.manifest.as_index_profile())
         .filter(|p| name.is_none_or(|n| p.metadata.name.as_deref() == Some(n)))
         .collect();
     match profiles.as_slice() {
