@@ -2,91 +2,532 @@
 //!
 //! [`Segmenter::split`] returns the byte ranges of the sentences of one
 //! block of text; [`SentenceFilter`] decides which sentences are indexed.
+//!
+//! # How a boundary is found
+//!
+//! The scanner walks the bytes with a 256-entry class table and stops only
+//! at the few bytes that can end a sentence (`.`, `?`, `!`, `\n`, the lead
+//! bytes of "…", bullets and CJK full stops) and, while a numbered list is
+//! open, at the first byte of its next number. Each stop is decided from
+//! its neighbourhood alone:
+//!
+//! * A terminator ends a sentence only when whitespace follows it (after
+//!   any closing quotes and brackets, and Wikipedia-style citation marks
+//!   such as `[12]` or `:33`, which all stay with the sentence) and the
+//!   next word is not lowercase or continuing punctuation: "Yahoo! in the",
+//!   "5.1", "Jane.Doe@example.com" never split. A digit opens a new
+//!   sentence only after an ordinary word ("… Arab oil. 71% of …"), never
+//!   after an abbreviation ("p. 55", "No. 5") or a number.
+//! * After an abbreviation (see `abbreviations.rs`) a capitalised word ends the
+//!   sentence only if it typically opens one ("… & Co. It closed"), never
+//!   after a title ("Mr. Smith"), and only when the sentence so far has a
+//!   few words ("At 5 a.m. Mr. Smith went …" is one sentence).
+//! * Ellipses: "[...]" never ends a sentence, a free-standing "..." or
+//!   ". . ." is a pause, four dots and an attached "..." end a sentence
+//!   before a capitalised word, and a word's own period before a spaced
+//!   ellipsis ("compounds. . . . The") ends it with the ellipsis opening the
+//!   next sentence.
+//! * A blank line always ends a sentence; a single newline does when a
+//!   bullet or list marker follows it; any other newline is whitespace.
+//! * Bullets ("•", "⁃") start a sentence; so does the next number of an
+//!   open list ("1.) The first item 2.) The second item"), a numbered item
+//!   after a terminator ("… (\"GAAP\"). 2. Milestone Payments") and the
+//!   first item after a colon ("Compensation: 1. Sales Commissions.").
+//!
+//! No regular expressions, no allocation beyond the output vector.
+
+mod abbreviations;
+mod filter;
+mod lists;
+mod punctuation;
 
 use std::ops::Range;
 
 use crate::spec::SentenceSpec;
 
+pub use filter::{SentenceFilter, is_form_label};
+
+use abbreviations::{AbbreviationKind, is_sentence_starter};
+use lists::{ListState, bullet_len, parse_marker};
+use punctuation::{
+    BYTE_CLASS, EXCLAMATION, Following, GENERAL_PUNCTUATION, NEWLINE, PERIOD, PLAIN,
+    WIDE_TERMINATOR, following, is_whitespace_at, skip_closers, skip_whitespace, strip_openers,
+    whitespace_len,
+};
+
+/// Longest word (in bytes) before a period that is looked up as an
+/// abbreviation; a longer run of non-space bytes is a URL, a number or a
+/// word, never an abbreviation.
+const MAX_TOKEN: usize = 32;
+
+/// Fewest words before an abbreviation for its period to end a sentence:
+/// "I live in the E.U. How …" splits, "At 5 a.m. Mr. Smith …" does not.
+const MIN_WORDS_BEFORE_ABBREVIATION: usize = 3;
+
 /// Abbreviation-aware English sentence splitter.
+///
+/// Cheap to clone and to share between threads; building one only copies
+/// the profile's extra abbreviations.
 #[derive(Clone, Debug, Default)]
 pub struct Segmenter {
-    #[allow(dead_code)]
-    extra_abbreviations: Vec<String>,
+    /// The profile's own abbreviations, ASCII-lowercased, without their
+    /// final period.
+    extra_abbreviations: Vec<Box<[u8]>>,
 }
 
 impl Segmenter {
+    /// A segmenter with the built-in English rules plus
+    /// `spec.extra_abbreviations` (a trailing period in an entry is
+    /// ignored; entries are matched ignoring ASCII case). An extra
+    /// abbreviation behaves like the built-in "Inc." or "etc.": its period
+    /// ends a sentence only before a typical sentence starter.
     pub fn new(spec: &SentenceSpec) -> Self {
+        let extra_abbreviations = spec
+            .extra_abbreviations
+            .iter()
+            .map(|a| a.trim().trim_end_matches('.').to_ascii_lowercase())
+            .filter(|a| !a.is_empty())
+            .map(|a| a.into_bytes().into_boxed_slice())
+            .collect();
         Self {
-            extra_abbreviations: spec.extra_abbreviations.clone(),
+            extra_abbreviations,
         }
     }
 
-    /// Byte ranges of the sentences of `text`, in order, trimmed of
-    /// surrounding whitespace, never empty.
+    /// Byte ranges of the sentences of `text`: in order, non-overlapping,
+    /// on char boundaries, trimmed of surrounding whitespace, never empty.
+    /// Every non-whitespace character of `text` lies in exactly one range.
     pub fn split(&self, text: &str) -> Vec<Range<usize>> {
         let mut out = Vec::new();
         self.split_into(text, &mut out);
         out
     }
 
-    /// Like [`split`](Self::split), appending to `out`.
+    /// Like [`split`](Self::split), appending to `out` (which is not
+    /// cleared), so one vector can serve a whole document.
     pub fn split_into(&self, text: &str, out: &mut Vec<Range<usize>>) {
-        let mut start = 0;
-        for (i, _) in text.match_indices(". ") {
-            push_trimmed(text, start..i + 1, out);
-            start = i + 1;
+        Scanner {
+            text,
+            bytes: text.as_bytes(),
+            extra_abbreviations: &self.extra_abbreviations,
+            out,
+            sentence_start: 0,
+            list: None,
+            list_byte: NO_LIST_BYTE,
         }
-        push_trimmed(text, start..text.len(), out);
+        .run();
     }
 }
 
-fn push_trimmed(text: &str, range: Range<usize>, out: &mut Vec<Range<usize>>) {
-    let piece = &text[range.clone()];
-    let lead = piece.len() - piece.trim_start().len();
-    let trail = piece.len() - piece.trim_end().len();
-    if lead + trail < piece.len() {
-        out.push(range.start + lead..range.end - trail);
+/// A byte that never occurs in UTF-8: the scanner's "next list number"
+/// byte while no list is open.
+const NO_LIST_BYTE: u8 = 0xFF;
+
+/// One pass over one text.
+struct Scanner<'t, 'o> {
+    text: &'t str,
+    bytes: &'t [u8],
+    extra_abbreviations: &'t [Box<[u8]>],
+    out: &'o mut Vec<Range<usize>>,
+    /// Where the current sentence begins (possibly on whitespace).
+    sentence_start: usize,
+    /// The numbered list the text is in, if any.
+    list: Option<ListState>,
+    /// First byte of the open list's next number, or [`NO_LIST_BYTE`].
+    list_byte: u8,
+}
+
+impl Scanner<'_, '_> {
+    fn run(mut self) {
+        let mut i = self.open_sentence(0);
+        while let Some((at, byte)) = self.next_stop(i) {
+            let resume = match BYTE_CLASS[usize::from(byte)] {
+                PERIOD => self.at_period(at),
+                EXCLAMATION => self.at_exclamation(at),
+                NEWLINE => self.at_newline(at),
+                GENERAL_PUNCTUATION => self.at_general_punctuation(at),
+                WIDE_TERMINATOR => self.at_wide_terminator(at),
+                PLAIN => self.at_list_number(at),
+                _ => at + 1,
+            };
+            i = resume.max(at + 1);
+        }
+        self.close_sentence(self.bytes.len());
     }
-}
 
-/// Decides whether a sentence is indexed (it stays in the skeleton and in
-/// chunks either way).
-#[derive(Clone, Debug)]
-pub struct SentenceFilter {
-    min_chars: usize,
-    min_words: usize,
-    drop_form_labels: bool,
-}
+    /// The next byte at or after `from` that may matter, and its position.
+    fn next_stop(&self, from: usize) -> Option<(usize, u8)> {
+        let list_byte = self.list_byte;
+        let rest = self.bytes.get(from..)?;
+        let offset = rest
+            .iter()
+            .position(|&b| BYTE_CLASS[usize::from(b)] != PLAIN || b == list_byte)?;
+        Some((from + offset, *rest.get(offset)?))
+    }
 
-impl SentenceFilter {
-    pub fn new(spec: &SentenceSpec) -> Self {
-        Self {
-            min_chars: spec.min_chars as usize,
-            min_words: spec.min_words as usize,
-            drop_form_labels: spec.drop_form_labels,
+    /// Ends the current sentence at `at` (an empty or all-whitespace
+    /// sentence is dropped).
+    fn close_sentence(&mut self, at: usize) {
+        if let Some(piece) = self.text.get(self.sentence_start..at) {
+            let trimmed = piece.trim_start();
+            let start = at - trimmed.len();
+            let trimmed = trimmed.trim_end();
+            if !trimmed.is_empty() {
+                self.out.push(start..start + trimmed.len());
+            }
+        }
+        self.sentence_start = at;
+    }
+
+    /// Ends the current sentence at `at` and opens the next one.
+    fn end_sentence(&mut self, at: usize) -> usize {
+        self.close_sentence(at);
+        self.open_sentence(at)
+    }
+
+    /// Opens a sentence at `at`: skips whitespace and bullets, and a list
+    /// marker ("1.", "a)", "(iv)", "2.1") so that its period is not taken
+    /// for a terminator; a marker that can run on opens a list. Returns
+    /// where scanning resumes.
+    fn open_sentence(&mut self, at: usize) -> usize {
+        let mut i = skip_whitespace(self.bytes, at);
+        while let Some(len) = bullet_len(self.text, i, self.is_line_start(i)) {
+            i = skip_whitespace(self.bytes, i + len);
+        }
+        match parse_marker(self.bytes, i) {
+            Some(marker) => {
+                if let Some(list) = ListState::start(&marker) {
+                    self.set_list(list);
+                }
+                marker.end
+            }
+            None => i,
         }
     }
 
-    pub fn is_indexable(&self, sentence: &str) -> bool {
-        sentence.chars().count() >= self.min_chars
-            && sentence.split_whitespace().count() >= self.min_words
-            && !(self.drop_form_labels && is_form_label(sentence))
+    fn set_list(&mut self, list: ListState) {
+        self.list = Some(list);
+        self.list_byte = list.next_first_byte().unwrap_or(NO_LIST_BYTE);
+    }
+
+    /// Whether only horizontal whitespace stands between the previous
+    /// newline (or the start of the text) and `i`.
+    fn is_line_start(&self, i: usize) -> bool {
+        let before = self.bytes.get(..i).unwrap_or_default();
+        before
+            .iter()
+            .rev()
+            .find(|&&b| !matches!(b, b' ' | b'\t' | b'\r'))
+            .is_none_or(|&b| b == b'\n')
+    }
+
+    /// A period at `p`: a full stop, an abbreviation's period, a decimal
+    /// point or part of an ellipsis.
+    fn at_period(&mut self, p: usize) -> usize {
+        let bytes = self.bytes;
+        let run = bytes
+            .get(p..)
+            .map_or(0, |rest| rest.iter().take_while(|&&b| b == b'.').count());
+        let run_end = p + run;
+        if run == 3 && self.is_free_standing(p, run_end) {
+            // A free-standing "..." is a pause or an omission within a
+            // sentence ("like one dead ... Suddenly"), or opens one after
+            // a full stop ("of the Law. ... But when").
+            return run_end;
+        }
+        if run >= 3 {
+            return self.after_ellipsis(p, run_end);
+        }
+        // A spaced ellipsis after this period: ". . ." or ". . . .".
+        let mut spaced_end = run_end;
+        let mut spaced = 0;
+        while bytes.get(spaced_end..spaced_end + 2) == Some(b" .") {
+            spaced_end += 2;
+            spaced += 1;
+        }
+        if run == 1 && spaced >= 2 {
+            return if self.follows_space(p) {
+                // ". . . ." ends a sentence, ". . ." is a pause within one.
+                if spaced >= 3 {
+                    self.after_ellipsis(p, spaced_end)
+                } else {
+                    spaced_end
+                }
+            } else if spaced >= 3 {
+                // "compounds. . . . The": the word's own period ends the
+                // sentence, the ellipsis opens the next one.
+                if self.starts_new_sentence(spaced_end) {
+                    self.end_sentence(p + 1)
+                } else {
+                    spaced_end
+                }
+            } else {
+                // "word. . ." reads as "word...".
+                self.after_ellipsis(p, spaced_end)
+            };
+        }
+        self.after_full_stop(p, run_end)
+    }
+
+    /// A one- or two-dot period at `p` ending at `end`.
+    fn after_full_stop(&mut self, p: usize, end: usize) -> usize {
+        let close = skip_closers(self.bytes, end);
+        if !is_whitespace_at(self.bytes, close) {
+            // End of text, or more text right after: "5.1", "U.S.A",
+            // "Jane.Doe", "Jr.'s".
+            return close;
+        }
+        let next = following(self.text, skip_whitespace(self.bytes, close));
+        if matches!(next, Following::End | Following::Continuation) {
+            return close;
+        }
+        let (word_start, word) = self.word_before(p);
+        let kind = if end - p == 1 {
+            abbreviations::classify(word, self.extra_abbreviations)
+        } else {
+            None
+        };
+        if kind.is_none()
+            && matches!(next, Following::Word(_))
+            && self.is_list_number_after_colon(word_start, word)
+        {
+            // "Compensation: 1. Sales Commissions." — the colon ends the
+            // lead-in, the number opens the first item.
+            return self.end_sentence(word_start);
+        }
+        let ends = match kind {
+            // A number opens a sentence only after an ordinary word
+            // ("… Arab oil. 71% of its imports"); after a number or a
+            // symbol the period is more likely part of a reference
+            // ("in 1413. 14th-century", "N°. 1026").
+            None if next == Following::Numeral => {
+                word.len() >= 2 && word.last().is_some_and(u8::is_ascii_alphabetic)
+            }
+            None => true,
+            Some(AbbreviationKind::Never) => false,
+            Some(AbbreviationKind::BeforeNumber) => match next {
+                Following::Word(w) => !is_numeral_word(w),
+                Following::Enumerator => true,
+                // "p. 5. The" is a page, not a list item.
+                _ => false,
+            },
+            Some(AbbreviationKind::Ambiguous) => {
+                let starter = match next {
+                    Following::Word(w) => is_sentence_starter(w),
+                    Following::Enumerator | Following::ListItem => true,
+                    _ => false,
+                };
+                starter && self.has_words_before(word_start, MIN_WORDS_BEFORE_ABBREVIATION)
+            }
+        };
+        if ends {
+            self.end_sentence(close)
+        } else {
+            close
+        }
+    }
+
+    /// An ellipsis from `start` to `end` ("...", "....", ". . . .", "…").
+    /// It ends a sentence when a capitalised word follows, unless it marks
+    /// an omission inside brackets ("[...]").
+    fn after_ellipsis(&mut self, start: usize, end: usize) -> usize {
+        let bracketed = start
+            .checked_sub(1)
+            .and_then(|i| self.bytes.get(i))
+            .is_some_and(|&b| matches!(b, b'[' | b'('));
+        if bracketed {
+            return end;
+        }
+        let close = skip_closers(self.bytes, end);
+        if self.starts_new_sentence(end) {
+            self.end_sentence(close)
+        } else {
+            close
+        }
+    }
+
+    /// Whether, after the closing quotes at `end`, whitespace and then a
+    /// capitalised word or a clause number follow.
+    fn starts_new_sentence(&self, end: usize) -> bool {
+        let close = skip_closers(self.bytes, end);
+        is_whitespace_at(self.bytes, close)
+            && matches!(
+                following(self.text, skip_whitespace(self.bytes, close)),
+                Following::Word(_) | Following::Enumerator | Following::ListItem
+            )
+    }
+
+    /// `?`, `!` and runs of them ("?!", "!!").
+    fn at_exclamation(&mut self, p: usize) -> usize {
+        let run = self.bytes.get(p..).map_or(0, |rest| {
+            rest.iter()
+                .take_while(|&&b| matches!(b, b'?' | b'!'))
+                .count()
+        });
+        let close = skip_closers(self.bytes, p + run);
+        if !is_whitespace_at(self.bytes, close) {
+            return close;
+        }
+        match following(self.text, skip_whitespace(self.bytes, close)) {
+            Following::End | Following::Continuation | Following::Numeral => close,
+            Following::Word(_)
+            | Following::Enumerator
+            | Following::ListItem
+            | Following::Symbol => self.end_sentence(close),
+        }
+    }
+
+    /// A newline: a blank line, or a new line opening with a bullet or a
+    /// list marker, ends the sentence; otherwise it is whitespace.
+    fn at_newline(&mut self, i: usize) -> usize {
+        let mut j = i + 1;
+        while self.bytes.get(j) != Some(&b'\n') {
+            match whitespace_len(self.bytes, j) {
+                0 => break,
+                len => j += len,
+            }
+        }
+        let blank_line = self.bytes.get(j) == Some(&b'\n');
+        if blank_line
+            || bullet_len(self.text, j, true).is_some()
+            || parse_marker(self.bytes, j).is_some()
+        {
+            self.end_sentence(i)
+        } else {
+            j
+        }
+    }
+
+    /// A character of U+2000–U+2FFF: "…" or a bullet.
+    fn at_general_punctuation(&mut self, i: usize) -> usize {
+        let Some(c) = self.text.get(i..).and_then(|rest| rest.chars().next()) else {
+            return i + 1;
+        };
+        let len = c.len_utf8();
+        if c == '…' {
+            let dots = self
+                .bytes
+                .get(i + len..)
+                .map_or(0, |rest| rest.iter().take_while(|&&b| b == b'.').count());
+            if dots == 0 && self.is_free_standing(i, i + len) {
+                // A free-standing "…", like "...": a pause.
+                return i + len;
+            }
+            return self.after_ellipsis(i, i + len + dots);
+        }
+        if self.follows_space(i) && bullet_len(self.text, i, false).is_some() {
+            // "• 9. The first item • 10. The second item"
+            self.end_sentence(i)
+        } else {
+            i + len
+        }
+    }
+
+    /// A lead byte of U+3000–U+3FFF or U+F000–U+FFFF: the CJK full stop
+    /// and full-width "！" and "？" end a sentence with no space after.
+    fn at_wide_terminator(&mut self, i: usize) -> usize {
+        let mut end = i;
+        while let Some(c) = self.text.get(end..).and_then(|rest| rest.chars().next()) {
+            if !matches!(c, '。' | '！' | '？') {
+                break;
+            }
+            end += c.len_utf8();
+        }
+        if end == i {
+            return i + 1;
+        }
+        let close = skip_closers(self.bytes, end);
+        self.end_sentence(close)
+    }
+
+    /// The first byte of the open list's next number: a new item starts
+    /// here if the whole marker is there ("… first item 2. The second").
+    fn at_list_number(&mut self, i: usize) -> usize {
+        let after_space = self.follows_space(i);
+        let next_item = self
+            .list
+            .zip(parse_marker(self.bytes, i))
+            .is_some_and(|(list, marker)| list.is_next(&marker));
+        if after_space && next_item {
+            self.end_sentence(i)
+        } else {
+            i + 1
+        }
+    }
+
+    /// Whether the byte before `i` is ASCII whitespace, or `i` opens the
+    /// text.
+    fn follows_space(&self, i: usize) -> bool {
+        i.checked_sub(1)
+            .and_then(|j| self.bytes.get(j))
+            .is_none_or(u8::is_ascii_whitespace)
+    }
+
+    /// Whether `word` (starting at `word_start`) is a one- to three-digit
+    /// number right after a colon: the first item of a numbered list.
+    fn is_list_number_after_colon(&self, word_start: usize, word: &[u8]) -> bool {
+        (1..=3).contains(&word.len())
+            && word.iter().all(u8::is_ascii_digit)
+            && self
+                .bytes
+                .get(self.sentence_start..word_start)
+                .and_then(|before| before.iter().rev().find(|b| !b.is_ascii_whitespace()))
+                == Some(&b':')
+    }
+
+    /// Whether the ellipsis from `start` to `end` stands between spaces;
+    /// one that closes a quotation (`my work ..." There`) is not.
+    fn is_free_standing(&self, start: usize, end: usize) -> bool {
+        self.follows_space(start) && skip_closers(self.bytes, end) == end
+    }
+
+    /// The word before the period at `p` (its start and bytes, leading
+    /// quotes and brackets stripped); empty when longer than [`MAX_TOKEN`].
+    fn word_before(&self, p: usize) -> (usize, &[u8]) {
+        let floor = p.saturating_sub(MAX_TOKEN + 1).max(self.sentence_start);
+        let before = self.bytes.get(floor..p).unwrap_or_default();
+        let start = before
+            .iter()
+            .rposition(u8::is_ascii_whitespace)
+            .map_or(floor, |ws| floor + ws + 1);
+        if p - start > MAX_TOKEN {
+            return (start, &[]);
+        }
+        let word = self.bytes.get(start..p).unwrap_or_default();
+        (start, strip_openers(word))
+    }
+
+    /// Whether at least `n` words stand between the sentence start and
+    /// `end`.
+    fn has_words_before(&self, end: usize, n: usize) -> bool {
+        let before = self.bytes.get(self.sentence_start..end).unwrap_or_default();
+        let mut words = 0;
+        let mut in_word = false;
+        for &b in before.iter().rev() {
+            if b.is_ascii_whitespace() {
+                in_word = false;
+            } else if !in_word {
+                in_word = true;
+                words += 1;
+                if words >= n {
+                    return true;
+                }
+            }
+        }
+        false
     }
 }
 
-impl Default for SentenceFilter {
-    fn default() -> Self {
-        Self::new(&SentenceSpec::default())
-    }
+/// Whether a capitalised word after "No.", "Art.", "Vol." is a numeral: a
+/// single letter ("Exhibit A", "Vol. I") or an upper-case roman numeral
+/// ("Art. IV").
+fn is_numeral_word(word: &[u8]) -> bool {
+    word.len() == 1
+        || !word.is_empty()
+            && word
+                .iter()
+                .all(|b| matches!(b, b'I' | b'V' | b'X' | b'L' | b'C' | b'D' | b'M'))
 }
 
-/// Form-label noise: "Name: ________", "Signature:", "Date: .....".
-pub fn is_form_label(sentence: &str) -> bool {
-    let Some((label, value)) = sentence.split_once(':') else {
-        return false;
-    };
-    label.split_whitespace().count() <= 4
-        && value
-            .chars()
-            .all(|c| c.is_whitespace() || matches!(c, '_' | '.' | '-' | '…'))
-}
+#[cfg(test)]
+mod tests;

@@ -101,8 +101,9 @@ pub struct SentenceSpec {
     /// out of the index. Default true.
     pub drop_form_labels: bool,
     /// Further abbreviations (without the final period, e.g. "Ref", "Art")
-    /// after which a period does not end a sentence. Added to the built-in
-    /// English list.
+    /// after which a period does not end a sentence, unless a word that
+    /// typically opens one follows ("The", "It", "However"). Added to the
+    /// built-in English list; matched ignoring case.
     pub extra_abbreviations: Vec<String>,
 }
 

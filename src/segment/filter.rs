@@ -1,0 +1,273 @@
+//! Which sentences are indexed.
+//!
+//! Every sentence stays in the skeleton and in chunks (a reader sees the
+//! whole document); the filter only keeps fragments and form noise out of
+//! the lexical and vector indexes, where they would match queries without
+//! answering them.
+
+use crate::spec::SentenceSpec;
+
+/// Most words of the label before a blank ("Name of Authorized Signatory
+/// ________"); a longer run of words before a blank is a sentence with a
+/// gap in it ("The Tenant shall pay $____ per month.").
+const MAX_LABEL_WORDS: usize = 5;
+
+/// Most words of a bare label ending in a colon ("Signature:", "Name of
+/// Company:"); longer ones are lead-ins to what follows ("The following
+/// terms apply:").
+const MAX_BARE_LABEL_WORDS: usize = 3;
+
+/// Most words of one option of a checkbox line ("☐ Not applicable").
+const MAX_OPTION_WORDS: usize = 3;
+
+/// Fewest underscores that make a blank to be filled in ("___").
+const MIN_UNDERSCORE_BLANK: usize = 3;
+
+/// Fewest dots or dashes (an "…" counting three) that make a blank
+/// ("Date: ....."); shorter runs are ellipses and dashes in prose.
+const MIN_LEADER_BLANK: usize = 5;
+
+/// Decides whether a sentence is indexed (it stays in the skeleton and in
+/// chunks either way).
+#[derive(Clone, Debug)]
+pub struct SentenceFilter {
+    min_chars: usize,
+    min_words: usize,
+    drop_form_labels: bool,
+}
+
+impl SentenceFilter {
+    /// A filter with the profile's minimum length and form-label setting.
+    pub fn new(spec: &SentenceSpec) -> Self {
+        Self {
+            min_chars: spec.min_chars as usize,
+            min_words: spec.min_words as usize,
+            drop_form_labels: spec.drop_form_labels,
+        }
+    }
+
+    /// Whether `sentence` goes into the indexes: it has at least
+    /// `minChars` characters and `minWords` whitespace-separated words, and
+    /// (when `dropFormLabels` is set) is not a form label
+    /// ([`is_form_label`]).
+    pub fn is_indexable(&self, sentence: &str) -> bool {
+        // Bounded counts: only whether the minimum is reached matters, and
+        // this runs once per sentence of every document.
+        sentence.chars().take(self.min_chars).count() >= self.min_chars
+            && sentence.split_whitespace().take(self.min_words).count() >= self.min_words
+            && !(self.drop_form_labels && is_form_label(sentence))
+    }
+}
+
+impl Default for SentenceFilter {
+    fn default() -> Self {
+        Self::new(&SentenceSpec::default())
+    }
+}
+
+/// Whether a sentence is form-label noise rather than prose:
+///
+/// * labels and blanks to fill in: "Name: ________", "Date: .....",
+///   "By: ____ Title: ____", "Signature ________ Date ________", or a line
+///   of blanks alone;
+/// * a bare label: "Signature:", "Name of Company:";
+/// * checkbox options: "☐ Yes ☐ No", `Married? [ ] Yes [x] No`.
+///
+/// A sentence with a blank inside prose ("The Tenant shall pay $____ per
+/// month.") is not a label: its words around the blank are too many, or it
+/// ends with a full stop.
+pub fn is_form_label(sentence: &str) -> bool {
+    let sentence = sentence.trim();
+    !sentence.is_empty() && (is_fill_in(sentence) || is_checkbox_options(sentence))
+}
+
+/// Characters that draw a blank to fill in, and how many each counts for.
+fn fill_weight(c: char) -> usize {
+    match c {
+        '_' | '.' | '-' | '‐' | '‒' | '–' | '—' | '·' => 1,
+        '…' => 3,
+        _ => 0,
+    }
+}
+
+/// A run of fill characters being read.
+#[derive(Default)]
+struct FillRun {
+    weight: usize,
+    underscores: usize,
+    /// Whether the run started right after a letter or digit ("that....",
+    /// "well---known"): then only underscores make it a blank.
+    attached: bool,
+}
+
+impl FillRun {
+    fn is_blank(&self) -> bool {
+        self.underscores >= MIN_UNDERSCORE_BLANK
+            || (!self.attached && self.weight >= MIN_LEADER_BLANK)
+    }
+}
+
+/// Labels and blanks, or a bare label ending in a colon.
+fn is_fill_in(sentence: &str) -> bool {
+    let mut blanks = 0;
+    let mut label_words = 0;
+    let mut run = FillRun::default();
+    let mut in_word = false;
+    for c in sentence.chars() {
+        let weight = fill_weight(c);
+        if weight > 0 {
+            if run.weight == 0 {
+                run.attached = in_word;
+            }
+            run.weight += weight;
+            run.underscores += usize::from(c == '_');
+            in_word = false;
+            continue;
+        }
+        if c.is_whitespace() {
+            in_word = false;
+            continue;
+        }
+        if run.is_blank() {
+            // A blank closes the label before it.
+            if label_words > MAX_LABEL_WORDS {
+                return false;
+            }
+            blanks += 1;
+            label_words = 0;
+        }
+        run = FillRun::default();
+        if c.is_alphanumeric() {
+            if !in_word {
+                label_words += 1;
+            }
+            in_word = true;
+        } else {
+            in_word = false;
+        }
+    }
+    if run.is_blank() {
+        if label_words > MAX_LABEL_WORDS {
+            return false;
+        }
+        blanks += 1;
+        label_words = 0;
+    } else if run.weight > 0 {
+        // A sentence ending in a full stop or an ellipsis is prose, even
+        // with a gap in it ("… shall pay $____ per month.").
+        return false;
+    }
+    if blanks > 0 {
+        label_words <= MAX_LABEL_WORDS
+    } else {
+        sentence.ends_with(':') && (1..=MAX_BARE_LABEL_WORDS).contains(&label_words)
+    }
+}
+
+/// Checkbox glyphs and ASCII checkboxes "[ ]", "[x]", "[X]": each option
+/// after a box is a few words, and so is the question before the first.
+fn is_checkbox_options(sentence: &str) -> bool {
+    let mut boxes = 0;
+    let mut words = 0;
+    let mut in_word = false;
+    let mut rest = sentence;
+    while let Some(c) = rest.chars().next() {
+        let ascii_box = ["[ ]", "[x]", "[X]"]
+            .iter()
+            .find(|b| rest.starts_with(**b))
+            .map(|b| b.len());
+        let box_len = match c {
+            '☐' | '☑' | '☒' | '□' | '■' | '▢' | '✓' | '✔' | '✗' | '✘' => {
+                Some(c.len_utf8())
+            }
+            _ => ascii_box,
+        };
+        if let Some(len) = box_len {
+            let limit = if boxes == 0 {
+                MAX_LABEL_WORDS
+            } else {
+                MAX_OPTION_WORDS
+            };
+            if words > limit {
+                return false;
+            }
+            boxes += 1;
+            words = 0;
+            in_word = false;
+            rest = rest.get(len..).unwrap_or_default();
+            continue;
+        }
+        if c.is_alphanumeric() {
+            if !in_word {
+                words += 1;
+            }
+            in_word = true;
+        } else {
+            in_word = false;
+        }
+        rest = rest.get(c.len_utf8()..).unwrap_or_default();
+    }
+    boxes > 0 && words <= MAX_OPTION_WORDS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_form_labels() {
+        for label in [
+            "Name: ________",
+            "Signature:",
+            "Date: .....",
+            "By: ____",
+            "Title: ___",
+            "By: ____ Title: ____",
+            "Signature ________________ Date __________",
+            "Name of Authorized Signatory: ___________",
+            "Name of Company:",
+            "______________________",
+            ". . . . . . . .",
+            "☐ Yes ☐ No",
+            "Are you married? [ ] Yes [x] No",
+            "☐ Single ☐ Married ☐ Not applicable",
+            "Name____",
+        ] {
+            assert!(is_form_label(label), "{label:?} is a form label");
+        }
+    }
+
+    #[test]
+    fn keeps_prose() {
+        for prose in [
+            "Name: John Smith",
+            "Signature of the parties is required.",
+            "The following terms apply:",
+            "The Tenant shall pay $________ per month.",
+            "The Tenant shall pay the sum of ________ dollars to the Landlord on the first day.",
+            "☒ The Company elects to renew the agreement for one further year",
+            "Contoso Ltd. is at P.O. Box 123, FL.",
+            "The well-known e-mail service was down.",
+            "I never meant that....",
+            "Wait for it . . .",
+            "It was a long day...",
+            "",
+        ] {
+            assert!(!is_form_label(prose), "{prose:?} is prose");
+        }
+    }
+
+    #[test]
+    fn indexable_needs_length_words_and_no_label() {
+        let filter = SentenceFilter::default();
+        assert!(filter.is_indexable("The term is five years."));
+        assert!(!filter.is_indexable("Yes."));
+        assert!(!filter.is_indexable("Termination"));
+        assert!(!filter.is_indexable("Name: ________"));
+        let keep_labels = SentenceFilter::new(&SentenceSpec {
+            drop_form_labels: false,
+            ..SentenceSpec::default()
+        });
+        assert!(keep_labels.is_indexable("Name: ________"));
+    }
+}
