@@ -105,6 +105,11 @@ fn split_pipe_row(line: &str) -> Vec<String> {
 fn strip_list_marker(line: &str) -> Option<&str> {
     for bullet in ["- ", "* ", "+ "] {
         if let Some(rest) = line.strip_prefix(bullet) {
+            // A task-list checkbox is part of the marker, not of the text.
+            let rest = ["[ ] ", "[x] ", "[X] "]
+                .iter()
+                .find_map(|b| rest.strip_prefix(b))
+                .unwrap_or(rest);
             return Some(rest);
         }
     }
@@ -118,8 +123,14 @@ fn strip_list_marker(line: &str) -> Option<&str> {
     None
 }
 
-/// Links become their text, images disappear, emphasis and escapes go.
+/// Links become their text, images disappear, emphasis and escapes go,
+/// and the HTML entities Docling writes for `<`, `>` and `&` are decoded.
 fn strip_inline_markdown(text: &str) -> String {
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
     let mut out = String::with_capacity(text.len());
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
