@@ -47,9 +47,16 @@ pub fn clean_tree(tree: &mut DocumentTree, spec: &ParsingSpec) {
             kind => kind.text().is_some_and(|t| !is_rule_line(t)),
         });
     }
-    if spec.drop_boilerplate {
+    if spec.drop_boilerplate && has_page_furniture(tree.format) {
         drop_boilerplate(tree, spec.boilerplate_min_repeats.max(2) as usize);
     }
+}
+
+/// Formats whose body text can carry running headers, footers and page
+/// numbers. DOCX keeps them in separate parts (which are not read) and
+/// Markdown has none, so a paragraph repeated there is the author's.
+fn has_page_furniture(format: Format) -> bool {
+    matches!(format, Format::Text | Format::Html | Format::Pdf)
 }
 
 /// Removes glyph artefacts from one piece of text. Returns `None` when the

@@ -49,6 +49,10 @@ pub enum ParseFailure {
         "{part} inflates past {limit} bytes (parsing.maxDecompressedBytes); refusing a possible zip bomb"
     )]
     ZipBomb { part: String, limit: u64 },
+    #[error(
+        "the archive lists {entries} entries, over the limit of {limit} (parsing.maxArchiveEntries)"
+    )]
+    TooManyEntries { entries: usize, limit: u32 },
     #[error("malformed XML in {part}: {detail}")]
     Xml { part: String, detail: String },
     #[error("nesting deeper than {limit} levels (parsing.maxNestingDepth)")]

@@ -744,6 +744,9 @@ impl Renderer {
                     marker.to_string()
                 } else if marker.chars().all(|c| c.is_alphanumeric()) {
                     format!("{marker}.")
+                } else if marker.starts_with(|c: char| c.is_alphanumeric()) {
+                    // Outline numbers as the author wrote them: "1.1", "2.3.1".
+                    marker.to_string()
                 } else {
                     "-".to_string()
                 };

@@ -51,6 +51,10 @@ pub struct ParsingSpec {
     /// Largest decompressed size of any one part of a zipped format (DOCX),
     /// in bytes; guards against zip bombs. Default 268435456 (256 MiB).
     pub max_decompressed_bytes: u64,
+    /// Most entries a zipped format (DOCX) may list in its archive
+    /// directory; guards against archives padded with millions of entries.
+    /// Default 10000.
+    pub max_archive_entries: u32,
     /// Deepest element nesting accepted in HTML and XML inputs.
     /// Default 512.
     pub max_nesting_depth: u32,
@@ -66,7 +70,9 @@ pub struct ParsingSpec {
     /// Default true.
     pub remove_table_of_contents: bool,
     /// Drop short lines that repeat throughout a document (running headers,
-    /// footers, "Page 3 of 10", confidentiality banners). Default true.
+    /// footers, "Page 3 of 10", confidentiality banners) in plain text, HTML
+    /// and PDF; DOCX and Markdown keep such furniture out of the body
+    /// already. Default true.
     pub drop_boilerplate: bool,
     /// How many times a short line must occur in one document to count as
     /// boilerplate. Default 3.
@@ -78,6 +84,7 @@ impl Default for ParsingSpec {
         Self {
             max_file_bytes: 64 * 1024 * 1024,
             max_decompressed_bytes: 256 * 1024 * 1024,
+            max_archive_entries: 10_000,
             max_nesting_depth: 512,
             max_table_cells: 1_000_000,
             remove_table_of_contents: true,

@@ -110,6 +110,11 @@ fn split_pipe_row(line: &str) -> Vec<String> {
 fn strip_list_marker(line: &str) -> Option<&str> {
     for bullet in ["- ", "* ", "+ "] {
         if let Some(rest) = line.strip_prefix(bullet) {
+            // A task-list checkbox is part of the marker, not of the text.
+            let rest = ["[ ] ", "[x] ", "[X] "]
+                .iter()
+                .find_map(|b| rest.strip_prefix(b))
+                .unwrap_or(rest);
             return Some(rest);
         }
     }
