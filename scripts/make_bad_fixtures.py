@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates the hostile and broken DOCX fixtures under tests/fixtures/bad/.
+"""Generates the hostile and broken input fixtures under tests/fixtures/bad/.
 
 Standard library only; deterministic (fixed timestamps, seeded garbage), so
 re-running it reproduces the committed files byte for byte.
@@ -14,6 +14,11 @@ Fixtures (each must fail with the named ParseFailure, fast, never panic):
   missing_document.docx  a package without word/document.xml       -> Corrupt
   deep.docx              document.xml nested 100,000 levels deep   -> TooDeep
   malformed_xml.docx     document.xml with mismatched tags         -> Xml
+  empty.txt              zero bytes                                -> Empty
+  garbage.txt            4 KiB of random bytes                     -> Binary
+  deep.html              <div> nested 100,000 levels deep          -> TooDeep
+  latin1.txt             Windows-1252 text, not UTF-8              -> parsed, with a warning
+  utf16.txt              UTF-16 LE text with a byte-order mark     -> parsed
 """
 
 import io
@@ -135,6 +140,14 @@ def main() -> None:
             ]
         ),
         "deep.docx": deep(),
+        "empty.txt": b"",
+        "garbage.txt": random.Random(11).randbytes(4096),
+        "deep.html": b"<!DOCTYPE html><html><body>" + b"<div>" * 100_000 + b"deep</body></html>",
+        "latin1.txt": (
+            "Caf\u00e9 cr\u00e8me at the Stra\u00dfe \u201cM\u00fcller\u201d costs \u20ac4.50.\n\n"
+            "The r\u00e9sum\u00e9 lists na\u00efve coordinates and a se\u00f1or's address.\n"
+        ).encode("cp1252"),
+        "utf16.txt": "\ufeffUTF-16 text with a byte-order mark reads like any other text.\n".encode("utf-16-le"),
         "malformed_xml.docx": package(
             [
                 ("[Content_Types].xml", CONTENT_TYPES),

@@ -31,6 +31,7 @@ const BAD: &[(&str, &str)] = &[
     ("zip_bomb.docx", "zip bomb"),
     ("missing_document.docx", "document.xml"),
     ("deep.docx", "nesting deeper"),
+    ("malformed_xml.docx", "malformed xml"),
 ];
 
 #[test]
@@ -78,6 +79,7 @@ fn bad_documents_are_reported_by_name_and_the_rest_is_chunked() {
         "annual-report-2024.html",
         "data-processing-addendum.docx",
         "latin1.txt",
+        "utf16.txt",
     ] {
         assert!(
             sources.iter().any(|s| s.ends_with(expected)),
