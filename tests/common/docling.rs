@@ -119,9 +119,19 @@ fn strip_list_marker(line: &str) -> Option<&str> {
 }
 
 /// Links become their text, images disappear, emphasis and escapes go.
+/// Docling escapes `&`, `<` and `>` in the text it writes (`&amp;`), so
+/// those entities are decoded; brackets separate words ("[13][14]" is two
+/// citations, not "1314"); underscores inside code spans are kept.
 fn strip_inline_markdown(text: &str) -> String {
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
     let mut out = String::with_capacity(text.len());
     let chars: Vec<char> = text.chars().collect();
+    let mut in_code = false;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -154,7 +164,17 @@ fn strip_inline_markdown(text: &str) -> String {
             i += 2;
             continue;
         }
-        if matches!(c, '*' | '_' | '`' | '[' | ']') {
+        if c == '`' {
+            in_code = !in_code;
+            i += 1;
+            continue;
+        }
+        if matches!(c, '[' | ']') {
+            out.push(' ');
+            i += 1;
+            continue;
+        }
+        if matches!(c, '*' | '_') && !in_code {
             i += 1;
             continue;
         }
