@@ -1,7 +1,7 @@
 //! Markdown (CommonMark with the GFM extensions) → [`DocumentTree`].
 //!
 //! The document is read with `pulldown-cmark` as a flat stream of events and
-//! folded into the tree by [`Walker`], a small state machine: no recursion,
+//! folded into the tree by `Walker`, a small state machine: no recursion,
 //! so nesting costs nothing but a counter, which is still bounded by
 //! `parsing.maxNestingDepth` so that a pathological document is refused
 //! rather than turned into a thousand-level list.
