@@ -128,16 +128,20 @@ fn strip_list_marker(line: &str) -> Option<&str> {
     None
 }
 
-/// Links become their text, images disappear, emphasis and escapes go,
-/// and the HTML entities Docling writes for `&`, `<`, `>` are decoded.
+/// Links become their text, images disappear, emphasis and escapes go.
+/// Docling escapes `&`, `<` and `>` in the text it writes (`&amp;`), so
+/// those entities are decoded; brackets separate words ("[13][14]" is two
+/// citations, not "1314"); underscores inside code spans are kept.
 fn strip_inline_markdown(text: &str) -> String {
     let text = text
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
+        .replace("&#39;", "'")
         .replace("&amp;", "&");
     let mut out = String::with_capacity(text.len());
     let chars: Vec<char> = text.chars().collect();
+    let mut in_code = false;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -170,13 +174,23 @@ fn strip_inline_markdown(text: &str) -> String {
             i += 2;
             continue;
         }
+        if c == '`' {
+            in_code = !in_code;
+            i += 1;
+            continue;
+        }
+        if matches!(c, '[' | ']') {
+            out.push(' ');
+            i += 1;
+            continue;
+        }
         // An underscore inside a word (`export_to_markdown`) is text, not
         // emphasis (CommonMark).
         let intraword = c == '_'
             && i > 0
             && chars[i - 1].is_alphanumeric()
             && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
-        if matches!(c, '*' | '_' | '`' | '[' | ']') && !intraword {
+        if matches!(c, '*' | '_') && !in_code && !intraword {
             i += 1;
             continue;
         }
