@@ -21,7 +21,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
-use super::compile;
+use super::{compile, dedup_in_order};
 
 /// How a sentence defines its terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -160,6 +160,7 @@ pub fn find_definitions(text: &str) -> Definitions {
     if inline && out.form.is_none() {
         out.form = Some(DefinitionForm::Inline);
     }
+    dedup_in_order(&mut out.terms);
     out
 }
 
@@ -190,14 +191,14 @@ fn push_quoted_terms(terms: &mut Vec<String>, text: &str) -> bool {
     added
 }
 
-/// Adds a cleaned term unless it is empty, too long to be a term, or
-/// already there.
+/// Adds a cleaned term unless it is empty or too long to be a term
+/// (duplicates are removed once the sentence is read).
 fn push_term(terms: &mut Vec<String>, raw: &str) -> bool {
     // American style puts the comma inside the quotes: `"Agreement,"`.
     let term = raw.trim().trim_end_matches([',', '.', ';', ':']).trim();
     let plausible = term.chars().next().is_some_and(char::is_alphanumeric)
         && term.split_whitespace().count() <= 10;
-    if plausible && !terms.iter().any(|t| t == term) {
+    if plausible {
         terms.push(term.to_string());
         return true;
     }

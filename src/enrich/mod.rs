@@ -33,6 +33,9 @@ pub mod organizations;
 pub mod periods;
 pub mod references;
 
+use std::collections::HashSet;
+use std::hash::Hash;
+
 use regex::Regex;
 use serde::Serialize;
 
@@ -231,28 +234,28 @@ impl Enrichment {
                 continue;
             };
             for reference in &annotations.references {
-                push_unique(&mut meta.references, &reference.label);
+                meta.references.push(reference.label.clone());
             }
             for date in &annotations.dates {
-                push_unique(&mut meta.dates, &date.date);
+                meta.dates.push(date.date.clone());
             }
             for period in &annotations.fiscal_periods {
-                push_unique(&mut meta.fiscal_periods, &period.period);
+                meta.fiscal_periods.push(period.period.clone());
             }
             for amount in &annotations.amounts {
-                push_unique(&mut meta.amounts, &amount.text);
+                meta.amounts.push(amount.text.clone());
             }
             for percentage in &annotations.percentages {
-                push_unique(&mut meta.percentages, &percentage.text);
+                meta.percentages.push(percentage.text.clone());
             }
             for organization in &annotations.organizations {
-                push_unique(&mut meta.organizations, organization);
+                meta.organizations.push(organization.clone());
             }
             for term in &annotations.defined_terms {
-                push_unique(&mut meta.defined_terms, term);
+                meta.defined_terms.push(term.clone());
             }
             if let Some(clause) = &annotations.clause {
-                push_unique(&mut meta.clause_ids, clause);
+                meta.clause_ids.push(clause.clone());
             }
             meta.is_annex |= skeleton
                 .sentences
@@ -260,16 +263,30 @@ impl Enrichment {
                 .and_then(|s| self.sections.get(s.section.index()))
                 .is_some_and(|s| s.is_annex);
         }
+        for values in [
+            &mut meta.references,
+            &mut meta.dates,
+            &mut meta.fiscal_periods,
+            &mut meta.amounts,
+            &mut meta.percentages,
+            &mut meta.organizations,
+            &mut meta.defined_terms,
+            &mut meta.clause_ids,
+        ] {
+            dedup_in_order(values);
+        }
         meta
     }
 }
 
-/// Appends `value` unless it is there already. Chunks cover tens of
-/// sentences, so a linear scan beats hashing.
-fn push_unique(values: &mut Vec<String>, value: &str) {
-    if !values.iter().any(|v| v == value) {
-        values.push(value.to_string());
+/// Keeps the first occurrence of every value, in order. Linear in the
+/// number of values: a hostile sentence or chunk may hold many thousands.
+pub(crate) fn dedup_in_order<T: Hash + Eq + Clone>(values: &mut Vec<T>) {
+    if values.len() < 2 {
+        return;
     }
+    let mut seen = HashSet::with_capacity(values.len());
+    values.retain(|value| seen.insert(value.clone()));
 }
 
 /// Compiles one of the module's constant patterns. A pattern that fails to
@@ -501,6 +518,195 @@ mod tests {
         assert!(
             json.get("dates").is_none(),
             "empty fields are left out: {json}"
+        );
+    }
+
+    #[test]
+    fn json_is_small_and_snake_case() {
+        let skeleton = contract();
+        let enrichment = enrich(&skeleton, &EnrichmentSpec::default());
+        let caption = sentence_with(&skeleton, "Table 1: Fees").paragraph;
+        let pays = sentence_with(&skeleton, "2.1 The Company").id;
+        let json = serde_json::to_value(&enrichment.sentences[pays.index()]).unwrap_or_default();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "references": [{
+                    "kind": "table",
+                    "label": "Table 1",
+                    "target": {"type": "paragraph", "id": caption.0},
+                }],
+                "clause": "2.1",
+            })
+        );
+        let schedule = section_titled(&skeleton, "Schedule A Fees");
+        let json = serde_json::to_value(&enrichment.sections[schedule.index()]).unwrap_or_default();
+        let definition = sentence_with(&skeleton, "\"Fees\" means").id;
+        assert_eq!(
+            json,
+            serde_json::json!({"is_annex": true, "inbound": [definition.0]})
+        );
+        let root = serde_json::to_value(&enrichment.sections[0]).unwrap_or_default();
+        assert_eq!(root, serde_json::json!({}));
+    }
+
+    /// Tokens that steer random text into every extractor's paths.
+    const VOCABULARY: &[&str] = &[
+        "Section",
+        "Sections",
+        "ARTICLE",
+        "clause",
+        "paragraph",
+        "Table",
+        "Fig.",
+        "Exhibit",
+        "Schedule",
+        "§",
+        "5.1",
+        "5.1.",
+        "V",
+        "II",
+        "A",
+        "(a)",
+        "(ii)",
+        "b)",
+        "and",
+        "or",
+        "through",
+        ",",
+        "of",
+        "the",
+        "Securities",
+        "Act",
+        "Inc.",
+        "LLC",
+        "Company",
+        "Co.,",
+        "Ltd.",
+        "The",
+        "a",
+        "\"",
+        "“",
+        "”",
+        "‘",
+        "’",
+        "(",
+        ")",
+        "means",
+        "shall",
+        "mean",
+        "hereinafter",
+        "$",
+        "US$",
+        "€",
+        "£",
+        "1,250,000",
+        "3.2bn",
+        "million",
+        "dollars",
+        "%",
+        "percent",
+        "March",
+        "31,",
+        "2024",
+        "2024-02-30",
+        "3/31/2024",
+        "day",
+        "first",
+        "FY24",
+        "Q4",
+        "4Q24",
+        "H1",
+        "fiscal",
+        "year",
+        "é",
+        "\u{2028}",
+        "7.",
+        "-",
+        "—",
+        ":",
+    ];
+
+    fn vocabulary_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop::collection::vec(
+            prop_oneof![
+                3 => prop::sample::select(VOCABULARY).prop_map(str::to_string),
+                1 => "\\PC{0,6}",
+            ],
+            0..40,
+        )
+        .prop_map(|tokens| tokens.join(" "))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn extractors_never_panic(text in vocabulary_text()) {
+            let _ = dates::find_dates(&text);
+            let _ = periods::find_periods(&text);
+            let _ = amounts::find_money(&text);
+            let _ = amounts::find_percentages(&text);
+            let _ = organizations::find_organizations(&text);
+            let _ = definitions::find_definitions(&text);
+            let _ = references::find_mentions(&text);
+            let _ = labels::Label::leading(&text).map(|l| (l.key(), l.clause_id(), l.is_title()));
+        }
+
+        #[test]
+        fn any_document_enriches_consistently(
+            blocks in proptest::collection::vec((0u8..3, vocabulary_text()), 0..12),
+        ) {
+            let mut b = TreeBuilder::new(Format::Markdown);
+            for (kind, text) in &blocks {
+                match kind {
+                    0 => b.heading(1 + (text.len() % 3) as u8, text),
+                    1 => b.caption(text),
+                    _ => b.paragraph(text),
+                }
+            }
+            let mut tree = b.finish();
+            tree.render();
+            let skeleton =
+                Skeleton::build("p.md", tree, &Segmenter::default(), &SentenceFilter::default());
+            let enrichment = enrich(&skeleton, &EnrichmentSpec::default());
+            proptest::prop_assert_eq!(enrichment.sentences.len(), skeleton.sentences.len());
+            for (sentence, annotations) in skeleton.sentences.iter().zip(&enrichment.sentences) {
+                for target in annotations.references.iter().filter_map(|r| r.target) {
+                    let inbound = match target {
+                        Target::Section(id) => {
+                            proptest::prop_assert_ne!(id, sentence.section);
+                            &enrichment.sections[id.index()].inbound
+                        }
+                        Target::Paragraph(id) => {
+                            proptest::prop_assert_ne!(id, sentence.paragraph);
+                            &enrichment.paragraphs[id.index()].inbound
+                        }
+                    };
+                    proptest::prop_assert!(inbound.contains(&sentence.id));
+                }
+            }
+            let all: Vec<SentenceId> = skeleton.sentences.iter().map(|s| s.id).collect();
+            let _ = enrichment.chunk_metadata(&skeleton, &all);
+        }
+    }
+
+    /// Thousands of mentions in one sentence (a table dump, a hostile
+    /// file) cost time in proportion; duplicates are folded.
+    #[test]
+    fn long_sentences_with_many_mentions() {
+        let items: Vec<String> = (1..=5_000).map(|n| n.to_string()).collect();
+        let list = format!("Sections {} and 1 apply.", items.join(", "));
+        let mentions = references::find_mentions(&list);
+        assert_eq!(mentions.len(), 5_001);
+        let names = "Acme Inc. and Acme Inc. and Beta LLC and ".repeat(2_000);
+        assert_eq!(
+            organizations::find_organizations(&names),
+            ["Acme Inc.", "Beta LLC"]
+        );
+        let terms = r#"("Alpha") ("Beta") ("Alpha") "#.repeat(2_000);
+        assert_eq!(
+            definitions::find_definitions(&terms).terms,
+            ["Alpha", "Beta"]
         );
     }
 

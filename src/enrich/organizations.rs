@@ -33,7 +33,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::compile;
+use super::{compile, dedup_in_order};
 
 /// Legal suffixes as written. Title-case and upper-case spellings are both
 /// accepted for the word-like ones.
@@ -288,9 +288,10 @@ pub fn find_organizations(text: &str) -> Vec<String> {
             continue;
         };
         if let Some(organization) = accept(text, start, joint.start(), suffix.range()) {
-            push_unique(&mut found, organization);
+            found.push(organization.to_string());
         }
     }
+    dedup_in_order(&mut found);
     found
 }
 
@@ -339,12 +340,6 @@ fn words_before(text: &str, end: usize) -> impl Iterator<Item = (usize, &str)> {
         cursor = start;
         Some((start, head.get(start..)?))
     })
-}
-
-fn push_unique(found: &mut Vec<String>, organization: &str) {
-    if !found.iter().any(|f| f == organization) {
-        found.push(organization.to_string());
-    }
 }
 
 /// The organisation made of the name run `text[start..end]` and the suffix

@@ -43,13 +43,13 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::clauses::ParagraphClause;
-use super::compile;
 use super::labels::{DESIGNATOR, KEYWORD, Label, ReferenceKind, numbering_label};
 use super::numbering::{Romans, designator_key, is_parenthesised, parent_key, roman_value};
+use super::{compile, dedup_in_order};
 use crate::skeleton::{ParagraphId, ParagraphKind, SectionId, Sentence, Skeleton};
 
 /// A reference from a sentence to a part of the document.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Reference {
     pub kind: ReferenceKind,
     /// The reference as written; for the items of a list, the singular
@@ -397,10 +397,9 @@ impl<'a> Resolver<'a> {
                 label: mention.label,
                 target,
             };
-            if !out.contains(&reference) {
-                out.push(reference);
-            }
+            out.push(reference);
         }
+        dedup_in_order(&mut out);
         out
     }
 
