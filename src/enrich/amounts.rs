@@ -1,0 +1,277 @@
+//! Money amounts and percentages.
+//!
+//! Money is a currency marker and a figure: a symbol or ISO code before the
+//! figure ("$1,250,000", "US$5", "USD 5 million", "€3.2bn", "£100") or a
+//! currency word or code after it ("10 million dollars", "500 EUR",
+//! "100 pounds sterling"). A bare "$" is read as US dollars, as it is in
+//! the vast majority of English business documents; "C$", "A$", "HK$" and
+//! friends name their own dollars. "pounds" alone is not a currency (it is
+//! as often a weight); "pounds sterling" is. Amounts written only in words
+//! ("Eleven Thousand Dollars") are not read; contracts nearly always repeat
+//! them in figures, which are.
+
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+use serde::Serialize;
+
+use super::compile;
+
+/// A money amount found in a sentence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MoneyAmount {
+    /// The amount as written.
+    pub text: String,
+    /// ISO 4217 code of the currency.
+    pub currency: &'static str,
+    /// The value in units of the currency, multipliers applied ("$5m" →
+    /// 5000000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amount: Option<f64>,
+}
+
+/// A percentage found in a sentence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Percentage {
+    /// The percentage as written.
+    pub text: String,
+    /// The number of percent: "12.5 percent" → 12.5.
+    pub value: f64,
+}
+
+/// Currency markers written before the figure, longest first so that
+/// "US$" is never read as a bare "$".
+const PREFIXES: [(&str, &str); 29] = [
+    ("U.S.$", "USD"),
+    ("US$", "USD"),
+    ("CA$", "CAD"),
+    ("AU$", "AUD"),
+    ("NZ$", "NZD"),
+    ("HK$", "HKD"),
+    ("C$", "CAD"),
+    ("A$", "AUD"),
+    ("S$", "SGD"),
+    ("R$", "BRL"),
+    ("$", "USD"),
+    ("€", "EUR"),
+    ("£", "GBP"),
+    ("¥", "JPY"),
+    ("₹", "INR"),
+    ("USD", "USD"),
+    ("EUR", "EUR"),
+    ("GBP", "GBP"),
+    ("JPY", "JPY"),
+    ("CHF", "CHF"),
+    ("CAD", "CAD"),
+    ("AUD", "AUD"),
+    ("NZD", "NZD"),
+    ("HKD", "HKD"),
+    ("SGD", "SGD"),
+    ("CNY", "CNY"),
+    ("RMB", "CNY"),
+    ("INR", "INR"),
+    ("SEK", "SEK"),
+];
+
+/// Currency words and codes written after the figure (matched
+/// case-insensitively for words).
+const SUFFIXES: [(&str, &str); 8] = [
+    ("u.s. dollars", "USD"),
+    ("us dollars", "USD"),
+    ("dollars", "USD"),
+    ("dollar", "USD"),
+    ("euros", "EUR"),
+    ("euro", "EUR"),
+    ("pounds sterling", "GBP"),
+    ("yen", "JPY"),
+];
+
+const NUMBER: &str = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?";
+const MULTIPLIER: &str = r"(?i:thousand|million|billion|trillion)|mn|bn|MM|MN|BN";
+
+static MONEY: LazyLock<Regex> = LazyLock::new(|| {
+    let symbols: Vec<String> = PREFIXES
+        .iter()
+        .map(|(marker, _)| {
+            if marker.chars().all(|c| c.is_ascii_uppercase()) {
+                format!(r"(?-u:\b){marker}")
+            } else {
+                regex::escape(marker)
+            }
+        })
+        .collect();
+    let codes: Vec<&str> = PREFIXES
+        .iter()
+        .map(|(marker, _)| *marker)
+        .filter(|m| m.chars().all(|c| c.is_ascii_uppercase()))
+        .collect();
+    let words: Vec<String> = SUFFIXES
+        .iter()
+        .map(|(word, _)| regex::escape(word).replace(' ', r"\s+"))
+        .collect();
+    compile(&format!(
+        r"(?x)
+        (?P<prefix>{symbols})\s?(?P<num>{NUMBER})
+            (?:\s?(?P<mult>{MULTIPLIER})(?-u:\b)|(?P<short>[mMkKbB])(?-u:\b))?
+      | (?-u:\b)(?P<num_after>{NUMBER})(?:\s?(?P<mult_after>{MULTIPLIER})(?-u:\b))?\s*
+            (?P<suffix>(?:(?i:{words})|{codes})(?-u:\b)|€)
+    ",
+        symbols = symbols.join("|"),
+        words = words.join("|"),
+        codes = codes.join("|"),
+    ))
+});
+
+static PERCENT: LazyLock<Regex> = LazyLock::new(|| {
+    compile(r"(?-u:\b)(?P<num>\d+(?:\.\d+)?)\s?(?:%|(?i:percent|per\s?cent|pct)(?-u:\b))")
+});
+
+/// The money amounts of a sentence, in order of appearance.
+pub fn find_money(text: &str) -> Vec<MoneyAmount> {
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
+    MONEY
+        .captures_iter(text)
+        .filter_map(|caps| read_money(&caps))
+        .collect()
+}
+
+fn read_money(caps: &Captures) -> Option<MoneyAmount> {
+    let (currency, number, multiplier) = match caps.name("prefix") {
+        Some(prefix) => {
+            let currency = PREFIXES
+                .iter()
+                .find(|(marker, _)| *marker == prefix.as_str())?
+                .1;
+            let multiplier = caps.name("mult").or(caps.name("short"));
+            (currency, caps.name("num")?, multiplier)
+        }
+        None => {
+            let suffix = caps.name("suffix")?.as_str();
+            let folded = suffix.split_whitespace().collect::<Vec<_>>().join(" ");
+            let currency = SUFFIXES
+                .iter()
+                .chain(PREFIXES.iter())
+                .find(|(word, _)| word.eq_ignore_ascii_case(&folded))?
+                .1;
+            (currency, caps.name("num_after")?, caps.name("mult_after"))
+        }
+    };
+    let factor = multiplier.map_or(Some(1.0), |m| multiplier_value(m.as_str()));
+    let amount = number
+        .as_str()
+        .replace(',', "")
+        .parse::<f64>()
+        .ok()
+        .zip(factor)
+        .map(|(n, f)| n * f);
+    Some(MoneyAmount {
+        text: caps.get(0)?.as_str().to_string(),
+        currency,
+        amount,
+    })
+}
+
+fn multiplier_value(word: &str) -> Option<f64> {
+    Some(match word.to_ascii_lowercase().as_str() {
+        "k" | "thousand" => 1e3,
+        "m" | "mn" | "mm" | "million" => 1e6,
+        "b" | "bn" | "billion" => 1e9,
+        "trillion" => 1e12,
+        _ => return None,
+    })
+}
+
+/// The percentages of a sentence, in order of appearance. "percentage"
+/// and "percentile" are not percentages.
+pub fn find_percentages(text: &str) -> Vec<Percentage> {
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
+    PERCENT
+        .captures_iter(text)
+        .filter_map(|caps| {
+            Some(Percentage {
+                text: caps.get(0)?.as_str().to_string(),
+                value: caps.name("num")?.as_str().parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn money(text: &str) -> Vec<(String, &'static str, Option<f64>)> {
+        find_money(text)
+            .into_iter()
+            .map(|m| (m.text, m.currency, m.amount))
+            .collect()
+    }
+
+    #[test]
+    fn symbols_and_codes_before_the_figure() {
+        assert_eq!(
+            money("a fee of $1,250,000 payable"),
+            [("$1,250,000".into(), "USD", Some(1_250_000.0))]
+        );
+        assert_eq!(
+            money("USD 5 million in cash"),
+            [("USD 5 million".into(), "USD", Some(5e6))]
+        );
+        assert_eq!(money("€3.2bn"), [("€3.2bn".into(), "EUR", Some(3.2e9))]);
+        assert_eq!(money("only £100."), [("£100".into(), "GBP", Some(100.0))]);
+        assert_eq!(money("$100.00"), [("$100.00".into(), "USD", Some(100.0))]);
+        assert_eq!(money("$5m"), [("$5m".into(), "USD", Some(5e6))]);
+        assert_eq!(
+            money("Eleven Thousand Dollars ($11,000) per month"),
+            [("$11,000".into(), "USD", Some(11_000.0))]
+        );
+    }
+
+    #[test]
+    fn dollar_sign_inside_other_markers() {
+        assert_eq!(money("US$250"), [("US$250".into(), "USD", Some(250.0))]);
+        assert_eq!(money("C$ 40"), [("C$ 40".into(), "CAD", Some(40.0))]);
+        assert_eq!(
+            money("HK$1,000"),
+            [("HK$1,000".into(), "HKD", Some(1000.0))]
+        );
+        assert!(money("prices in US$ only").is_empty());
+    }
+
+    #[test]
+    fn currency_words_after_the_figure() {
+        assert_eq!(
+            money("10 million dollars"),
+            [("10 million dollars".into(), "USD", Some(1e7))]
+        );
+        assert_eq!(money("500 EUR."), [("500 EUR".into(), "EUR", Some(500.0))]);
+        assert_eq!(
+            money("100 pounds sterling"),
+            [("100 pounds sterling".into(), "GBP", Some(100.0))]
+        );
+        assert_eq!(money("100 €"), [("100 €".into(), "EUR", Some(100.0))]);
+        assert!(money("10 pounds of flour").is_empty());
+        assert!(money("the Dollar amount").is_empty());
+    }
+
+    #[test]
+    fn percentages() {
+        let values = |text: &str| -> Vec<f64> {
+            find_percentages(text)
+                .into_iter()
+                .map(|p| p.value)
+                .collect()
+        };
+        assert_eq!(values("thirty percent (30%) of"), [30.0]);
+        assert_eq!(values("5% and 12.5 percent"), [5.0, 12.5]);
+        assert_eq!(values("10 per cent"), [10.0]);
+        assert!(values("a percentage of 10 items").is_empty());
+        assert!(values("10 percentile").is_empty());
+        assert!(values("percent").is_empty());
+        assert_eq!(find_percentages("12.5 percent")[0].text, "12.5 percent");
+    }
+}

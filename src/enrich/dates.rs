@@ -1,0 +1,248 @@
+//! Calendar dates, normalised to `YYYY-MM-DD`.
+//!
+//! Recognised forms:
+//! * ISO: "2024-03-31";
+//! * written: "March 31, 2024", "Mar. 31st, 2024", "31 March 2024",
+//!   "the 1st day of June, 2020", "the first day of June, 2020" (month
+//!   names capitalised or upper-case, so "may" the modal verb never starts
+//!   a date);
+//! * US numeric: "3/31/2024" is read month/day/year. When that reading is
+//!   impossible but day/month/year is valid ("31/3/2024"), the latter is
+//!   taken. Two-digit years ("3/31/24") are not read: their century is a
+//!   guess.
+//!
+//! Every candidate is validated against the calendar ("February 30" is
+//! dropped); years run from 1000 to 2999. A month and year without a day
+//! ("March 2024") is not a date here: it has no `YYYY-MM-DD` form.
+
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+use serde::Serialize;
+
+use super::compile;
+
+/// A date found in a sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DateMention {
+    /// The date as written.
+    pub text: String,
+    /// The date as `YYYY-MM-DD`.
+    pub date: String,
+}
+
+const MONTHS: [(&str, &str); 12] = [
+    ("January", "Jan"),
+    ("February", "Feb"),
+    ("March", "Mar"),
+    ("April", "Apr"),
+    ("May", "May"),
+    ("June", "Jun"),
+    ("July", "Jul"),
+    ("August", "Aug"),
+    ("September", "Sept|Sep"),
+    ("October", "Oct"),
+    ("November", "Nov"),
+    ("December", "Dec"),
+];
+
+const ORDINALS: [&str; 31] = [
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
+    "sixteenth",
+    "seventeenth",
+    "eighteenth",
+    "nineteenth",
+    "twentieth",
+    "twenty-first",
+    "twenty-second",
+    "twenty-third",
+    "twenty-fourth",
+    "twenty-fifth",
+    "twenty-sixth",
+    "twenty-seventh",
+    "twenty-eighth",
+    "twenty-ninth",
+    "thirtieth",
+    "thirty-first",
+];
+
+/// Month names and abbreviations, in title case and upper case.
+fn month_alternation() -> String {
+    let mut names: Vec<String> = Vec::new();
+    for (full, short) in MONTHS {
+        for name in std::iter::once(full).chain(short.split('|')) {
+            names.push(name.to_string());
+            names.push(name.to_ascii_uppercase());
+        }
+    }
+    // Longest first, so that "Sept" wins over "Sep" and "March" over "Mar".
+    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    names.dedup();
+    names.join("|")
+}
+
+static DATE: LazyLock<Regex> = LazyLock::new(|| {
+    let month = month_alternation();
+    // Longest first: "twenty-first" before "first".
+    let mut ordinals = ORDINALS.to_vec();
+    ordinals.sort_by_key(|o| std::cmp::Reverse(o.len()));
+    let ordinals = ordinals.join("|");
+    let pattern = format!(
+        r"(?x)
+        (?-u:\b)(?P<iso_y>\d{{4}})-(?P<iso_m>\d{{2}})-(?P<iso_d>\d{{2}})(?-u:\b)
+      | (?-u:\b)(?P<md_m>{month})\.?\s+(?P<md_d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<md_y>\d{{4}})(?-u:\b)
+      | (?-u:\b)(?P<dm_d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?(?P<dm_m>{month})\.?,?\s+(?P<dm_y>\d{{4}})(?-u:\b)
+      | (?-u:\b)(?P<wd_d>(?i:{ordinals}))\s+(?i:day\s+of)\s+(?P<wd_m>{month})\.?,?\s+(?P<wd_y>\d{{4}})(?-u:\b)
+      | (?-u:\b)(?P<us_a>\d{{1,2}})/(?P<us_b>\d{{1,2}})/(?P<us_y>\d{{4}})(?-u:\b)
+    "
+    );
+    compile(&pattern)
+});
+
+/// The dates of a sentence, in order of appearance.
+pub fn find_dates(text: &str) -> Vec<DateMention> {
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
+    DATE.captures_iter(text)
+        .filter_map(|caps| {
+            let whole = caps.get(0)?;
+            let (year, month, day) = read(&caps)?;
+            Some(DateMention {
+                text: whole.as_str().to_string(),
+                date: format!("{year:04}-{month:02}-{day:02}"),
+            })
+        })
+        .collect()
+}
+
+/// Year, month and day of one match, if they make a real date.
+fn read(caps: &Captures) -> Option<(u32, u32, u32)> {
+    let number = |name: &str| caps.name(name).and_then(|m| m.as_str().parse::<u32>().ok());
+    let month_named = |name: &str| caps.name(name).and_then(|m| month_number(m.as_str()));
+    let candidates: [Option<(u32, u32, u32)>; 2] = if caps.name("iso_y").is_some() {
+        [
+            Some((number("iso_y")?, number("iso_m")?, number("iso_d")?)),
+            None,
+        ]
+    } else if caps.name("md_m").is_some() {
+        [
+            Some((number("md_y")?, month_named("md_m")?, number("md_d")?)),
+            None,
+        ]
+    } else if caps.name("dm_m").is_some() {
+        [
+            Some((number("dm_y")?, month_named("dm_m")?, number("dm_d")?)),
+            None,
+        ]
+    } else if caps.name("wd_m").is_some() {
+        let day = ordinal_number(caps.name("wd_d")?.as_str())?;
+        [Some((number("wd_y")?, month_named("wd_m")?, day)), None]
+    } else {
+        let (a, b, year) = (number("us_a")?, number("us_b")?, number("us_y")?);
+        // Month/day first (US); day/month only when month/day is impossible.
+        [Some((year, a, b)), Some((year, b, a))]
+    };
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|&(y, m, d)| is_valid(y, m, d))
+}
+
+fn month_number(name: &str) -> Option<u32> {
+    let prefix: String = name.chars().take(3).collect();
+    MONTHS
+        .iter()
+        .position(|(full, _)| full[..3].eq_ignore_ascii_case(&prefix))
+        .map(|i| i as u32 + 1)
+}
+
+fn ordinal_number(word: &str) -> Option<u32> {
+    ORDINALS
+        .iter()
+        .position(|o| o.eq_ignore_ascii_case(word))
+        .map(|i| i as u32 + 1)
+}
+
+/// Whether a year, month and day name a real calendar day (Gregorian, years
+/// 1000–2999).
+pub fn is_valid(year: u32, month: u32, day: u32) -> bool {
+    (1000..=2999).contains(&year) && (1..=12).contains(&month) && {
+        let leap =
+            (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400);
+        let days = match month {
+            2 if leap => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        (1..=days).contains(&day)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dates(text: &str) -> Vec<String> {
+        find_dates(text).into_iter().map(|d| d.date).collect()
+    }
+
+    #[test]
+    fn written_and_iso_forms() {
+        assert_eq!(dates("Effective 2024-03-31."), ["2024-03-31"]);
+        assert_eq!(dates("dated as of August 9, 1999 is made"), ["1999-08-09"]);
+        assert_eq!(dates("on 31 March 2024 and"), ["2024-03-31"]);
+        assert_eq!(dates("by Mar. 31, 2024"), ["2024-03-31"]);
+        assert_eq!(dates("by Sept 1st, 2021"), ["2021-09-01"]);
+        assert_eq!(dates("this 1st day of June, 2020"), ["2020-06-01"]);
+        assert_eq!(dates("the first day of June, 2020"), ["2020-06-01"]);
+        assert_eq!(dates("the Twenty-First day of JUNE 2020"), ["2020-06-21"]);
+        assert_eq!(dates("AS OF DECEMBER 1, 2019"), ["2019-12-01"]);
+    }
+
+    #[test]
+    fn numeric_dates_are_month_first() {
+        assert_eq!(dates("signed 3/31/2024"), ["2024-03-31"]);
+        assert_eq!(dates("signed 4/5/2024"), ["2024-04-05"]);
+        // Month/day is impossible, day/month is not.
+        assert_eq!(dates("signed 31/3/2024"), ["2024-03-31"]);
+        assert!(dates("signed 3/31/24").is_empty());
+    }
+
+    #[test]
+    fn impossible_dates_are_dropped() {
+        assert!(dates("on February 30, 2024").is_empty());
+        assert!(dates("2023-02-29").is_empty());
+        assert_eq!(dates("2024-02-29"), ["2024-02-29"]);
+        assert!(dates("13/13/2024").is_empty());
+        assert!(dates("2024-13-01").is_empty());
+    }
+
+    #[test]
+    fn non_dates() {
+        // "may" the modal verb; a month without a day; a bare year.
+        assert!(dates("The Company may 5 times in 2024 renew.").is_empty());
+        assert!(dates("In March 2024 the parties met.").is_empty());
+        assert!(dates("Section 2.1 of the 1999 plan").is_empty());
+        assert!(dates("no digits at all").is_empty());
+        let found = find_dates("from May 1, 2020 to June 30, 2021");
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].text, "May 1, 2020");
+        assert_eq!(found[1].date, "2021-06-30");
+    }
+}
