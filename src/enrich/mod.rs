@@ -740,19 +740,3 @@ mod tests {
         );
     }
 }
-
-/// Enrichment aggregated over a chunk's sentences.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ChunkMetadata {}
-
-impl Enrichment {
-    /// Aggregates the annotations of `sentences` for a chunk.
-    pub fn chunk_metadata(
-        &self,
-        skeleton: &Skeleton,
-        sentences: &[crate::skeleton::SentenceId],
-    ) -> ChunkMetadata {
-        let _ = (skeleton, sentences);
-        ChunkMetadata {}
-    }
-}
