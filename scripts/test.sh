@@ -11,5 +11,5 @@ scripts/fetch-model.sh >/dev/null
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked --all-targets
+cargo test --locked --lib --bins --tests
 cargo test --locked --doc
