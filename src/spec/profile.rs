@@ -157,7 +157,8 @@ pub struct ChunkingSpec {
     /// Default 800.
     pub max_tokens: u32,
     /// Tokens of the previous chunk repeated at the start of the next one
-    /// (whole trailing sentences where they fit). Default 15.
+    /// (whole trailing sentences where they fit), at most half of
+    /// `maxTokens`. Default 15.
     pub overlap_tokens: u32,
     /// Settings of the `fixed` strategy.
     pub fixed: FixedChunkingSpec,
@@ -172,8 +173,10 @@ pub struct ChunkingSpec {
     /// ones are sharded with the header repeated in every shard.
     /// Default 200.
     pub table_max_rows: u32,
-    /// Prefix each structure chunk's text with its heading path.
-    /// Default true.
+    /// Prefix each chunk's text with its heading path ("Part 1 > 1.1 Fees"
+    /// and a blank line): `structure` and `recursive` chunks and all table
+    /// chunks; `fixed` windows cross sections and carry none. A prefix over
+    /// half of `maxTokens` is left out. Default true.
     pub heading_prefix: bool,
     /// Tokenizer used to count tokens: a path to a `tokenizer.json`, a
     /// model directory holding one, or the name of a model directory in the
@@ -204,9 +207,10 @@ impl Default for ChunkingSpec {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct FixedChunkingSpec {
-    /// Tokens per chunk. Default 512.
+    /// Tokens per chunk, at most `maxTokens`. Default 512.
     pub size_tokens: u32,
-    /// Tokens shared by consecutive chunks. Default 64.
+    /// Tokens shared by consecutive chunks, at most half of `sizeTokens`.
+    /// Default 64.
     pub overlap_tokens: u32,
 }
 
