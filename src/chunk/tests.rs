@@ -57,9 +57,24 @@ fn check(skeleton: &Skeleton, chunks: &[Chunk], max: u32, counter: &dyn TokenCou
     }
 }
 
+/// "A1 a2 a3." for `words("a", 3)`: a sentence of `n` numbered words that
+/// starts with a capital, so that the segmenter ends the one before it.
 fn words(prefix: &str, n: usize) -> String {
-    let words: Vec<String> = (1..=n).map(|i| format!("{prefix}{i}")).collect();
+    let words: Vec<String> = (1..=n)
+        .map(|i| {
+            let word = format!("{prefix}{i}");
+            if i == 1 { capitalize(&word) } else { word }
+        })
+        .collect();
     format!("{}.", words.join(" "))
+}
+
+fn capitalize(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 #[test]
@@ -102,8 +117,8 @@ fn structure_closes_at_a_paragraph_boundary_once_min_is_reached() {
     assert_eq!(
         texts(&chunks),
         [
-            "a1 a2 a3 a4.\n\nb1 b2 b3 b4.",
-            "c1 c2 c3 c4.\n\nd1 d2 d3 d4."
+            "A1 a2 a3 a4.\n\nB1 b2 b3 b4.",
+            "C1 c2 c3 c4.\n\nD1 d2 d3 d4."
         ]
     );
 }
@@ -120,7 +135,7 @@ fn structure_closes_before_max_at_sentence_boundaries() {
     let chunks = chunk_skeleton(&s, &spec(ChunkStrategy::Structure, 7), &WordCounter);
     assert_eq!(
         texts(&chunks),
-        ["a1 a2 a3. b1 b2 b3.", "c1 c2 c3. d1 d2 d3.", "e1 e2 e3."]
+        ["A1 a2 a3. B1 b2 b3.", "C1 c2 c3. D1 d2 d3.", "E1 e2 e3."]
     );
     check(&s, &chunks, 7, &WordCounter);
 }
@@ -142,8 +157,8 @@ fn structure_overlap_repeats_trailing_whole_sentences() {
     assert_eq!(
         texts(&chunks),
         [
-            "a1 a2 a3. b1 b2 b3. c1 c2 c3.",
-            "c1 c2 c3. d1 d2 d3. e1 e2 e3."
+            "A1 a2 a3. B1 b2 b3. C1 c2 c3.",
+            "C1 c2 c3. D1 d2 d3. E1 e2 e3."
         ]
     );
     assert_eq!(chunks[1].overlap_tokens, 3);
@@ -160,7 +175,7 @@ fn structure_overlap_takes_last_words_of_a_long_sentence() {
     let chunks = chunk_skeleton(&s, &spec, &WordCounter);
     assert_eq!(
         texts(&chunks),
-        ["a1 a2 a3 a4 a5 a6.", "a5 a6. b1 b2 b3 b4 b5 b6."]
+        ["A1 a2 a3 a4 a5 a6.", "a5 a6. B1 b2 b3 b4 b5 b6."]
     );
     assert_eq!(chunks[1].overlap_tokens, 2);
     assert_eq!(ids(&chunks[1]), [0, 1]);
@@ -177,7 +192,7 @@ fn structure_hard_splits_only_a_sentence_over_max() {
     assert_eq!(
         texts(&chunks),
         [
-            "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10",
+            "W1 w2 w3 w4 w5 w6 w7 w8 w9 w10",
             // The overlap does not fit beside a full fragment.
             "w11 w12 w13 w14 w15 w16 w17 w18 w19 w20",
             "w18 w19 w20 w21 w22 w23 w24 w25.",
@@ -204,7 +219,7 @@ fn structure_overlap_stays_within_a_heading_path() {
     let chunks = chunk_skeleton(&s, &spec, &WordCounter);
     assert_eq!(
         texts(&chunks),
-        ["One\n\na1 a2 a3 a4 a5.", "Two\n\nb1 b2 b3 b4 b5."]
+        ["One\n\nA1 a2 a3 a4 a5.", "Two\n\nB1 b2 b3 b4 b5."]
     );
     assert!(chunks.iter().all(|c| c.overlap_tokens == 0));
 }
@@ -221,11 +236,11 @@ fn heading_prefix_is_optional_and_never_crowds_out_content() {
     };
     assert_eq!(
         texts(&chunk_skeleton(&s, &off, &WordCounter)),
-        ["a1 a2 a3."]
+        ["A1 a2 a3."]
     );
     // Seven words of prefix would take more than half of ten.
     let chunks = chunk_skeleton(&s, &spec(ChunkStrategy::Structure, 10), &WordCounter);
-    assert_eq!(texts(&chunks), ["a1 a2 a3."]);
+    assert_eq!(texts(&chunks), ["A1 a2 a3."]);
     assert_eq!(
         chunks[0].heading_path,
         ["A very long heading of many words"]
@@ -243,7 +258,7 @@ fn recursive_keeps_paragraphs_whole_when_they_fit() {
     let chunks = chunk_skeleton(&s, &spec(ChunkStrategy::Recursive, 10), &WordCounter);
     assert_eq!(
         texts(&chunks),
-        ["S\n\na1 a2 a3 a4.\n\nb1 b2 b3 b4.", "S\n\nc1 c2 c3 c4."]
+        ["S\n\nA1 a2 a3 a4.\n\nB1 b2 b3 b4.", "S\n\nC1 c2 c3 c4."]
     );
     let spec = ChunkingSpec {
         overlap_tokens: 4,
@@ -253,8 +268,8 @@ fn recursive_keeps_paragraphs_whole_when_they_fit() {
     assert_eq!(
         texts(&chunks),
         [
-            "S\n\na1 a2 a3 a4.\n\nb1 b2 b3 b4.",
-            "S\n\nb1 b2 b3 b4.\n\nc1 c2 c3 c4."
+            "S\n\nA1 a2 a3 a4.\n\nB1 b2 b3 b4.",
+            "S\n\nB1 b2 b3 b4.\n\nC1 c2 c3 c4."
         ]
     );
     assert_eq!(chunks[1].overlap_tokens, 4);
@@ -265,16 +280,16 @@ fn recursive_splits_long_paragraphs_at_sentences_and_code_at_lines() {
     let s = skeleton(|b| {
         let sentences: Vec<String> = ["a", "b", "c", "d"].iter().map(|p| words(p, 3)).collect();
         b.paragraph(&sentences.join(" "));
-        b.code(None, "x1 x2 x3\ny1 y2 y3\n\nz1 z2 z3\nv1 v2 v3");
+        b.code(None, "X1 x2 x3\nY1 y2 y3\n\nZ1 z2 z3\nV1 v2 v3");
     });
     let chunks = chunk_skeleton(&s, &spec(ChunkStrategy::Recursive, 7), &WordCounter);
     assert_eq!(
         texts(&chunks),
         [
-            "a1 a2 a3. b1 b2 b3.",
-            "c1 c2 c3. d1 d2 d3.",
-            "x1 x2 x3\ny1 y2 y3",
-            "z1 z2 z3\nv1 v2 v3"
+            "A1 a2 a3. B1 b2 b3.",
+            "C1 c2 c3. D1 d2 d3.",
+            "X1 x2 x3\nY1 y2 y3",
+            "Z1 z2 z3\nV1 v2 v3"
         ]
     );
     check(&s, &chunks, 7, &WordCounter);
@@ -286,7 +301,7 @@ fn fixed_windows_have_exact_size_and_overlap() {
         let sentences: Vec<String> = (0..4)
             .map(|i| {
                 let n = 3 * i;
-                format!("w{} w{} w{}.", n + 1, n + 2, n + 3)
+                format!("W{} w{} w{}.", n + 1, n + 2, n + 3)
             })
             .collect();
         b.paragraph(&sentences.join(" "));
@@ -302,15 +317,15 @@ fn fixed_windows_have_exact_size_and_overlap() {
     assert_eq!(
         texts(&chunks),
         [
-            "w1 w2 w3. w4 w5",
-            "w4 w5 w6. w7 w8",
-            "w7 w8 w9. w10 w11",
-            "w10 w11 w12."
+            "W1 w2 w3. W4 w5",
+            "W4 w5 w6. W7 w8",
+            "W7 w8 w9. W10 w11",
+            "W10 w11 w12."
         ]
     );
     assert_eq!(ids(&chunks[1]), [1, 2]);
     assert_eq!(chunks[1].overlap_tokens, 2);
-    assert_eq!(s.span_text(chunks[1].span), "w4 w5 w6. w7 w8");
+    assert_eq!(s.span_text(chunks[1].span), "W4 w5 w6. W7 w8");
 }
 
 #[test]
@@ -335,7 +350,7 @@ fn fixed_windows_stop_at_tables() {
     let chunks = chunk_skeleton(&s, &spec, &WordCounter);
     assert_eq!(
         texts(&chunks),
-        ["a1 a2 a3.", "Prices\n\n| Item |\n| - |\n| x |", "b1 b2 b3."]
+        ["A1 a2 a3.", "Prices\n\n| Item |\n| - |\n| x |", "B1 b2 b3."]
     );
     assert_eq!(chunks[1].kind, ChunkKind::Table);
     assert_eq!(chunks[0].heading_path, ["Prices"]);
@@ -517,7 +532,7 @@ fn tiny_chunks_merge_keeping_each_heading_line() {
     let chunks = chunk_skeleton(&s, &spec, &WordCounter);
     assert_eq!(
         texts(&chunks),
-        ["Intro\n\nShort intro.\n\nIntro > Details\n\nd1 d2 d3 d4 d5 d6 d7 d8 d9 d10."]
+        ["Intro\n\nShort intro.\n\nIntro > Details\n\nD1 d2 d3 d4 d5 d6 d7 d8 d9 d10."]
     );
     assert_eq!(chunks[0].heading_path, ["Intro"]);
     check(&s, &chunks, 100, &WordCounter);
@@ -539,7 +554,7 @@ fn merging_with_the_same_heading_path_drops_repeated_overlap_and_prefix() {
     let chunks = chunk_skeleton(&s, &spec, &WordCounter);
     assert_eq!(
         texts(&chunks),
-        ["S\n\na1 a2 a3 a4 a5. b1 b2 b3 b4 b5.\n\nTiny end."]
+        ["S\n\nA1 a2 a3 a4 a5. B1 b2 b3 b4 b5.\n\nTiny end."]
     );
     assert_eq!(chunks[0].tokens, 13);
     assert_eq!(chunks[0].overlap_tokens, 0);
