@@ -5,6 +5,7 @@
 //! ```text
 //! cargo bench --bench pipeline            # human-readable
 //! cargo bench --bench pipeline -- --json  # one JSON object per line
+//! cargo bench --bench pipeline -- squad_text  # only corpora of that name
 //! ```
 //!
 //! `scripts/bench.py` runs this beside LangChain's and chonkie's recursive
@@ -141,6 +142,11 @@ fn report(
 
 fn main() {
     let json = std::env::args().any(|a| a == "--json");
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let selected = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let eval = eval_dir();
     let squad = squad(&eval);
     let md = folder(
@@ -181,6 +187,9 @@ fn main() {
     let enriched = Pipeline::new(&IndexProfileSpec::default(), None).expect("default profile");
 
     for corpus in [&squad_md, &squad, &md, &html] {
+        if !selected(corpus.name) {
+            continue;
+        }
         for (bench, pipeline) in [
             ("parse+segment+chunk", &plain),
             ("parse+segment+chunk+enrich", &enriched),
@@ -208,6 +217,9 @@ fn main() {
         }
     }
 
+    if !selected("squad_contexts") {
+        return;
+    }
     // The segmenter alone, on the raw SQuAD contexts (what pySBD is given).
     let contexts: Vec<String> = squad
         .documents

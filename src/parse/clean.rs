@@ -145,6 +145,10 @@ pub fn is_rule_line(text: &str) -> bool {
 /// "Page 3", "Page 3 of 10", "- 3 -", "3", "iv": a line that is only a page
 /// number.
 pub fn is_page_number(text: &str) -> bool {
+    // "Page 12345 of 12345" with dashes around is the longest form.
+    if text.len() > 32 {
+        return false;
+    }
     let t = text
         .trim()
         .trim_matches(|c: char| c == '-' || c == '–' || c == '—' || c.is_whitespace());

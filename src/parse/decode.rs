@@ -105,6 +105,9 @@ fn check_not_binary(text: &str) -> Result<(), ParseFailure> {
         .count();
     let replacement = memchr::memmem::find_iter(bytes, "\u{fffd}".as_bytes()).count();
     let control = c0 + c1 + replacement;
+    if control == 0 {
+        return Ok(());
+    }
     let total = bytes.iter().filter(|&&b| b & 0xc0 != 0x80).count();
     if total > 0 && control * 100 > total {
         return Err(ParseFailure::Binary(format!(

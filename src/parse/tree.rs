@@ -329,30 +329,47 @@ pub fn collapse_whitespace(text: &str) -> String {
 }
 
 /// Whether `bytes` is already collapsed: no ASCII whitespace but single
-/// inner spaces, and no lead byte of a non-ASCII whitespace character
-/// (U+0085, U+00A0, U+1680, U+2000–U+205F, U+3000, U+FEFF). Conservative:
-/// text with such lead bytes takes the slow path even when it holds no
-/// whitespace.
+/// inner spaces, and none of the non-ASCII characters that
+/// [`collapse_whitespace`] treats as whitespace (U+0085, U+00A0, U+1680,
+/// U+2000–U+200B, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF).
 fn is_collapsed(bytes: &[u8]) -> bool {
     if bytes.first() == Some(&b' ') || bytes.last() == Some(&b' ') {
         return false;
     }
-    let mut previous_space = false;
-    for &b in bytes {
-        match b {
-            b' ' => {
-                if previous_space {
-                    return false;
-                }
-                previous_space = true;
-                continue;
-            }
-            b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0xc2 | 0xe1 | 0xe2 | 0xe3 | 0xef => return false,
-            _ => {}
-        }
-        previous_space = false;
+    if memchr::memmem::find(bytes, b"  ").is_some() {
+        return false;
     }
-    true
+    // Blocks of bytes are screened with a branch-free fold (which the
+    // compiler vectorises); only blocks holding a control character or a
+    // lead byte of a whitespace character get the exact check.
+    const BLOCK: usize = 64;
+    let suspicious = |b: u8| b < 0x20 || matches!(b, 0xc2 | 0xe1 | 0xe2 | 0xe3 | 0xef);
+    bytes.chunks(BLOCK).enumerate().all(|(n, block)| {
+        !block.iter().fold(false, |any, &b| any | suspicious(b))
+            || !block
+                .iter()
+                .enumerate()
+                .any(|(i, _)| whitespace_at(bytes, n * BLOCK + i))
+    })
+}
+
+/// Whether a character [`collapse_whitespace`] removes, other than the plain
+/// space, starts at `bytes[i]`.
+fn whitespace_at(bytes: &[u8], i: usize) -> bool {
+    let at = |n: usize| bytes.get(i + n).copied().unwrap_or(0);
+    match at(0) {
+        b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => true,
+        0xc2 => matches!(at(1), 0x85 | 0xa0),
+        0xe1 => at(1) == 0x9a && at(2) == 0x80,
+        0xe2 => match at(1) {
+            0x80 => matches!(at(2), 0x80..=0x8b | 0xa8 | 0xa9 | 0xaf),
+            0x81 => at(2) == 0x9f,
+            _ => false,
+        },
+        0xe3 => at(1) == 0x80 && at(2) == 0x80,
+        0xef => at(1) == 0xbb && at(2) == 0xbf,
+        _ => false,
+    }
 }
 
 /// Splits a heading's leading numbering from its title:
@@ -873,6 +890,16 @@ mod tests {
         assert_eq!(collapse_whitespace("already clean"), "already clean");
         assert_eq!(collapse_whitespace("naïve café"), "naïve café");
         assert_eq!(collapse_whitespace("dash – ok"), "dash – ok");
+        for space in [
+            "\u{85}", "\u{a0}", "\u{1680}", "\u{2003}", "\u{200b}", "\u{2028}", "\u{202f}",
+            "\u{205f}", "\u{3000}", "\u{feff}",
+        ] {
+            assert_eq!(
+                collapse_whitespace(&format!("a{space}b")),
+                "a b",
+                "{space:?}"
+            );
+        }
         assert_eq!(collapse_whitespace(""), "");
     }
 

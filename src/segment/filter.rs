@@ -140,6 +140,13 @@ fn is_fill_in(sentence: &str) -> bool {
         if c.is_alphanumeric() {
             if !in_word {
                 label_words += 1;
+                // Too many words for a label, whatever follows: a later
+                // blank would close a label that is too long, and no blank
+                // leaves a lead-in or prose. Stop reading early; this runs
+                // on every sentence.
+                if label_words > MAX_LABEL_WORDS {
+                    return false;
+                }
             }
             in_word = true;
         } else {
@@ -167,6 +174,11 @@ fn is_fill_in(sentence: &str) -> bool {
 /// Checkbox glyphs and ASCII checkboxes "[ ]", "[x]", "[X]": each option
 /// after a box is a few words, and so is the question before the first.
 fn is_checkbox_options(sentence: &str) -> bool {
+    // Every box is "[" or a glyph whose UTF-8 form starts with 0xE2; most
+    // sentences have neither.
+    if !sentence.bytes().any(|b| b == b'[' || b == 0xe2) {
+        return false;
+    }
     let mut boxes = 0;
     let mut words = 0;
     let mut in_word = false;

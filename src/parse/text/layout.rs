@@ -216,7 +216,13 @@ fn segments(text: &str, flattened: bool) -> Vec<Segment<'_>> {
 /// Operation and Maintenance Services. Operator shall …", "Exhibit
 /// 99(k)(5) FORM OF …").
 fn leading_title(text: &str) -> Option<usize> {
-    let words: Vec<(usize, &str)> = text
+    let is_capitals =
+        |w: &str| w.chars().any(char::is_alphabetic) && !w.chars().any(char::is_lowercase);
+    // Only the opening words matter: a possible two-word label, the run of
+    // words in capitals after it, and the word after that run. Collecting
+    // just those keeps this cheap on long flattened lines.
+    let mut words: Vec<(usize, &str)> = Vec::new();
+    let all_words = text
         .split(' ')
         .scan(0usize, |offset, word| {
             let start = *offset;
@@ -224,8 +230,14 @@ fn leading_title(text: &str) -> Option<usize> {
             Some((start, word))
         })
         .filter(|(_, w)| !w.is_empty())
-        .take(heading::MAX_HEADING_CHARS)
-        .collect();
+        .take(heading::MAX_HEADING_CHARS);
+    for word in all_words {
+        let past_label = words.len() >= 2;
+        words.push(word);
+        if past_label && !is_capitals(word.1) {
+            break;
+        }
+    }
     let end_of = |i: usize| words.get(i).map(|&(start, word)| start + word.len());
     let label_words = match words.as_slice() {
         [(_, keyword), (_, label), ..]
@@ -238,9 +250,7 @@ fn leading_title(text: &str) -> Option<usize> {
     let capitals = words
         .iter()
         .skip(label_words)
-        .take_while(|(_, w)| {
-            w.chars().any(char::is_alphabetic) && !w.chars().any(char::is_lowercase)
-        })
+        .take_while(|(_, w)| is_capitals(w))
         .count();
     let sentence_follows = words
         .get(label_words + capitals)
@@ -297,17 +307,26 @@ fn pieces(text: &str) -> Vec<(usize, usize)> {
     let mut pieces = Vec::new();
     let mut piece_start = 0;
     let mut gap: Option<(usize, usize)> = None; // (start byte, width)
-    for (i, c) in text.char_indices() {
-        if c == ' ' || c == '\t' {
-            let (start, width) = gap.unwrap_or((i, 0));
-            gap = Some((start, width + if c == '\t' { MIN_GAP } else { 1 }));
-            continue;
-        }
-        if let Some((gap_start, width)) = gap.take()
-            && width >= MIN_GAP
-        {
-            pieces.push((piece_start, gap_start));
-            piece_start = i;
+    // Most lines of prose have no gap at all: two searches (vectorised)
+    // instead of a walk over every byte.
+    let bytes = text.as_bytes();
+    let gapless = memchr::memchr(b'\t', bytes).is_none()
+        && memchr::memmem::find(bytes, &[b' '; MIN_GAP]).is_none();
+    // Bytes, not chars: spaces and tabs are ASCII, and the byte after one
+    // is always a char boundary.
+    if !gapless {
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b' ' || b == b'\t' {
+                let (start, width) = gap.unwrap_or((i, 0));
+                gap = Some((start, width + if b == b'\t' { MIN_GAP } else { 1 }));
+                continue;
+            }
+            if let Some((gap_start, width)) = gap.take()
+                && width >= MIN_GAP
+            {
+                pieces.push((piece_start, gap_start));
+                piece_start = i;
+            }
         }
     }
     // "1.   OVERVIEW =========": an underline after a single space.
@@ -333,10 +352,11 @@ pub(super) fn is_underline(text: &str) -> bool {
 /// underline titles or separate parts.
 pub(super) fn is_rule(text: &str) -> bool {
     let text = text.trim();
-    text.chars().filter(|c| !c.is_whitespace()).count() >= 3
-        && text
-            .chars()
-            .all(|c| c.is_whitespace() || matches!(c, '-' | '=' | '_' | '~' | '*'))
+    // The `all` check fails on the first letter of ordinary text, so it
+    // goes first.
+    text.bytes()
+        .all(|b| b.is_ascii_whitespace() || matches!(b, b'-' | b'=' | b'_' | b'~' | b'*'))
+        && text.bytes().filter(|b| !b.is_ascii_whitespace()).count() >= 3
 }
 
 #[cfg(test)]

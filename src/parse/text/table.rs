@@ -26,6 +26,10 @@ const ALIGNMENT_TOLERANCE: usize = 2;
 
 /// The table a block of lines forms, if it forms one.
 pub(super) fn detect(lines: &[Line<'_>]) -> Option<Table> {
+    // Every table has at least two rows; most blocks are one line of prose.
+    if lines.len() < 2 {
+        return None;
+    }
     pipe_table(lines).or_else(|| column_table(lines))
 }
 
@@ -77,6 +81,11 @@ fn column_table(lines: &[Line<'_>]) -> Option<Table> {
                 header_rows = 1;
             }
             continue;
+        }
+        // A row has at least one gap between cells; looking for one is much
+        // cheaper than splitting a line of prose into cells.
+        if !has_gap(line.raw) {
+            return None;
         }
         let cells = split_cells(line.raw);
         // Stop at the first line that cannot belong (most blocks are prose).
@@ -155,6 +164,12 @@ fn is_column_rule(text: &str) -> bool {
 
 /// Splits a line at runs of two or more spaces or at tabs; positions count
 /// characters, a tab advancing to the next multiple of eight.
+/// Whether a line has a tab or two spaces in a row.
+fn has_gap(raw: &str) -> bool {
+    let bytes = raw.trim().as_bytes();
+    memchr::memchr(b'\t', bytes).is_some() || memchr::memmem::find(bytes, b"  ").is_some()
+}
+
 fn split_cells(raw: &str) -> Vec<Cell<'_>> {
     let mut cells = Vec::new();
     let mut column = 0usize;
