@@ -190,6 +190,31 @@ fn main() {
         if !selected(corpus.name) {
             continue;
         }
+        // Where the time goes: parsing alone, then parsing and the skeleton
+        // (sentence splitting and filters).
+        let (time, sections) = fastest(|| {
+            corpus
+                .documents
+                .iter()
+                .filter_map(|(_, bytes, format)| {
+                    trellis::parse::parse_bytes(bytes, *format, &plain.spec().parsing).ok()
+                })
+                .map(|tree| tree.sections.len())
+                .sum()
+        });
+        report(json, "parse", corpus.name, corpus.bytes(), time, ("sections", sections));
+        let (time, sentences) = fastest(|| {
+            corpus
+                .documents
+                .iter()
+                .filter_map(|(key, bytes, format)| {
+                    let tree =
+                        trellis::parse::parse_bytes(bytes, *format, &plain.spec().parsing).ok()?;
+                    Some(plain.build_skeleton(key, tree).sentences.len())
+                })
+                .sum()
+        });
+        report(json, "parse+segment", corpus.name, corpus.bytes(), time, ("sentences", sentences));
         for (bench, pipeline) in [
             ("parse+segment+chunk", &plain),
             ("parse+segment+chunk+enrich", &enriched),

@@ -72,10 +72,15 @@ impl Pipeline {
         Ok(self.process_tree(key, tree))
     }
 
+    /// The skeleton step alone (sentence splitting and filters included).
+    pub fn build_skeleton(&self, key: &str, tree: DocumentTree) -> Skeleton {
+        Skeleton::build(key, tree, &self.segmenter, &self.filter)
+    }
+
     /// Runs the steps after parsing.
     pub fn process_tree(&self, key: &str, mut tree: DocumentTree) -> ProcessedDocument {
         let warnings = std::mem::take(&mut tree.warnings);
-        let skeleton = Skeleton::build(key, tree, &self.segmenter, &self.filter);
+        let skeleton = self.build_skeleton(key, tree);
         let chunks = chunk::chunk_skeleton(&skeleton, &self.spec.chunking, self.tokens.as_ref());
         let enrichment = enrich::enrich(&skeleton, &self.spec.enrichment);
         ProcessedDocument {

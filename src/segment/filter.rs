@@ -53,10 +53,22 @@ impl SentenceFilter {
     pub fn is_indexable(&self, sentence: &str) -> bool {
         // Bounded counts: only whether the minimum is reached matters, and
         // this runs once per sentence of every document.
-        sentence.chars().take(self.min_chars).count() >= self.min_chars
-            && sentence.split_whitespace().take(self.min_words).count() >= self.min_words
+        has_min_chars(sentence, self.min_chars)
+            && has_min_words(sentence, self.min_words)
             && !(self.drop_form_labels && is_form_label(sentence))
     }
+}
+
+/// Whether `text` has at least `min` characters; no character is longer
+/// than four bytes, so long texts are decided by their length alone.
+fn has_min_chars(text: &str, min: usize) -> bool {
+    text.len() >= 4 * min || text.chars().take(min).count() >= min
+}
+
+/// Whether `text` has at least `min` whitespace-separated words, reading
+/// only as far as it takes.
+fn has_min_words(text: &str, min: usize) -> bool {
+    min == 0 || text.split_whitespace().nth(min - 1).is_some()
 }
 
 impl Default for SentenceFilter {
@@ -107,8 +119,38 @@ impl FillRun {
     }
 }
 
+/// An upper bound of the total [`fill_weight`] of a sentence, counted over
+/// bytes with vectorised searches: the ASCII fill characters, and the
+/// multi-byte ones ("·", dashes, "…") by their lead bytes.
+fn fill_weight_bound(bytes: &[u8]) -> usize {
+    let ascii = memchr::memchr3_iter(b'_', b'.', b'-', bytes).count();
+    let wide: usize = memchr::memchr2_iter(0xc2, 0xe2, bytes)
+        .map(|i| match bytes.get(i..i + 3) {
+            Some([0xc2, 0xb7, _]) => 1,
+            Some([0xe2, 0x80, 0x90..=0x95]) => 1,
+            Some([0xe2, 0x80, 0xa6]) => 3,
+            _ => 0,
+        })
+        .sum();
+    ascii + wide
+}
+
 /// Labels and blanks, or a bare label ending in a colon.
 fn is_fill_in(sentence: &str) -> bool {
+    // A full stop right after a word ends prose ("… per month."): the walk
+    // below would end on a fill run that is no blank. Most sentences stop
+    // here, or at the next test: without a colon at the end or enough fill
+    // characters for a blank, nothing below can succeed.
+    if let [.., before, b'.'] = sentence.as_bytes()
+        && before.is_ascii_alphanumeric()
+    {
+        return false;
+    }
+    if !sentence.ends_with(':')
+        && fill_weight_bound(sentence.as_bytes()) < MIN_UNDERSCORE_BLANK.min(MIN_LEADER_BLANK)
+    {
+        return false;
+    }
     let mut blanks = 0;
     let mut label_words = 0;
     let mut run = FillRun::default();
@@ -171,12 +213,26 @@ fn is_fill_in(sentence: &str) -> bool {
     }
 }
 
+/// Whether any checkbox is present: an ASCII box, or a glyph from the
+/// Geometric Shapes (U+25A0–U+25BF: E2 96 ..), Miscellaneous Symbols
+/// (U+2610–U+263F: E2 98 ..) or Dingbats (U+2700–U+273F: E2 9C ..) blocks.
+/// A cheap screen run on every sentence; most have no "[" and no E2 byte
+/// of those blocks.
+fn has_checkbox(bytes: &[u8]) -> bool {
+    memchr::memchr2_iter(b'[', 0xe2, bytes).any(|i| {
+        let rest = &bytes[i..];
+        match rest {
+            [b'[', b' ' | b'x' | b'X', b']', ..] => true,
+            [0xe2, 0x96 | 0x98 | 0x9c, ..] => true,
+            _ => false,
+        }
+    })
+}
+
 /// Checkbox glyphs and ASCII checkboxes "[ ]", "[x]", "[X]": each option
 /// after a box is a few words, and so is the question before the first.
 fn is_checkbox_options(sentence: &str) -> bool {
-    // Every box is "[" or a glyph whose UTF-8 form starts with 0xE2; most
-    // sentences have neither.
-    if !sentence.bytes().any(|b| b == b'[' || b == 0xe2) {
+    if !has_checkbox(sentence.as_bytes()) {
         return false;
     }
     let mut boxes = 0;

@@ -179,12 +179,20 @@ pub(super) fn is_underlinable(line: &str) -> bool {
 }
 
 /// Division keywords and the kind of heading they open.
-fn division_keyword(word: &str) -> Option<HeadingKind> {
-    let word = word.trim_end_matches([':', '.']).to_lowercase();
-    Some(match word.as_str() {
-        "article" | "chapter" | "part" => HeadingKind::Division,
-        "section" | "§" => HeadingKind::Section { depth: 1 },
-        "schedule" | "exhibit" | "appendix" | "annex" | "attachment" | "addendum" => {
+pub(super) fn division_keyword(word: &str) -> Option<HeadingKind> {
+    let word = word.trim_end_matches([':', '.']);
+    if word == "§" {
+        return Some(HeadingKind::Section { depth: 1 });
+    }
+    // Every other keyword is short ASCII: lower-case it on the stack.
+    let mut buffer = [0u8; 10];
+    let lower = buffer.get_mut(..word.len()).filter(|_| word.is_ascii())?;
+    lower.copy_from_slice(word.as_bytes());
+    lower.make_ascii_lowercase();
+    Some(match &*lower {
+        b"article" | b"chapter" | b"part" => HeadingKind::Division,
+        b"section" => HeadingKind::Section { depth: 1 },
+        b"schedule" | b"exhibit" | b"appendix" | b"annex" | b"attachment" | b"addendum" => {
             HeadingKind::Annex
         }
         _ => return None,

@@ -240,8 +240,11 @@ fn leading_title(text: &str) -> Option<usize> {
     }
     let end_of = |i: usize| words.get(i).map(|&(start, word)| start + word.len());
     let label_words = match words.as_slice() {
+        // The keyword test first: it is cheap, and `classify` copies.
         [(_, keyword), (_, label), ..]
-            if heading::classify(&format!("{keyword} {label}")).is_some_and(|h| !h.has_title) =>
+            if heading::division_keyword(keyword).is_some()
+                && heading::classify(&format!("{keyword} {label}"))
+                    .is_some_and(|h| !h.has_title) =>
         {
             2
         }
