@@ -12,6 +12,8 @@
 //! chunkers and pySBD on the same texts and prints the ratios.
 
 use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
 use trellis::parse::Format;
@@ -202,7 +204,14 @@ fn main() {
                 .map(|tree| tree.sections.len())
                 .sum()
         });
-        report(json, "parse", corpus.name, corpus.bytes(), time, ("sections", sections));
+        report(
+            json,
+            "parse",
+            corpus.name,
+            corpus.bytes(),
+            time,
+            ("sections", sections),
+        );
         let (time, sentences) = fastest(|| {
             corpus
                 .documents
@@ -214,7 +223,14 @@ fn main() {
                 })
                 .sum()
         });
-        report(json, "parse+segment", corpus.name, corpus.bytes(), time, ("sentences", sentences));
+        report(
+            json,
+            "parse+segment",
+            corpus.name,
+            corpus.bytes(),
+            time,
+            ("sentences", sentences),
+        );
         for (bench, pipeline) in [
             ("parse+segment+chunk", &plain),
             ("parse+segment+chunk+enrich", &enriched),
@@ -240,6 +256,29 @@ fn main() {
                 ("chunks", chunks),
             );
         }
+        // What `trellis chunk` does: documents in parallel on every core.
+        let threads = rayon::current_num_threads();
+        let (time, chunks) = fastest(|| {
+            corpus
+                .documents
+                .par_iter()
+                .map(|(key, bytes, format)| {
+                    plain
+                        .process_bytes(key, bytes, *format)
+                        .map(|d| d.chunks.len())
+                        .unwrap_or(0)
+                })
+                .sum()
+        });
+        let bench = format!("parse+segment+chunk/{threads}threads");
+        report(
+            json,
+            &bench,
+            corpus.name,
+            corpus.bytes(),
+            time,
+            ("chunks", chunks),
+        );
     }
 
     if !selected("squad_contexts") {

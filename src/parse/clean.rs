@@ -62,7 +62,10 @@ fn has_page_furniture(format: Format) -> bool {
 /// Removes glyph artefacts from one piece of text. Returns `None` when the
 /// text has none (the common case, without allocating).
 pub fn clean_inline(text: &str) -> Option<String> {
-    if !text.contains("GLYPH<") && !text.contains("/uni") {
+    let bytes = text.as_bytes();
+    if memchr::memmem::find(bytes, b"GLYPH<").is_none()
+        && memchr::memmem::find(bytes, b"/uni").is_none()
+    {
         return None;
     }
     let mut out = String::with_capacity(text.len());
@@ -178,7 +181,7 @@ fn drop_boilerplate(tree: &mut DocumentTree, min_repeats: usize) {
     let mut counts: HashMap<String, usize> = HashMap::new();
     for (_, block) in tree.blocks() {
         if let BlockKind::Paragraph { text } = &block.kind
-            && text.chars().count() <= BOILERPLATE_MAX_CHARS
+            && is_short(text)
         {
             *counts.entry(boilerplate_key(text)).or_default() += 1;
         }
@@ -190,7 +193,7 @@ fn drop_boilerplate(tree: &mut DocumentTree, min_repeats: usize) {
             let BlockKind::Paragraph { text } = &block.kind else {
                 return true;
             };
-            let repeated = text.chars().count() <= BOILERPLATE_MAX_CHARS
+            let repeated = is_short(text)
                 && counts.get(&boilerplate_key(text)).copied().unwrap_or(0) >= min_repeats;
             let page_number = page_numbers_are_noise && is_page_number(text);
             let drop = repeated || page_number;
@@ -203,6 +206,14 @@ fn drop_boilerplate(tree: &mut DocumentTree, min_repeats: usize) {
             "dropped {dropped} repeated header/footer or page-number paragraphs"
         ));
     }
+}
+
+/// Whether a paragraph is short enough to be boilerplate (byte length
+/// decides most cases without counting characters).
+fn is_short(text: &str) -> bool {
+    text.len() <= BOILERPLATE_MAX_CHARS
+        || (text.len() <= 4 * BOILERPLATE_MAX_CHARS
+            && text.chars().count() <= BOILERPLATE_MAX_CHARS)
 }
 
 /// Case-insensitive key under which repeated lines are counted; page numbers

@@ -220,12 +220,10 @@ fn is_fill_in(sentence: &str) -> bool {
 /// of those blocks.
 fn has_checkbox(bytes: &[u8]) -> bool {
     memchr::memchr2_iter(b'[', 0xe2, bytes).any(|i| {
-        let rest = &bytes[i..];
-        match rest {
-            [b'[', b' ' | b'x' | b'X', b']', ..] => true,
-            [0xe2, 0x96 | 0x98 | 0x9c, ..] => true,
-            _ => false,
-        }
+        matches!(
+            &bytes[i..],
+            [b'[', b' ' | b'x' | b'X', b']', ..] | [0xe2, 0x96 | 0x98 | 0x9c, ..]
+        )
     })
 }
 

@@ -114,6 +114,7 @@ impl Segmenter {
             sentence_start: 0,
             list: None,
             list_byte: NO_LIST_BYTE,
+            stops: [None; 3],
         }
         .run();
     }
@@ -135,6 +136,10 @@ struct Scanner<'t, 'o> {
     list: Option<ListState>,
     /// First byte of the open list's next number, or [`NO_LIST_BYTE`].
     list_byte: u8,
+    /// The next position of each group of stop bytes (see
+    /// [`next_stop`](Self::next_stop)), or `None` when it must be searched
+    /// for again.
+    stops: [Option<usize>; 3],
 }
 
 impl Scanner<'_, '_> {
@@ -156,13 +161,28 @@ impl Scanner<'_, '_> {
     }
 
     /// The next byte at or after `from` that may matter, and its position.
-    fn next_stop(&self, from: usize) -> Option<(usize, u8)> {
+    ///
+    /// The bytes that matter ([`BYTE_CLASS`] other than [`PLAIN`], and the
+    /// open list's next number) fall in three groups, each found with a
+    /// vectorised search; each group's next position is kept until the scan
+    /// passes it, so every byte is searched about once per group instead of
+    /// classified one by one.
+    fn next_stop(&mut self, from: usize) -> Option<(usize, u8)> {
+        let bytes = self.bytes;
+        let rest = bytes.get(from..)?;
         let list_byte = self.list_byte;
-        let rest = self.bytes.get(from..)?;
-        let offset = rest
-            .iter()
-            .position(|&b| BYTE_CLASS[usize::from(b)] != PLAIN || b == list_byte)?;
-        Some((from + offset, *rest.get(offset)?))
+        for (group, stop) in self.stops.iter_mut().enumerate() {
+            if stop.is_none_or(|at| at < from) {
+                let found = match group {
+                    0 => memchr::memchr3(b'.', b'?', b'!', rest),
+                    1 => memchr::memchr3(b'\n', 0xE2, 0xE3, rest),
+                    _ => memchr::memchr2(0xEF, list_byte, rest),
+                };
+                *stop = Some(found.map_or(bytes.len(), |offset| from + offset));
+            }
+        }
+        let at = self.stops.iter().flatten().copied().min()?;
+        Some((at, *bytes.get(at)?))
     }
 
     /// Ends the current sentence at `at` (an empty or all-whitespace
@@ -208,6 +228,8 @@ impl Scanner<'_, '_> {
     fn set_list(&mut self, list: ListState) {
         self.list = Some(list);
         self.list_byte = list.next_first_byte().unwrap_or(NO_LIST_BYTE);
+        // The list-number group is searched for a new byte from now on.
+        self.stops[2] = None;
     }
 
     /// Whether only horizontal whitespace stands between the previous

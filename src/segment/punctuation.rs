@@ -19,8 +19,9 @@ pub(super) const GENERAL_PUNCTUATION: u8 = 4;
 /// full-width "！" and "？", which end sentences without a following space.
 pub(super) const WIDE_TERMINATOR: u8 = 5;
 
-/// The class of every byte; all but the few above are [`PLAIN`], so the
-/// scanner's inner loop is one table lookup per byte.
+/// The class of every byte; all but the few above are [`PLAIN`]. The
+/// scanner finds the others with vectorised searches and dispatches on
+/// their class here.
 pub(super) static BYTE_CLASS: [u8; 256] = {
     let mut table = [PLAIN; 256];
     table[b'.' as usize] = PERIOD;

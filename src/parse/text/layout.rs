@@ -83,6 +83,11 @@ pub(super) fn chunks(text: &str) -> Vec<Chunk<'_>> {
     let separator = if text.contains('\n') { '\n' } else { '\r' };
     for physical in text.split(separator) {
         let physical = physical.strip_suffix('\r').unwrap_or(physical);
+        if reader.page.is_none() {
+            // No form feeds anywhere: no need to look for them line by line.
+            reader.line(physical);
+            continue;
+        }
         for (i, part) in physical.split('\x0c').enumerate() {
             if i > 0 {
                 reader.page_break();
