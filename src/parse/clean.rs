@@ -9,6 +9,9 @@
 //!   `parsing.dropBoilerplate` is on, and counted in a warning.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use super::{BlockKind, DocumentTree, Format, collapse_whitespace};
 use crate::spec::ParsingSpec;
@@ -63,9 +66,9 @@ fn has_page_furniture(format: Format) -> bool {
 /// text has none (the common case, without allocating).
 pub fn clean_inline(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    if memchr::memmem::find(bytes, b"GLYPH<").is_none()
-        && memchr::memmem::find(bytes, b"/uni").is_none()
-    {
+    static GLYPH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"GLYPH<"));
+    static UNI: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"/uni"));
+    if GLYPH.find(bytes).is_none() && UNI.find(bytes).is_none() {
         return None;
     }
     let mut out = String::with_capacity(text.len());

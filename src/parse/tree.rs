@@ -328,6 +328,11 @@ pub fn collapse_whitespace(text: &str) -> String {
     out
 }
 
+/// A searcher for two spaces, built once (building one per call would cost
+/// more than most searches).
+static DOUBLE_SPACE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"  "));
+
 /// Whether `bytes` is already collapsed: no ASCII whitespace but single
 /// inner spaces, and none of the non-ASCII characters that
 /// [`collapse_whitespace`] treats as whitespace (U+0085, U+00A0, U+1680,
@@ -336,7 +341,7 @@ fn is_collapsed(bytes: &[u8]) -> bool {
     if bytes.first() == Some(&b' ') || bytes.last() == Some(&b' ') {
         return false;
     }
-    if memchr::memmem::find(bytes, b"  ").is_some() {
+    if DOUBLE_SPACE.find(bytes).is_some() {
         return false;
     }
     // Blocks of bytes are screened with a branch-free fold (which the

@@ -309,6 +309,10 @@ fn separates_blocks(before: &str, after: &str) -> bool {
         || heading::classify(after).is_some()
 }
 
+/// A searcher for [`MIN_GAP`] spaces, built once.
+static GAP: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(&[b' '; MIN_GAP]));
+
 /// Byte ranges of the parts of a line between runs of [`MIN_GAP`] or more
 /// spaces or tabs.
 fn pieces(text: &str) -> Vec<(usize, usize)> {
@@ -318,8 +322,7 @@ fn pieces(text: &str) -> Vec<(usize, usize)> {
     // Most lines of prose have no gap at all: two searches (vectorised)
     // instead of a walk over every byte.
     let bytes = text.as_bytes();
-    let gapless = memchr::memchr(b'\t', bytes).is_none()
-        && memchr::memmem::find(bytes, &[b' '; MIN_GAP]).is_none();
+    let gapless = memchr::memchr(b'\t', bytes).is_none() && GAP.find(bytes).is_none();
     // Bytes, not chars: spaces and tabs are ASCII, and the byte after one
     // is always a char boundary.
     if !gapless {

@@ -167,7 +167,9 @@ fn is_column_rule(text: &str) -> bool {
 /// Whether a line has a tab or two spaces in a row.
 fn has_gap(raw: &str) -> bool {
     let bytes = raw.trim().as_bytes();
-    memchr::memchr(b'\t', bytes).is_some() || memchr::memmem::find(bytes, b"  ").is_some()
+    static DOUBLE_SPACE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"  "));
+    memchr::memchr(b'\t', bytes).is_some() || DOUBLE_SPACE.find(bytes).is_some()
 }
 
 fn split_cells(raw: &str) -> Vec<Cell<'_>> {
