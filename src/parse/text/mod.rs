@@ -219,6 +219,14 @@ fn read_chunk(chunk: &Chunk<'_>, running: &RunningLines, units: &mut Vec<Unit>) 
             i += 1;
             continue;
         }
+        if is_contents_entry(line.text) {
+            // "3. Fees and Payment ....... 2": an entry of a table of
+            // contents stands alone, so the contents pass can read it.
+            units.extend(current.take().map(Unit::Text));
+            units.push(Unit::Text(TextUnit::new(line.text, line.indent, page)));
+            i += 1;
+            continue;
+        }
         if at_block_start
             && let Some(underline) = next.filter(|n| is_underline(n.text))
             && heading::is_underlinable(line.text)
@@ -263,6 +271,30 @@ fn read_chunk(chunk: &Chunk<'_>, running: &RunningLines, units: &mut Vec<Unit>) 
         i += 1;
     }
     units.extend(current.map(Unit::Text));
+}
+
+/// Whether a line is a table-of-contents entry: a title, a leader of three
+/// or more dots (or an ellipsis) and a page number ("Payment ..... 12").
+fn is_contents_entry(line: &str) -> bool {
+    let line = line.trim_end();
+    let number = line.trim_end_matches(|c: char| c.is_ascii_digit());
+    let roman = line.trim_end_matches(['i', 'v', 'x', 'l', 'c']);
+    let before = if number.len() < line.len() {
+        number
+    } else {
+        roman
+    };
+    if before.len() == line.len() {
+        return false;
+    }
+    let leader = before.trim_end();
+    let title = leader.trim_end_matches(['.', '…', ' ', '·']);
+    let dots = leader[title.len()..]
+        .chars()
+        .filter(|&c| c == '.' || c == '·')
+        .count()
+        + 3 * leader[title.len()..].matches('…').count();
+    dots >= 3 && !title.trim().is_empty()
 }
 
 /// Whether a block ends where a new item may start: at the end of a
@@ -563,6 +595,18 @@ impl ListLevels {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contents_entries_are_recognised() {
+        assert!(is_contents_entry("1. Definitions .................... 1"));
+        assert!(is_contents_entry("Preface …… xii"));
+        assert!(is_contents_entry("Schedule A . . . . . 14"));
+        assert!(!is_contents_entry(
+            "The fee is 1.5% per month, payable in 30 days"
+        ));
+        assert!(!is_contents_entry("See page 12"));
+        assert!(!is_contents_entry("... 12"));
+    }
     use crate::parse::{BlockKind, Section};
 
     fn parse_text(text: &str) -> DocumentTree {
