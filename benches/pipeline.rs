@@ -174,15 +174,7 @@ fn main() {
     // The comparison with chunkers that do no sentence or metadata work:
     // enrichment off. A second run shows its cost.
     let without_enrichment = IndexProfileSpec {
-        enrichment: EnrichmentSpec {
-            references: false,
-            dates: false,
-            fiscal_periods: false,
-            amounts: false,
-            organizations: false,
-            definitions: false,
-            clauses: false,
-        },
+        enrichment: EnrichmentSpec::none(),
         ..IndexProfileSpec::default()
     };
     let plain = Pipeline::new(&without_enrichment, None).expect("default profile");

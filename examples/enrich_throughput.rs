@@ -66,15 +66,7 @@ fn main() -> anyhow::Result<()> {
         build.as_secs_f64() * 1e3
     );
 
-    let none = EnrichmentSpec {
-        references: false,
-        dates: false,
-        fiscal_periods: false,
-        amounts: false,
-        organizations: false,
-        definitions: false,
-        clauses: false,
-    };
+    let none = EnrichmentSpec::none();
     let runs: [(&str, EnrichmentSpec); 9] = [
         ("all", EnrichmentSpec::default()),
         ("none", none.clone()),

@@ -713,15 +713,7 @@ mod tests {
     #[test]
     fn the_spec_switches_extractors_off() {
         let skeleton = contract();
-        let spec = EnrichmentSpec {
-            references: false,
-            dates: false,
-            fiscal_periods: false,
-            amounts: false,
-            organizations: false,
-            definitions: false,
-            clauses: false,
-        };
+        let spec = EnrichmentSpec::none();
         let enrichment = enrich(&skeleton, &spec);
         assert_eq!(enrichment.sentences.len(), skeleton.sentences.len());
         assert_eq!(enrichment.sections.len(), skeleton.sections.len());

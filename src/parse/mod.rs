@@ -12,6 +12,7 @@ pub mod decode;
 pub mod docx;
 pub mod html;
 pub mod markdown;
+pub mod numerals;
 pub mod pdf;
 pub mod text;
 pub mod toc;

@@ -247,6 +247,21 @@ pub struct EnrichmentSpec {
     pub clauses: bool,
 }
 
+impl EnrichmentSpec {
+    /// Every extractor off.
+    pub fn none() -> Self {
+        Self {
+            references: false,
+            dates: false,
+            fiscal_periods: false,
+            amounts: false,
+            organizations: false,
+            definitions: false,
+            clauses: false,
+        }
+    }
+}
+
 impl Default for EnrichmentSpec {
     fn default() -> Self {
         Self {

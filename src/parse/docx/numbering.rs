@@ -96,33 +96,9 @@ impl NumberFormat {
 
 /// Roman numerals for 1–3999.
 fn roman(n: i64) -> Option<String> {
-    if !(1..4000).contains(&n) {
-        return None;
-    }
-    const TABLE: [(i64, &str); 13] = [
-        (1000, "M"),
-        (900, "CM"),
-        (500, "D"),
-        (400, "CD"),
-        (100, "C"),
-        (90, "XC"),
-        (50, "L"),
-        (40, "XL"),
-        (10, "X"),
-        (9, "IX"),
-        (5, "V"),
-        (4, "IV"),
-        (1, "I"),
-    ];
-    let mut n = n;
-    let mut out = String::new();
-    for (value, digits) in TABLE {
-        while n >= value {
-            out.push_str(digits);
-            n -= value;
-        }
-    }
-    Some(out)
+    u32::try_from(n)
+        .ok()
+        .and_then(crate::parse::numerals::to_roman)
 }
 
 /// Word's letter numbering: A … Z, then AA … ZZ, then AAA …

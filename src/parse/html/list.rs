@@ -119,33 +119,10 @@ fn alphabetic(ordinal: i64) -> Option<String> {
 
 /// Lower-case roman numerals for 1 to 3999.
 fn roman(ordinal: i64) -> Option<String> {
-    if !(1..4000).contains(&ordinal) {
-        return None;
-    }
-    const DIGITS: [(i64, &str); 13] = [
-        (1000, "m"),
-        (900, "cm"),
-        (500, "d"),
-        (400, "cd"),
-        (100, "c"),
-        (90, "xc"),
-        (50, "l"),
-        (40, "xl"),
-        (10, "x"),
-        (9, "ix"),
-        (5, "v"),
-        (4, "iv"),
-        (1, "i"),
-    ];
-    let mut n = ordinal;
-    let mut out = String::new();
-    for (value, digits) in DIGITS {
-        while n >= value {
-            out.push_str(digits);
-            n -= value;
-        }
-    }
-    Some(out)
+    u32::try_from(ordinal)
+        .ok()
+        .and_then(crate::parse::numerals::to_roman)
+        .map(|r| r.to_ascii_lowercase())
 }
 
 #[cfg(test)]
