@@ -232,3 +232,15 @@ fn parse_prints_the_canonical_text_and_the_skeleton() {
     assert!(sentences.iter().any(|s| s["source"] == "table_row"));
     assert!(sentences.iter().any(|s| s["source"] == "list_item"));
 }
+
+#[test]
+fn the_example_profile_spells_out_exactly_the_defaults() {
+    let path = root().join("examples/profile.yaml");
+    let manifests = trellis::spec::load_path(&path).unwrap();
+    let profile = trellis::spec::select_profile(&manifests, None, &path).unwrap();
+    let mut expected = trellis::spec::IndexProfileSpec::default();
+    // The one setting the example changes: token counting with the model's
+    // tokenizer instead of words.
+    expected.chunking.tokenizer = Some("all-MiniLM-L6-v2".into());
+    assert_eq!(profile.spec, expected);
+}
