@@ -11,5 +11,12 @@ scripts/fetch-model.sh >/dev/null
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked --lib --bins --tests
-cargo test --locked --doc
+
+# Every test runner's summary goes to a log as well, so that the run ends
+# with one line that totals them.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+cargo test --locked --doc 2>&1 | tee -a "$log"
+cargo test --locked --lib --bins --tests 2>&1 | tee -a "$log"
+awk '/^test result:/ { passed += $4; failed += $6 }
+     END { printf "all tests: %d passed, %d failed\n", passed, failed }' "$log"
