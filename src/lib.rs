@@ -11,6 +11,7 @@
 //! [`pipeline`] runs the steps for one document with one profile.
 
 pub mod chunk;
+pub mod embed;
 pub mod enrich;
 pub mod parse;
 pub mod pipeline;

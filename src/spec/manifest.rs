@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::IndexProfile;
+use super::{Corpus, IndexProfile, RetrievalRoute};
 
 /// The API group and version every Trellis resource uses.
 pub const API_VERSION: &str = "trellis.dev/v1alpha1";
@@ -20,6 +20,8 @@ const API_GROUP: &str = "trellis.dev";
 #[derive(Clone, Debug)]
 pub enum Manifest {
     IndexProfile(IndexProfile),
+    Corpus(Corpus),
+    RetrievalRoute(RetrievalRoute),
 }
 
 impl Manifest {
@@ -27,6 +29,8 @@ impl Manifest {
     pub fn kind(&self) -> &'static str {
         match self {
             Manifest::IndexProfile(_) => "IndexProfile",
+            Manifest::Corpus(_) => "Corpus",
+            Manifest::RetrievalRoute(_) => "RetrievalRoute",
         }
     }
 
@@ -34,14 +38,34 @@ impl Manifest {
     pub fn as_index_profile(&self) -> Option<&IndexProfile> {
         match self {
             Manifest::IndexProfile(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The resource as a `Corpus`, if it is one.
+    pub fn as_corpus(&self) -> Option<&Corpus> {
+        match self {
+            Manifest::Corpus(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The resource as a `RetrievalRoute`, if it is one.
+    pub fn as_route(&self) -> Option<&RetrievalRoute> {
+        match self {
+            Manifest::RetrievalRoute(r) => Some(r),
+            _ => None,
         }
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        match self {
-            Manifest::IndexProfile(p) => p.metadata.name.as_deref().unwrap_or_default(),
-        }
+        let metadata = match self {
+            Manifest::IndexProfile(p) => &p.metadata,
+            Manifest::Corpus(c) => &c.metadata,
+            Manifest::RetrievalRoute(r) => &r.metadata,
+        };
+        metadata.name.as_deref().unwrap_or_default()
     }
 }
 
@@ -168,9 +192,17 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
             "IndexProfile" => Manifest::IndexProfile(
                 serde_yaml::from_value(value).map_err(|e| invalid(format!("IndexProfile: {e}")))?,
             ),
+            "Corpus" => Manifest::Corpus(
+                serde_yaml::from_value(value).map_err(|e| invalid(format!("Corpus: {e}")))?,
+            ),
+            "RetrievalRoute" => Manifest::RetrievalRoute(
+                serde_yaml::from_value(value)
+                    .map_err(|e| invalid(format!("RetrievalRoute: {e}")))?,
+            ),
             other => {
                 return Err(invalid(format!(
-                    "unknown kind {other:?} in {API_VERSION} (known: IndexProfile)"
+                    "unknown kind {other:?} in {API_VERSION} \
+                     (known: IndexProfile, Corpus, RetrievalRoute)"
                 )));
             }
         };
@@ -192,20 +224,70 @@ pub fn select_profile<'a>(
     name: Option<&str>,
     origin: &Path,
 ) -> Result<&'a IndexProfile, ManifestError> {
-    let profiles: Vec<&IndexProfile> = manifests
+    select(
+        manifests,
+        name,
+        origin,
+        "IndexProfile",
+        Manifest::as_index_profile,
+    )
+}
+
+/// The one `Corpus` among `manifests` (or the one called `name`), with the
+/// file it was read from (relative source paths resolve against it).
+pub fn select_corpus<'a>(
+    manifests: &'a [LoadedManifest],
+    name: Option<&str>,
+    origin: &'a Path,
+) -> Result<(&'a Corpus, &'a Path), ManifestError> {
+    let corpus = select(manifests, name, origin, "Corpus", Manifest::as_corpus)?;
+    let path = manifests
         .iter()
-        .filter_map(|m| m.manifest.as_index_profile())
-        .filter(|p| name.is_none_or(|n| p.metadata.name.as_deref() == Some(n)))
+        .find(|m| {
+            m.manifest
+                .as_corpus()
+                .is_some_and(|c| std::ptr::eq(c, corpus))
+        })
+        .map_or(origin, |m| m.path.as_path());
+    Ok((corpus, path))
+}
+
+/// The one `RetrievalRoute` among `manifests` (or the one called `name`).
+pub fn select_route<'a>(
+    manifests: &'a [LoadedManifest],
+    name: Option<&str>,
+    origin: &Path,
+) -> Result<&'a RetrievalRoute, ManifestError> {
+    select(
+        manifests,
+        name,
+        origin,
+        "RetrievalRoute",
+        Manifest::as_route,
+    )
+}
+
+fn select<'a, T>(
+    manifests: &'a [LoadedManifest],
+    name: Option<&str>,
+    origin: &Path,
+    kind: &'static str,
+    view: fn(&Manifest) -> Option<&T>,
+) -> Result<&'a T, ManifestError> {
+    let found: Vec<&T> = manifests
+        .iter()
+        .filter(|m| name.is_none_or(|n| m.manifest.name() == n))
+        .filter_map(|m| view(&m.manifest))
         .collect();
-    match profiles.as_slice() {
+    match found.as_slice() {
         [one] => Ok(one),
         [] => Err(ManifestError::Missing {
             path: origin.to_path_buf(),
-            kind: "IndexProfile",
+            kind,
         }),
         many => Err(ManifestError::Ambiguous {
             path: origin.to_path_buf(),
-            kind: "IndexProfile",
+            kind,
             count: many.len(),
         }),
     }
@@ -237,7 +319,7 @@ spec:
         let loaded = parse(text).unwrap();
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].document, 1);
-        let Manifest::IndexProfile(p) = &loaded[0].manifest;
+        let p = loaded[0].manifest.as_index_profile().unwrap();
         assert_eq!(p.spec.chunking.strategy, ChunkStrategy::Fixed);
         assert_eq!(p.spec.chunking.fixed.size_tokens, 128);
         assert_eq!(
@@ -252,7 +334,7 @@ spec:
         let loaded =
             parse("apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {name: d}\n")
                 .unwrap();
-        let Manifest::IndexProfile(p) = &loaded[0].manifest;
+        let p = loaded[0].manifest.as_index_profile().unwrap();
         assert_eq!(p.spec, crate::spec::IndexProfileSpec::default());
     }
 
@@ -282,5 +364,48 @@ spec:
             err.contains("metadata.name") || err.contains("metadata"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn reads_corpus_and_route_and_selects_them_by_kind() {
+        let text = r#"
+apiVersion: trellis.dev/v1alpha1
+kind: Corpus
+metadata: {name: contracts}
+spec:
+  profileRef: {name: default}
+  sources:
+    - path: ./docs
+      acl: [legal]
+  include: ["**/*.md"]
+  storage: {retainVersions: 2}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: RetrievalRoute
+metadata: {name: qa}
+spec:
+  corpusRef: {name: contracts}
+  selection: {topK: 3}
+"#;
+        let loaded = parse(text).unwrap();
+        let (corpus, from) = select_corpus(&loaded, None, Path::new("x")).unwrap();
+        assert_eq!(from, Path::new("test.yaml"));
+        assert_eq!(corpus.spec.profile_ref.name, "default");
+        assert_eq!(
+            corpus.spec.sources[0].acl.as_deref(),
+            Some(&["legal".to_string()][..])
+        );
+        assert_eq!(corpus.spec.storage.retain_versions, 2);
+        let route = select_route(&loaded, Some("qa"), Path::new("x")).unwrap();
+        assert_eq!(route.spec.selection.top_k, 3);
+        assert_eq!(route.spec.fusion.k, 60);
+        assert!(select_profile(&loaded, None, Path::new("x")).is_err());
+    }
+
+    #[test]
+    fn a_corpus_without_sources_names_the_missing_field() {
+        let text = "apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {name: c}\nspec: {profileRef: {name: p}}\n";
+        let err = parse(text).unwrap_err().to_string();
+        assert!(err.contains("sources"), "{err}");
     }
 }

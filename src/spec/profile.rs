@@ -36,6 +36,18 @@ pub struct IndexProfileSpec {
     /// organisations, defined terms, clause ids.
     #[serde(default)]
     pub enrichment: EnrichmentSpec,
+    /// The sentence embedding model.
+    #[serde(default)]
+    pub embedding: EmbeddingSpec,
+    /// BM25 and HNSW index parameters.
+    #[serde(default)]
+    pub index: IndexSpec,
+    /// `RELATED_TO` edges: k-NN links between similar sentences.
+    #[serde(default)]
+    pub semantic_links: SemanticLinksSpec,
+    /// Where the skeleton graph is kept.
+    #[serde(default)]
+    pub graph: GraphSpec,
 }
 
 /// Input bounds and cleaning applied while parsing.
@@ -274,4 +286,127 @@ impl Default for EnrichmentSpec {
             clauses: true,
         }
     }
+}
+
+/// Who computes the embeddings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum EmbeddingProvider {
+    /// A sentence-transformers directory run in process (BERT family).
+    #[default]
+    Local,
+    /// Any OpenAI-compatible `/v1/embeddings` endpoint.
+    Openai,
+    /// Voyage AI's embeddings API.
+    Voyage,
+    /// Hugging Face Text Embeddings Inference (`/embed`).
+    Tei,
+}
+
+/// The sentence embedding model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EmbeddingSpec {
+    /// `local` (default), `openai`, `voyage` or `tei`.
+    pub provider: EmbeddingProvider,
+    /// Model name. For `local`, the name of a directory in the model cache
+    /// (`$TRELLIS_MODEL_DIR`, else `~/.cache/trellis/models`) unless `path`
+    /// is set. Default `all-MiniLM-L6-v2`.
+    pub model: String,
+    /// A sentence-transformers directory (`local` only), relative to the
+    /// manifest. Overrides the model cache lookup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Text put before every query ("query: ", or bge's "Represent this
+    /// sentence for searching relevant passages: "). Default empty.
+    pub query_prefix: String,
+    /// Text put before every document sentence. Default empty.
+    pub document_prefix: String,
+    /// Longest input in tokens; longer sentences are truncated. Default:
+    /// the directory's `sentence_bert_config.json`, else 512.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_seq_length: Option<u32>,
+    /// Tokens per encoder batch (`local`). Default 4096.
+    pub batch_tokens: u32,
+}
+
+impl Default for EmbeddingSpec {
+    fn default() -> Self {
+        Self {
+            provider: EmbeddingProvider::Local,
+            model: "all-MiniLM-L6-v2".to_string(),
+            path: None,
+            query_prefix: String::new(),
+            document_prefix: String::new(),
+            max_seq_length: None,
+            batch_tokens: 4096,
+        }
+    }
+}
+
+/// BM25 and HNSW parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct IndexSpec {
+    /// HNSW: links per node. Default 16.
+    pub hnsw_m: u32,
+    /// HNSW: candidate list size while building. Default 200.
+    pub hnsw_ef_construction: u32,
+    /// Index the heading path of each sentence for BM25 as well (at a lower
+    /// weight than its text). Default true.
+    pub bm25_section_path: bool,
+}
+
+impl Default for IndexSpec {
+    fn default() -> Self {
+        Self {
+            hnsw_m: 16,
+            hnsw_ef_construction: 200,
+            bm25_section_path: true,
+        }
+    }
+}
+
+/// `RELATED_TO` edges from k-NN over sentence vectors. Deterministic
+/// skeleton edges and these probabilistic ones are never mixed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SemanticLinksSpec {
+    /// Build the edges at all. Default true.
+    pub enabled: bool,
+    /// Smallest cosine similarity of a link. Default 0.90.
+    pub threshold: f32,
+    /// Most links leaving one sentence. Default 2.
+    pub max_per_sentence: u32,
+    /// Link only sentences in different chunks (links inside a chunk add
+    /// nothing the chunk does not already show). Default true.
+    pub cross_chunk_only: bool,
+}
+
+impl Default for SemanticLinksSpec {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: 0.90,
+            max_per_sentence: 2,
+            cross_chunk_only: true,
+        }
+    }
+}
+
+/// Where the skeleton graph lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum GraphStoreKind {
+    /// Inside the index version directory (arrays; no server).
+    #[default]
+    Embedded,
+}
+
+/// The graph store of the skeleton and its links.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct GraphSpec {
+    /// `embedded` (default).
+    pub store: GraphStoreKind,
 }

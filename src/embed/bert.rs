@@ -1,0 +1,592 @@
+//! A BERT encoder forward pass over packed sequences.
+//!
+//! Sentences in a batch are packed end to end into one token matrix instead
+//! of being padded to the longest one: every linear layer is then a single
+//! matrix product over all tokens of the batch (no work wasted on padding),
+//! and only attention looks at sequence boundaries. The matrix products run
+//! on the `matrixmultiply` crate's kernels (runtime-dispatched
+//! AVX2/FMA, multi-threaded), the rest is plain loops parallel over rows.
+//!
+//! Weights are read from a `model.safetensors` in the Hugging Face BERT
+//! layout (`embeddings.*`, `encoder.layer.N.*`, optionally prefixed with
+//! `bert.`), in f32, f16 or bf16.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+
+use super::EmbedError;
+
+/// The fields of a Hugging Face `config.json` the encoder needs.
+#[derive(Clone, Debug, Deserialize)]
+pub struct BertConfig {
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    #[serde(default = "default_type_vocab")]
+    pub type_vocab_size: usize,
+    #[serde(default = "default_eps")]
+    pub layer_norm_eps: f64,
+    #[serde(default = "default_act")]
+    pub hidden_act: String,
+    #[serde(default)]
+    pub model_type: Option<String>,
+}
+
+fn default_type_vocab() -> usize {
+    2
+}
+fn default_eps() -> f64 {
+    1e-12
+}
+fn default_act() -> String {
+    "gelu".to_string()
+}
+
+/// A dense layer, `y = x·Wᵀ + b`, with `W` kept in PyTorch's `[out, in]`
+/// row-major layout.
+struct Linear {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    inputs: usize,
+    outputs: usize,
+}
+
+struct LayerNorm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+struct Layer {
+    /// Query, key and value projections fused into one `[3H, H]` matrix.
+    qkv: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+/// The loaded encoder.
+pub struct BertModel {
+    config: BertConfig,
+    word_embeddings: Vec<f32>,
+    position_embeddings: Vec<f32>,
+    token_type_embeddings: Vec<f32>,
+    embeddings_norm: LayerNorm,
+    layers: Vec<Layer>,
+    eps: f32,
+    activation: Activation,
+}
+
+#[derive(Clone, Copy)]
+enum Activation {
+    /// The exact, erf-based GELU of BERT's `"gelu"`.
+    Gelu,
+    /// The tanh approximation (`"gelu_new"`, `"gelu_pytorch_tanh"`).
+    GeluTanh,
+    Relu,
+}
+
+/// One packed sequence: its token ids' offset in the batch and length.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment {
+    pub offset: usize,
+    pub len: usize,
+}
+
+impl BertModel {
+    /// Loads `config.json` and `model.safetensors` from a model directory.
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        let config_path = dir.join("config.json");
+        let config_text = std::fs::read_to_string(&config_path)
+            .map_err(|e| EmbedError::model(&config_path, e.to_string()))?;
+        let config: BertConfig = serde_json::from_str(&config_text)
+            .map_err(|e| EmbedError::model(&config_path, e.to_string()))?;
+        // RoBERTa-family checkpoints differ in position ids and token types;
+        // refuse them rather than produce wrong vectors.
+        if let Some(kind) = config.model_type.as_deref().filter(|k| *k != "bert") {
+            return Err(EmbedError::model(
+                &config_path,
+                format!("model_type {kind:?} is not supported; only BERT encoders are"),
+            ));
+        }
+        if config.num_attention_heads == 0
+            || !config
+                .hidden_size
+                .is_multiple_of(config.num_attention_heads)
+        {
+            return Err(EmbedError::model(
+                &config_path,
+                "hidden_size is not a multiple of num_attention_heads".to_string(),
+            ));
+        }
+        let activation = match config.hidden_act.as_str() {
+            "gelu" => Activation::Gelu,
+            "gelu_new" | "gelu_pytorch_tanh" => Activation::GeluTanh,
+            "relu" => Activation::Relu,
+            other => {
+                return Err(EmbedError::model(
+                    &config_path,
+                    format!("hidden_act {other:?} is not supported"),
+                ));
+            }
+        };
+
+        let weights_path = dir.join("model.safetensors");
+        let file = std::fs::File::open(&weights_path)
+            .map_err(|e| EmbedError::model(&weights_path, e.to_string()))?;
+        // SAFETY: the map is read-only and dropped before this function
+        // returns; every tensor is copied out of it.
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| EmbedError::model(&weights_path, e.to_string()))?;
+        let tensors = SafeTensors::deserialize(&map)
+            .map_err(|e| EmbedError::model(&weights_path, e.to_string()))?;
+        let reader = TensorReader {
+            tensors: &tensors,
+            path: &weights_path,
+            prefix: if tensors.names().iter().any(|n| n.starts_with("bert.")) {
+                "bert."
+            } else {
+                ""
+            },
+        };
+
+        let h = config.hidden_size;
+        let i = config.intermediate_size;
+        let word_embeddings = reader.matrix("embeddings.word_embeddings.weight", None, h)?;
+        let position_embeddings = reader.matrix(
+            "embeddings.position_embeddings.weight",
+            Some(config.max_position_embeddings),
+            h,
+        )?;
+        let token_type_embeddings = reader.matrix(
+            "embeddings.token_type_embeddings.weight",
+            Some(config.type_vocab_size),
+            h,
+        )?;
+        let embeddings_norm = reader.layer_norm("embeddings.LayerNorm", h)?;
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for n in 0..config.num_hidden_layers {
+            let p = format!("encoder.layer.{n}");
+            let q = reader.linear(&format!("{p}.attention.self.query"), h, h)?;
+            let k = reader.linear(&format!("{p}.attention.self.key"), h, h)?;
+            let v = reader.linear(&format!("{p}.attention.self.value"), h, h)?;
+            let qkv = Linear {
+                weight: [q.weight, k.weight, v.weight].concat(),
+                bias: [q.bias, k.bias, v.bias].concat(),
+                inputs: h,
+                outputs: 3 * h,
+            };
+            layers.push(Layer {
+                qkv,
+                attention_out: reader.linear(&format!("{p}.attention.output.dense"), h, h)?,
+                attention_norm: reader.layer_norm(&format!("{p}.attention.output.LayerNorm"), h)?,
+                intermediate: reader.linear(&format!("{p}.intermediate.dense"), h, i)?,
+                output: reader.linear(&format!("{p}.output.dense"), i, h)?,
+                output_norm: reader.layer_norm(&format!("{p}.output.LayerNorm"), h)?,
+            });
+        }
+        Ok(Self {
+            eps: config.layer_norm_eps as f32,
+            config,
+            word_embeddings,
+            position_embeddings,
+            token_type_embeddings,
+            embeddings_norm,
+            layers,
+            activation,
+        })
+    }
+
+    pub fn hidden_size(&self) -> usize {
+        self.config.hidden_size
+    }
+
+    pub fn max_positions(&self) -> usize {
+        self.config.max_position_embeddings
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.word_embeddings.len() / self.config.hidden_size
+    }
+
+    /// Runs the encoder over packed sequences and returns the last hidden
+    /// state, `[ids.len(), hidden]` row-major. Every id must be below
+    /// [`Self::vocab_size`] and every segment no longer than
+    /// [`Self::max_positions`]; the caller (the tokenizer) guarantees both.
+    pub fn forward(&self, ids: &[u32], segments: &[Segment]) -> Vec<f32> {
+        let h = self.config.hidden_size;
+        let tokens = ids.len();
+        let mut x = vec![0f32; tokens * h];
+        for segment in segments {
+            for pos in 0..segment.len {
+                let t = segment.offset + pos;
+                let row = &mut x[t * h..(t + 1) * h];
+                let word = ids[t] as usize;
+                let w = &self.word_embeddings[word * h..(word + 1) * h];
+                let p = &self.position_embeddings[pos * h..(pos + 1) * h];
+                let tt = &self.token_type_embeddings[..h];
+                for (j, out) in row.iter_mut().enumerate() {
+                    *out = w[j] + p[j] + tt[j];
+                }
+            }
+        }
+        layer_norm_rows(&mut x, &self.embeddings_norm, self.eps);
+
+        let mut qkv = vec![0f32; tokens * 3 * h];
+        let mut context = vec![0f32; tokens * h];
+        let mut attended = vec![0f32; tokens * h];
+        let mut intermediate = vec![0f32; tokens * self.config.intermediate_size];
+        for layer in &self.layers {
+            layer.qkv.forward(&x, tokens, &mut qkv);
+            attention(
+                &qkv,
+                &mut context,
+                segments,
+                h,
+                self.config.num_attention_heads,
+            );
+            layer.attention_out.forward(&context, tokens, &mut attended);
+            add_rows(&mut attended, &x);
+            layer_norm_rows(&mut attended, &layer.attention_norm, self.eps);
+
+            layer
+                .intermediate
+                .forward(&attended, tokens, &mut intermediate);
+            activate(&mut intermediate, self.activation);
+            layer.output.forward(&intermediate, tokens, &mut x);
+            add_rows(&mut x, &attended);
+            layer_norm_rows(&mut x, &layer.output_norm, self.eps);
+        }
+        x
+    }
+}
+
+/// Reads named tensors out of a safetensors file, checking shapes.
+struct TensorReader<'a> {
+    tensors: &'a SafeTensors<'a>,
+    path: &'a Path,
+    prefix: &'static str,
+}
+
+impl TensorReader<'_> {
+    fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>, EmbedError> {
+        let (shape, data) = self.read(name)?;
+        if shape.iter().product::<usize>() != len {
+            return Err(self.shape_error(name, &shape, &[len]));
+        }
+        Ok(data)
+    }
+
+    /// A `[rows, cols]` matrix; `rows` unchecked when `None`.
+    fn matrix(&self, name: &str, rows: Option<usize>, cols: usize) -> Result<Vec<f32>, EmbedError> {
+        let (shape, data) = self.read(name)?;
+        let ok = shape.len() == 2 && shape[1] == cols && rows.is_none_or(|r| shape[0] >= r);
+        if !ok {
+            return Err(self.shape_error(name, &shape, &[rows.unwrap_or(0), cols]));
+        }
+        Ok(data)
+    }
+
+    fn linear(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, EmbedError> {
+        let weight = self.matrix(&format!("{name}.weight"), Some(outputs), inputs)?;
+        if weight.len() != inputs * outputs {
+            return Err(EmbedError::model(
+                self.path,
+                format!(
+                    "{name}.weight has {} values, expected {outputs}×{inputs}",
+                    weight.len()
+                ),
+            ));
+        }
+        Ok(Linear {
+            weight,
+            bias: self.vector(&format!("{name}.bias"), outputs)?,
+            inputs,
+            outputs,
+        })
+    }
+
+    fn layer_norm(&self, name: &str, len: usize) -> Result<LayerNorm, EmbedError> {
+        // Older checkpoints name the parameters gamma/beta.
+        let gamma = self
+            .vector(&format!("{name}.weight"), len)
+            .or_else(|_| self.vector(&format!("{name}.gamma"), len))?;
+        let beta = self
+            .vector(&format!("{name}.bias"), len)
+            .or_else(|_| self.vector(&format!("{name}.beta"), len))?;
+        Ok(LayerNorm { gamma, beta })
+    }
+
+    fn read(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), EmbedError> {
+        let full = format!("{}{name}", self.prefix);
+        let view = self
+            .tensors
+            .tensor(&full)
+            .or_else(|_| self.tensors.tensor(name))
+            .map_err(|_| EmbedError::model(self.path, format!("tensor {full} is missing")))?;
+        let bytes = view.data();
+        let data: Vec<f32> = match view.dtype() {
+            Dtype::F32 => bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            Dtype::F16 => bytes
+                .chunks_exact(2)
+                .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+                .collect(),
+            Dtype::BF16 => bytes
+                .chunks_exact(2)
+                .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
+                .collect(),
+            other => {
+                return Err(EmbedError::model(
+                    self.path,
+                    format!("tensor {full} has unsupported dtype {other:?}"),
+                ));
+            }
+        };
+        Ok((view.shape().to_vec(), data))
+    }
+
+    fn shape_error(&self, name: &str, got: &[usize], expected: &[usize]) -> EmbedError {
+        EmbedError::model(
+            self.path,
+            format!("tensor {name} has shape {got:?}, expected {expected:?}"),
+        )
+    }
+}
+
+fn f16_to_f32(bits: u16) -> f32 {
+    let sign = u32::from(bits >> 15) << 31;
+    let exponent = u32::from((bits >> 10) & 0x1f);
+    let mantissa = u32::from(bits & 0x3ff);
+    let value = match (exponent, mantissa) {
+        (0, 0) => sign,
+        (0, m) => {
+            // Subnormal: normalise it.
+            let shift = m.leading_zeros() - 21;
+            let m = (m << shift) & 0x3ff;
+            sign | ((127 - 15 + 1 - shift) << 23) | (m << 13)
+        }
+        (0x1f, m) => sign | 0x7f80_0000 | (m << 13),
+        (e, m) => sign | ((e + 127 - 15) << 23) | (m << 13),
+    };
+    f32::from_bits(value)
+}
+
+impl Linear {
+    /// `out[tokens, outputs] = x[tokens, inputs] · Wᵀ + b`.
+    fn forward(&self, x: &[f32], tokens: usize, out: &mut [f32]) {
+        debug_assert_eq!(x.len(), tokens * self.inputs);
+        let out = &mut out[..tokens * self.outputs];
+        for row in out.chunks_exact_mut(self.outputs) {
+            row.copy_from_slice(&self.bias);
+        }
+        if tokens == 0 {
+            return;
+        }
+        // SAFETY: the pointers cover exactly the [m, k], [k, n] and [m, n]
+        // matrices described by the strides: x is tokens×inputs row-major,
+        // W is outputs×inputs row-major read as its transpose (row stride
+        // 1, column stride `inputs`), out is tokens×outputs row-major.
+        unsafe {
+            matrixmultiply::sgemm(
+                tokens,
+                self.inputs,
+                self.outputs,
+                1.0,
+                x.as_ptr(),
+                self.inputs as isize,
+                1,
+                self.weight.as_ptr(),
+                1,
+                self.inputs as isize,
+                1.0,
+                out.as_mut_ptr(),
+                self.outputs as isize,
+                1,
+            );
+        }
+    }
+}
+
+/// Rows per rayon task for the element-wise passes.
+const ROWS_PER_TASK: usize = 32;
+
+fn layer_norm_rows(x: &mut [f32], norm: &LayerNorm, eps: f32) {
+    let h = norm.gamma.len();
+    x.par_chunks_mut(h * ROWS_PER_TASK).for_each(|block| {
+        for row in block.chunks_exact_mut(h) {
+            let mean = row.iter().sum::<f32>() / h as f32;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for ((v, g), b) in row.iter_mut().zip(&norm.gamma).zip(&norm.beta) {
+                *v = (*v - mean) * inv * g + b;
+            }
+        }
+    });
+}
+
+fn add_rows(x: &mut [f32], residual: &[f32]) {
+    x.par_chunks_mut(4096)
+        .zip(residual.par_chunks(4096))
+        .for_each(|(a, b)| {
+            for (a, b) in a.iter_mut().zip(b) {
+                *a += b;
+            }
+        });
+}
+
+fn activate(x: &mut [f32], activation: Activation) {
+    x.par_chunks_mut(4096).for_each(|block| match activation {
+        Activation::Gelu => {
+            for v in block {
+                *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
+            }
+        }
+        Activation::GeluTanh => {
+            const C: f32 = 0.797_884_6; // sqrt(2/π)
+            for v in block {
+                let u = C * (*v + 0.044_715 * *v * *v * *v);
+                *v = 0.5 * *v * (1.0 + u.tanh());
+            }
+        }
+        Activation::Relu => {
+            for v in block {
+                *v = v.max(0.0);
+            }
+        }
+    });
+}
+
+/// The error function as a rational approximation on [-4, 4] (outside it
+/// erf is ±1 in f32), within a few ULP of the exact value. Unlike libm's
+/// branchy `erff` it vectorises, and GELU calls it for every intermediate
+/// activation.
+fn erf(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let mut p = x2 * -2.726_142_3e-10 + 2.770_681_4e-8;
+    p = x2 * p + -2.101_024e-6;
+    p = x2 * p + -5.692_506_4e-5;
+    p = x2 * p + -7.349_906_3e-4;
+    p = x2 * p + -2.954_6e-3;
+    p = x2 * p + -1.609_603_3e-2;
+    p *= x;
+    let mut q = x2 * -1.456_607_2e-5 + -2.133_740_6e-4;
+    q = x2 * q + -1.682_827e-3;
+    q = x2 * q + -7.373_329e-3;
+    q = x2 * q + -1.426_474e-2;
+    p / q
+}
+
+/// Multi-head self-attention within each packed sequence. `qkv` holds, per
+/// token, the query, key and value vectors (`3 × hidden`); `context` gets
+/// the attended values (`hidden` per token).
+fn attention(qkv: &[f32], context: &mut [f32], segments: &[Segment], hidden: usize, heads: usize) {
+    let head_dim = hidden / heads;
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    let stride = 3 * hidden;
+
+    // Split `context` into each segment's own rows so that segments can be
+    // processed in parallel.
+    let mut parts: Vec<(Segment, &mut [f32])> = Vec::with_capacity(segments.len());
+    let mut rest = &mut context[..];
+    let mut consumed = 0;
+    for segment in segments {
+        let skip = (segment.offset - consumed) * hidden;
+        let (_, tail) = rest.split_at_mut(skip);
+        let (mine, tail) = tail.split_at_mut(segment.len * hidden);
+        parts.push((*segment, mine));
+        rest = tail;
+        consumed = segment.offset + segment.len;
+    }
+
+    parts.into_par_iter().for_each(|(segment, out)| {
+        let len = segment.len;
+        let rows = &qkv[segment.offset * stride..(segment.offset + len) * stride];
+        let mut scores = vec![0f32; len];
+        for head in 0..heads {
+            let q_at = head * head_dim;
+            let k_at = hidden + head * head_dim;
+            let v_at = 2 * hidden + head * head_dim;
+            for i in 0..len {
+                let q = &rows[i * stride + q_at..i * stride + q_at + head_dim];
+                let mut max = f32::NEG_INFINITY;
+                for (j, score) in scores.iter_mut().enumerate() {
+                    let k = &rows[j * stride + k_at..j * stride + k_at + head_dim];
+                    *score = super::dot(q, k) * scale;
+                    max = max.max(*score);
+                }
+                let mut total = 0.0;
+                for score in scores.iter_mut() {
+                    *score = (*score - max).exp();
+                    total += *score;
+                }
+                let inv = 1.0 / total;
+                let ctx =
+                    &mut out[i * hidden + head * head_dim..i * hidden + (head + 1) * head_dim];
+                ctx.fill(0.0);
+                for (j, score) in scores.iter().enumerate() {
+                    let p = score * inv;
+                    let v = &rows[j * stride + v_at..j * stride + v_at + head_dim];
+                    for (c, v) in ctx.iter_mut().zip(v) {
+                        *c += p * v;
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f16_conversion_matches_known_values() {
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x0000), 0.0);
+        assert!((f16_to_f32(0x0001) - 5.960_464_5e-8).abs() < 1e-12);
+        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
+    }
+
+    #[test]
+    fn erf_approximation_is_within_a_few_ulp() {
+        let mut worst = 0f32;
+        for i in -6000..=6000 {
+            let x = i as f32 / 1000.0;
+            worst = worst.max((erf(x) - libm::erff(x)).abs());
+        }
+        assert!(worst < 1e-6, "max error {worst}");
+    }
+
+    #[test]
+    fn linear_matches_naive_product() {
+        let layer = Linear {
+            weight: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], // 2 outputs × 3 inputs
+            bias: vec![0.5, -1.0],
+            inputs: 3,
+            outputs: 2,
+        };
+        let x = vec![1.0, 0.0, -1.0, 2.0, 1.0, 0.0];
+        let mut out = vec![0.0; 4];
+        layer.forward(&x, 2, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                1.0 - 3.0 + 0.5,
+                4.0 - 6.0 - 1.0,
+                2.0 + 2.0 + 0.5,
+                8.0 + 5.0 - 1.0
+            ]
+        );
+    }
+}

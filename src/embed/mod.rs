@@ -1,0 +1,147 @@
+//! Sentence embeddings.
+//!
+//! An [`Embedder`] turns texts into unit-length vectors. The `local`
+//! provider runs a BERT-family sentence-transformers directory in process
+//! ([`local::LocalEmbedder`]); the HTTP providers call an embeddings
+//! service. [`cache::EmbeddingCache`] sits in front of either, keyed by
+//! model id and text hash, so that re-ingesting a corpus embeds only new or
+//! changed sentences.
+
+pub mod bert;
+pub mod cache;
+pub mod local;
+
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use crate::spec::{EmbeddingProvider, EmbeddingSpec};
+
+pub use cache::EmbeddingCache;
+pub use local::LocalEmbedder;
+
+/// Why embedding failed.
+#[derive(Debug, Error)]
+pub enum EmbedError {
+    /// The model directory is missing, incomplete or of an unsupported kind.
+    #[error("model {path}: {reason}")]
+    Model { path: PathBuf, reason: String },
+    /// The tokenizer rejected a text.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    /// An embeddings service failed (after retries where they apply).
+    #[error("embedding service {endpoint}: {reason}")]
+    Service { endpoint: String, reason: String },
+    /// The embedding cache could not be read or written.
+    #[error("embedding cache {path}: {reason}")]
+    Cache { path: PathBuf, reason: String },
+    /// The profile asks for something this build cannot do.
+    #[error("embedding configuration: {0}")]
+    Config(String),
+}
+
+impl EmbedError {
+    pub(crate) fn model(path: &Path, reason: impl Into<String>) -> Self {
+        EmbedError::Model {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Turns texts into L2-normalised vectors of a fixed dimension.
+///
+/// Documents and queries are separate calls because some models prefix
+/// them differently ("query: …", "Represent this sentence for searching
+/// relevant passages: …").
+pub trait Embedder: Send + Sync {
+    /// Identifies the model and its weights; part of the embedding cache
+    /// key and recorded in every index manifest.
+    fn model_id(&self) -> &str;
+
+    /// Length of every vector.
+    fn dimensions(&self) -> usize;
+
+    /// Embeds document sentences; one vector per text, in order.
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// Embeds one query.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError>;
+}
+
+/// Builds the embedder a profile asks for. `base_dir` resolves relative
+/// model paths (the manifest's directory).
+pub fn from_spec(
+    spec: &EmbeddingSpec,
+    base_dir: Option<&Path>,
+) -> Result<Box<dyn Embedder>, EmbedError> {
+    match spec.provider {
+        EmbeddingProvider::Local => {
+            let dir = resolve_model_dir(spec, base_dir)?;
+            Ok(Box::new(LocalEmbedder::load(&dir, spec)?))
+        }
+        other => Err(EmbedError::Config(format!(
+            "provider {other:?} is not available in this build yet"
+        ))),
+    }
+}
+
+/// Where a local model lives: `spec.path` when set (relative to the
+/// manifest), else `spec.model` as a directory name in the model cache.
+pub fn resolve_model_dir(
+    spec: &EmbeddingSpec,
+    base_dir: Option<&Path>,
+) -> Result<PathBuf, EmbedError> {
+    let candidate = match &spec.path {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            match base_dir {
+                Some(base) if path.is_relative() => base.join(path),
+                _ => path,
+            }
+        }
+        None => crate::chunk::tokens::model_cache_dir().join(&spec.model),
+    };
+    if candidate.join("config.json").is_file() {
+        Ok(candidate)
+    } else {
+        Err(EmbedError::model(
+            &candidate,
+            "no config.json here; fetch the model with scripts/fetch-model.sh \
+             or set embedding.path to a sentence-transformers directory",
+        ))
+    }
+}
+
+/// Scales a vector to unit length (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in v {
+            *x /= norm;
+        }
+    }
+}
+
+/// Dot product; the cosine similarity of two unit vectors.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    // Eight independent accumulators over fixed-size chunks: the compiler
+    // keeps them in one vector register (a plain float sum cannot be
+    // reordered, so it would stay scalar).
+    let mut acc = [0f32; 8];
+    let (chunks_a, chunks_b) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = chunks_a
+        .remainder()
+        .iter()
+        .zip(chunks_b.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in chunks_a.zip(chunks_b) {
+        for lane in 0..8 {
+            acc[lane] += x[lane] * y[lane];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}

@@ -1,0 +1,77 @@
+//! `Corpus`: where a collection's documents come from and how its index
+//! versions are kept.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A collection of documents indexed with one `IndexProfile`.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "trellis.dev",
+    version = "v1alpha1",
+    kind = "Corpus",
+    plural = "corpora",
+    namespaced
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CorpusSpec {
+    /// The `IndexProfile` (same namespace, or the same manifest set) that
+    /// decides how documents are indexed.
+    pub profile_ref: ObjectRef,
+    /// Where documents come from; at least one.
+    pub sources: Vec<SourceSpec>,
+    /// Glob patterns (relative to a source's root) a file must match to be
+    /// ingested. Default: every file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// Glob patterns of files to leave out, applied after `include`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    /// ACL tags given to every document unless its source sets its own.
+    /// A caller sees a document only when it holds one of its tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acl: Vec<String>,
+    /// How index versions are kept.
+    #[serde(default)]
+    pub storage: StorageSpec,
+}
+
+/// A reference to another Trellis resource by name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectRef {
+    pub name: String,
+}
+
+/// One source of documents. Exactly one kind is set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SourceSpec {
+    /// A local directory or file, relative to the manifest's directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Globs for this source only, on top of the corpus-wide ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    /// ACL tags of this source's documents, replacing the corpus default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<Vec<String>>,
+}
+
+/// How index versions are kept.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct StorageSpec {
+    /// Index versions kept on disk, the current one included; older ones
+    /// are removed after a new version is published. Default 3.
+    pub retain_versions: u32,
+}
+
+impl Default for StorageSpec {
+    fn default() -> Self {
+        Self { retain_versions: 3 }
+    }
+}

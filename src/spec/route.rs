@@ -1,0 +1,232 @@
+//! `RetrievalRoute`: everything that only changes query time.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ObjectRef;
+
+/// How queries against one corpus are answered.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "trellis.dev",
+    version = "v1alpha1",
+    kind = "RetrievalRoute",
+    plural = "retrievalroutes",
+    namespaced
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RetrievalRouteSpec {
+    /// The `Corpus` whose current index version is served.
+    pub corpus_ref: ObjectRef,
+    /// Stage 1: anchor sentences.
+    #[serde(default)]
+    pub anchors: AnchorSpec,
+    /// How the dense and lexical anchor lists are fused.
+    #[serde(default)]
+    pub fusion: FusionSpec,
+    /// Stage 2: structural and semantic expansion around anchors.
+    #[serde(default)]
+    pub expansion: ExpansionSpec,
+    /// Stage 3: composite scoring.
+    #[serde(default)]
+    pub scoring: ScoringSpec,
+    /// What is returned.
+    #[serde(default)]
+    pub selection: SelectionSpec,
+    /// An optional reranker of the anchors.
+    #[serde(default)]
+    pub reranker: RerankerSpec,
+}
+
+/// Which signals produce anchors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum AnchorMode {
+    /// BM25 only.
+    Bm25,
+    /// Vector search only.
+    Dense,
+    /// Both, fused; no expansion or composite scoring.
+    Hybrid,
+    /// Both, fused, then expansion and composite scoring (default).
+    #[default]
+    Full,
+}
+
+/// Stage 1 settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AnchorSpec {
+    /// `bm25`, `dense`, `hybrid` or `full` (default).
+    pub mode: AnchorMode,
+    /// Sentences taken from each of HNSW and BM25. Default 100.
+    pub candidates: u32,
+    /// HNSW search list size (at least `candidates`). Default 200.
+    pub ef_search: u32,
+}
+
+impl Default for AnchorSpec {
+    fn default() -> Self {
+        Self {
+            mode: AnchorMode::Full,
+            candidates: 100,
+            ef_search: 200,
+        }
+    }
+}
+
+/// Rank fusion.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct FusionSpec {
+    /// Reciprocal Rank Fusion constant: a list's item at rank r adds
+    /// 1 / (k + r). Default 60.
+    pub k: u32,
+    /// Weight of the dense list in the fusion. Default 1.0.
+    pub dense_weight: f32,
+    /// Weight of the BM25 list in the fusion. Default 1.0.
+    pub lexical_weight: f32,
+}
+
+impl Default for FusionSpec {
+    fn default() -> Self {
+        Self {
+            k: 60,
+            dense_weight: 1.0,
+            lexical_weight: 1.0,
+        }
+    }
+}
+
+/// Stage 2 settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ExpansionSpec {
+    /// Anchors (best fused first) that are expanded. Default 30.
+    pub anchors: u32,
+    /// Show each result inside its parent paragraph. Default true.
+    pub paragraph: bool,
+    /// Sentences before and after an anchor (NEXT/PREV) considered for
+    /// the context. Default 2.
+    pub window: u32,
+    /// Follow `RELATED_TO` edges from anchors. Default true.
+    pub related: bool,
+    /// Continue a clause across a chunk or paragraph boundary when the
+    /// next paragraph belongs to the same numbered clause. Default true.
+    pub same_clause: bool,
+}
+
+impl Default for ExpansionSpec {
+    fn default() -> Self {
+        Self {
+            anchors: 30,
+            paragraph: true,
+            window: 2,
+            related: true,
+            same_clause: true,
+        }
+    }
+}
+
+/// Stage 3: composite score = Σ weight × signal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ScoringSpec {
+    pub weights: ScoringWeights,
+    /// Sentences whose extraction confidence is below this are dropped.
+    /// Default 0.0 (keep all).
+    pub confidence_floor: f32,
+}
+
+impl Default for ScoringSpec {
+    fn default() -> Self {
+        Self {
+            weights: ScoringWeights::default(),
+            confidence_floor: 0.0,
+        }
+    }
+}
+
+/// Weights of the composite score's signals, each signal in [0, 1].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ScoringWeights {
+    /// Fused rank of the sentence (RRF, scaled to [0, 1]). Default 1.0.
+    pub fusion: f32,
+    /// Cosine similarity to the query. Default 0.5.
+    pub dense: f32,
+    /// BM25 score relative to the best one. Default 0.3.
+    pub lexical: f32,
+    /// Reranker score, when a reranker is set. Default 0.0.
+    pub rerank: f32,
+    /// Structure: other anchors in the same paragraph, query words in the
+    /// section path, definitions, clause id named in the query.
+    /// Default 0.15.
+    pub structure: f32,
+    /// Provenance: annex sections count less. Default 0.05.
+    pub provenance: f32,
+    /// Entity: dates, amounts and organisations asked for are present.
+    /// Default 0.05.
+    pub entity: f32,
+}
+
+impl Default for ScoringWeights {
+    fn default() -> Self {
+        Self {
+            fusion: 1.0,
+            dense: 0.5,
+            lexical: 0.3,
+            rerank: 0.0,
+            structure: 0.15,
+            provenance: 0.05,
+            entity: 0.05,
+        }
+    }
+}
+
+/// What is returned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SelectionSpec {
+    /// Results returned. Default 5.
+    pub top_k: u32,
+    /// Results under this composite score are dropped. Default 0.0.
+    pub threshold: f32,
+    /// Neighbouring sentences shown around each result (within its
+    /// paragraph display). Default 1.
+    pub neighbours: u32,
+    /// Most results from one document; 0 for no limit. Default 0.
+    pub max_per_document: u32,
+    /// MMR trade-off between relevance (1.0) and diversity; 1.0 turns
+    /// diversity off. Default 1.0.
+    pub mmr_lambda: f32,
+}
+
+impl Default for SelectionSpec {
+    fn default() -> Self {
+        Self {
+            top_k: 5,
+            threshold: 0.0,
+            neighbours: 1,
+            max_per_document: 0,
+            mmr_lambda: 1.0,
+        }
+    }
+}
+
+/// Reranker kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RerankerKind {
+    /// No reranker (default).
+    #[default]
+    None,
+}
+
+/// An optional second-pass scorer of anchors.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RerankerSpec {
+    pub kind: RerankerKind,
+}
