@@ -13,8 +13,10 @@
 pub mod chunk;
 pub mod embed;
 pub mod enrich;
+pub mod index;
 pub mod parse;
 pub mod pipeline;
+pub mod retrieve;
 pub mod segment;
 pub mod skeleton;
 pub mod source;

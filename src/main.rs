@@ -16,7 +16,10 @@ use trellis::chunk::ChunkKind;
 use trellis::parse::TextSpan;
 use trellis::pipeline::{Pipeline, ProcessedDocument};
 use trellis::skeleton::Skeleton;
-use trellis::spec::{self, IndexProfileSpec};
+use trellis::spec::{self, AnchorMode, IndexProfileSpec};
+
+#[path = "cli/retrieval.rs"]
+mod retrieval;
 
 /// Exit status when some documents failed and the others were processed.
 const EXIT_PARTIAL: u8 = 3;
@@ -78,6 +81,68 @@ enum Command {
         #[arg(long)]
         jobs: Option<usize>,
     },
+    /// Ingest a Corpus into a new index version (or find the one already
+    /// built for the same profile, sources and contents) and make it current.
+    Ingest {
+        /// Manifests holding the Corpus and its IndexProfile (a YAML file or
+        /// a directory of them).
+        #[arg(short = 'f', long = "file")]
+        manifests: PathBuf,
+        /// Which Corpus, when the manifests hold several.
+        #[arg(long)]
+        corpus: Option<String>,
+        /// Where indexes and caches live (default $TRELLIS_DATA_DIR, else
+        /// ./.trellis).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Print the ingest report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a question with a RetrievalRoute over its corpus' current
+    /// index version.
+    Query {
+        /// Manifests holding the RetrievalRoute.
+        #[arg(short = 'f', long = "file")]
+        manifests: PathBuf,
+        question: String,
+        /// Which RetrievalRoute, when the manifests hold several.
+        #[arg(long)]
+        route: Option<String>,
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Results to return (default: the route's topK).
+        #[arg(long)]
+        k: Option<usize>,
+        /// Override the route's anchor mode.
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
+        /// Query this index version instead of the current one.
+        #[arg(long)]
+        index_version: Option<String>,
+        /// Print results, signals, context and citations as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Bm25,
+    Dense,
+    Hybrid,
+    Full,
+}
+
+impl From<ModeArg> for AnchorMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Bm25 => AnchorMode::Bm25,
+            ModeArg::Dense => AnchorMode::Dense,
+            ModeArg::Hybrid => AnchorMode::Hybrid,
+            ModeArg::Full => AnchorMode::Full,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -139,7 +204,8 @@ fn init_tracing(format: LogFormat, verbose: u8) {
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        // hnsw_rs logs every build and dump step at info level.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},hnsw_rs=warn")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -163,6 +229,36 @@ fn run(command: Command) -> Result<ExitCode> {
             out,
             jobs,
         } => chunk(&paths, &profile, out.as_deref(), jobs),
+        Command::Ingest {
+            manifests,
+            corpus,
+            data_dir,
+            json,
+        } => retrieval::ingest(
+            &manifests,
+            corpus.as_deref(),
+            &retrieval::data_dir(data_dir),
+            json,
+        ),
+        Command::Query {
+            manifests,
+            question,
+            route,
+            data_dir,
+            k,
+            mode,
+            index_version,
+            json,
+        } => retrieval::query(
+            &manifests,
+            route.as_deref(),
+            &retrieval::data_dir(data_dir),
+            &question,
+            k,
+            mode.map(Into::into),
+            index_version.as_deref(),
+            json,
+        ),
     }
 }
 

@@ -94,7 +94,7 @@ impl fmt::Display for SectionPath {
 }
 
 /// What kind of content a sentence came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceTag {
     Paragraph,

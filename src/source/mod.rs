@@ -64,3 +64,100 @@ fn is_hidden(path: &Path) -> bool {
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with('.'))
 }
+
+/// One document of a corpus, ready to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorpusDocument {
+    /// Where the file is.
+    pub path: PathBuf,
+    /// The document's stable key: the source path as written in the
+    /// manifest joined with the file's path below it (`docs/a/b.md`). Keys
+    /// do not depend on where the manifest happens to be checked out, so
+    /// document ids are the same on every machine.
+    pub key: String,
+    /// ACL tags: the source's own, else the corpus default.
+    pub acl: Vec<String>,
+}
+
+/// Why a corpus' sources could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("source {index}: {reason}")]
+    Invalid { index: usize, reason: String },
+    #[error("glob {pattern:?}: {reason}")]
+    Glob { pattern: String, reason: String },
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+}
+
+/// Lists a corpus' documents: every source's files that match the include
+/// globs (all when none are given) and no exclude glob, in a stable order.
+/// Relative source paths resolve against `base_dir`, the manifest's
+/// directory.
+pub fn corpus_documents(
+    spec: &crate::spec::CorpusSpec,
+    base_dir: &Path,
+) -> Result<Vec<CorpusDocument>, SourceError> {
+    let mut documents = Vec::new();
+    for (index, source) in spec.sources.iter().enumerate() {
+        let Some(written) = &source.path else {
+            return Err(SourceError::Invalid {
+                index,
+                reason: "no source kind set (this build reads `path` sources)".into(),
+            });
+        };
+        let root = if Path::new(written).is_absolute() {
+            PathBuf::from(written)
+        } else {
+            base_dir.join(written)
+        };
+        let include = globs(spec.include.iter().chain(&source.include))?;
+        let exclude = globs(spec.exclude.iter().chain(&source.exclude))?;
+        let found = discover(std::slice::from_ref(&root))?;
+        for path in found.files {
+            let relative = path.strip_prefix(&root).unwrap_or(&path);
+            let relative_text = relative.to_string_lossy().replace('\\', "/");
+            let included = include.as_ref().is_none_or(|g| g.is_match(relative));
+            let excluded = exclude.as_ref().is_some_and(|g| g.is_match(relative));
+            if !included || excluded {
+                continue;
+            }
+            let key = if relative_text.is_empty() {
+                written.trim_end_matches('/').to_string()
+            } else {
+                format!("{}/{relative_text}", written.trim_end_matches('/'))
+            };
+            documents.push(CorpusDocument {
+                path,
+                key,
+                acl: source.acl.clone().unwrap_or_else(|| spec.acl.clone()),
+            });
+        }
+    }
+    Ok(documents)
+}
+
+fn globs<'a>(
+    patterns: impl Iterator<Item = &'a String>,
+) -> Result<Option<globset::GlobSet>, SourceError> {
+    let mut builder = globset::GlobSetBuilder::new();
+    let mut any = false;
+    for pattern in patterns {
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| SourceError::Glob {
+                pattern: pattern.clone(),
+                reason: e.to_string(),
+            })?;
+        builder.add(glob);
+        any = true;
+    }
+    if !any {
+        return Ok(None);
+    }
+    builder.build().map(Some).map_err(|e| SourceError::Glob {
+        pattern: String::new(),
+        reason: e.to_string(),
+    })
+}

@@ -1,0 +1,212 @@
+//! `trellis ingest` and `trellis query`: the embedded engine from the
+//! command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use trellis::embed;
+use trellis::index::{self, IndexVersion};
+use trellis::retrieve::{Filter, Retriever};
+use trellis::spec::{self, AnchorMode};
+
+/// Exit status when some documents failed and the others were indexed.
+const EXIT_PARTIAL: u8 = 3;
+
+/// The data directory: `--data-dir`, else `$TRELLIS_DATA_DIR`, else
+/// `./.trellis`.
+pub fn data_dir(flag: Option<PathBuf>) -> PathBuf {
+    flag.or_else(|| std::env::var_os("TRELLIS_DATA_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(".trellis"))
+}
+
+fn manifest_dir(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.to_path_buf()
+    } else {
+        path.parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    }
+}
+
+pub fn ingest(
+    manifests: &Path,
+    corpus: Option<&str>,
+    data_dir: &Path,
+    json: bool,
+) -> Result<ExitCode> {
+    let loaded = spec::load_path(manifests)?;
+    let (corpus_res, corpus_file) = spec::select_corpus(&loaded, corpus, manifests)?;
+    let corpus_name = corpus_res.metadata.name.clone().unwrap_or_default();
+    let profile_name = &corpus_res.spec.profile_ref.name;
+    let profile =
+        spec::select_profile(&loaded, Some(profile_name), manifests).with_context(|| {
+            format!("corpus {corpus_name:?} refers to IndexProfile {profile_name:?}")
+        })?;
+    let profile_file = loaded
+        .iter()
+        .find(|m| {
+            m.manifest
+                .as_index_profile()
+                .is_some_and(|p| std::ptr::eq(p, profile))
+        })
+        .map_or(manifests, |m| m.path.as_path());
+
+    let bars = MultiProgress::new();
+    let style = ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} {elapsed}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    let current: Mutex<Option<(String, ProgressBar)>> = Mutex::new(None);
+    let progress = |stage: &str, done: u64, total: u64| {
+        let Ok(mut slot) = current.lock() else { return };
+        if slot.as_ref().is_none_or(|(s, _)| s != stage) {
+            if let Some((_, bar)) = slot.take() {
+                bar.finish();
+            }
+            let bar = bars.add(ProgressBar::new(total).with_style(style.clone()));
+            bar.set_prefix(stage.to_string());
+            *slot = Some((stage.to_string(), bar));
+        }
+        if let Some((_, bar)) = slot.as_ref() {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    };
+    let report = index::ingest(
+        &corpus_name,
+        &corpus_res.spec,
+        &manifest_dir(corpus_file),
+        &profile.spec,
+        &manifest_dir(profile_file),
+        data_dir,
+        &progress,
+    )?;
+    if let Ok(mut slot) = current.lock()
+        && let Some((_, bar)) = slot.take()
+    {
+        bar.finish();
+    }
+
+    let m = &report.manifest;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let c = &m.counts;
+        println!(
+            "corpus {} → index version {}{}",
+            m.corpus,
+            m.version,
+            if report.reused {
+                " (unchanged; reused)"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "  documents {} ok, {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} (≤ {} × sentences: {})",
+            c.documents,
+            c.failed_documents,
+            c.sentences,
+            c.indexed_sentences,
+            c.chunks,
+            c.related_edges,
+            profile.spec.semantic_links.max_per_sentence,
+            if m.related_edges_within_bound {
+                "yes"
+            } else {
+                "NO"
+            },
+        );
+        println!(
+            "  embedded {} new sentences, {} from cache · model {} ({} dims)",
+            m.embedded_sentences, m.cached_sentences, m.model_id, m.dims
+        );
+        let t = &m.timings;
+        println!(
+            "  seconds: parse {:.2} · embed {:.2} · bm25 {:.2} · hnsw {:.2} · links {:.2} · total {:.2}",
+            t.parse, t.embed, t.bm25, t.hnsw, t.links, t.total
+        );
+        for f in &m.failed {
+            println!("  failed: {}: {}", f.key, f.reason);
+        }
+        for v in &report.removed {
+            println!("  removed old version {v}");
+        }
+    }
+    Ok(if m.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_PARTIAL)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn query(
+    manifests: &Path,
+    route_name: Option<&str>,
+    data_dir: &Path,
+    question: &str,
+    k: Option<usize>,
+    mode: Option<AnchorMode>,
+    index_version: Option<&str>,
+    json: bool,
+) -> Result<ExitCode> {
+    let loaded = spec::load_path(manifests)?;
+    let route = spec::select_route(&loaded, route_name, manifests)?;
+    let mut route_spec = route.spec.clone();
+    if let Some(mode) = mode {
+        route_spec.anchors.mode = mode;
+    }
+    let corpus = &route_spec.corpus_ref.name;
+    let index = IndexVersion::open(data_dir, corpus, index_version)?;
+    let embedder = embed::from_spec(&index.profile.embedding, Some(&manifest_dir(manifests)))
+        .or_else(|_| embed::from_spec(&index.profile.embedding, None))?;
+    let retriever = Retriever::new(&index, embedder.as_ref())?;
+    let answer = retriever.retrieve(&route_spec, question, k, &Filter::default())?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if answer.hits.is_empty() {
+        println!("no results");
+    }
+    let bold = console_bold();
+    for (n, hit) in answer.hits.iter().enumerate() {
+        let display = match hit.display.find(&hit.text) {
+            Some(at) => format!(
+                "{}{}{}{}{}",
+                &hit.display[..at],
+                bold.0,
+                hit.text,
+                bold.1,
+                &hit.display[at + hit.text.len()..]
+            ),
+            None => format!("{}{}{}", bold.0, hit.display, bold.1),
+        };
+        println!("{}. [{:.3}] {display}", n + 1, hit.score);
+        let c = &hit.citation;
+        let mut cite = format!("   — {}", c.document);
+        if !c.section_path.is_empty() {
+            cite.push_str(&format!(" › {}", c.section_path.join(" › ")));
+        }
+        if let Some(page) = c.page {
+            cite.push_str(&format!(" · p. {page}"));
+        }
+        cite.push_str(&format!(" · chars {}+{}", c.char_span[0], c.char_span[1]));
+        println!("{cite}\n");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// ANSI bold on a terminal, `**…**` otherwise.
+fn console_bold() -> (&'static str, &'static str) {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        ("\x1b[1m", "\x1b[0m")
+    } else {
+        ("**", "**")
+    }
+}

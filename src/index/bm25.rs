@@ -1,0 +1,212 @@
+//! The BM25 index over sentences (tantivy).
+//!
+//! Three fields are searched: the sentence text with English stemming, the
+//! section path (at a lower weight) and an identifier field that keeps
+//! tokens such as "TK-421", "5.1" or "§ 12(b)" whole, so that an exact
+//! identifier in a query matches exactly. Queries are analysed with the
+//! same tokenizers and turned into term queries directly, never through a
+//! query language, so no user input is ever syntax.
+
+use std::path::Path;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions, Value,
+};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RegexTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer,
+    StopWordFilter, TextAnalyzer,
+};
+use tantivy::{Index, IndexReader, TantivyDocument, Term, doc};
+
+use super::IndexError;
+
+const TEXT_TOKENIZER: &str = "trellis_en";
+const ID_TOKENIZER: &str = "trellis_ids";
+/// Weight of a section-path match relative to a text match.
+const SECTION_BOOST: f32 = 0.3;
+/// Weight of a whole-identifier match relative to a text match.
+const ID_BOOST: f32 = 1.5;
+
+struct Fields {
+    sentence: Field,
+    text: Field,
+    section: Field,
+    ids: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let stemmed = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TEXT_TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let ids = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(ID_TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        sentence: builder.add_u64_field("sentence", INDEXED | STORED),
+        text: builder.add_text_field("text", stemmed.clone()),
+        section: builder.add_text_field("section", stemmed),
+        ids: builder.add_text_field("ids", ids),
+    };
+    (builder.build(), fields)
+}
+
+fn register_tokenizers(index: &Index) -> Result<(), IndexError> {
+    let english = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(64))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::new(Language::English).ok_or_else(|| {
+            IndexError::Bm25("no English stop-word list in this tantivy build".into())
+        })?)
+        .filter(Stemmer::new(Language::English))
+        .build();
+    // Identifiers: a run of letters/digits joined by - . / that holds at
+    // least one digit ("TK-421", "5.1", "10-K", "2024/25").
+    let ids = TextAnalyzer::builder(
+        RegexTokenizer::new(
+            r"[A-Za-z0-9]*[0-9][A-Za-z0-9]*(?:[-./][A-Za-z0-9]+)+|[A-Za-z]+-[0-9]+",
+        )
+        .map_err(|e| IndexError::Bm25(e.to_string()))?,
+    )
+    .filter(LowerCaser)
+    .build();
+    index.tokenizers().register(TEXT_TOKENIZER, english);
+    index.tokenizers().register(ID_TOKENIZER, ids);
+    Ok(())
+}
+
+/// One sentence to index.
+pub struct Bm25Input<'a> {
+    pub sentence: u32,
+    pub text: &'a str,
+    pub section_path: String,
+}
+
+/// Builds the index in `dir` (which must exist and be empty).
+pub fn build<'a>(
+    dir: &Path,
+    sentences: impl Iterator<Item = Bm25Input<'a>>,
+    with_section_path: bool,
+) -> Result<(), IndexError> {
+    let (schema, fields) = schema();
+    let index = Index::create_in_dir(dir, schema).map_err(bm25_error)?;
+    register_tokenizers(&index)?;
+    let mut writer = index.writer(64 * 1024 * 1024).map_err(bm25_error)?;
+    for s in sentences {
+        let section = if with_section_path {
+            s.section_path
+        } else {
+            String::new()
+        };
+        writer
+            .add_document(doc!(
+                fields.sentence => u64::from(s.sentence),
+                fields.text => s.text,
+                fields.section => section,
+                fields.ids => s.text,
+            ))
+            .map_err(bm25_error)?;
+    }
+    writer.commit().map_err(bm25_error)?;
+    writer.wait_merging_threads().map_err(bm25_error)?;
+    Ok(())
+}
+
+/// A BM25 index opened for search.
+pub struct Bm25Index {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+impl Bm25Index {
+    pub fn open(dir: &Path) -> Result<Self, IndexError> {
+        let index = Index::open_in_dir(dir).map_err(bm25_error)?;
+        register_tokenizers(&index)?;
+        let (_, fields) = schema();
+        let reader = index.reader().map_err(bm25_error)?;
+        Ok(Self {
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    /// The `limit` best sentences for `query`, best first, with scores.
+    /// `allowed` filters sentences (ACL, document filters) before ranking.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, IndexError> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (field, tokenizer, boost) in [
+            (self.fields.text, TEXT_TOKENIZER, 1.0),
+            (self.fields.section, TEXT_TOKENIZER, SECTION_BOOST),
+            (self.fields.ids, ID_TOKENIZER, ID_BOOST),
+        ] {
+            let mut analyzer = self
+                .index
+                .tokenizers()
+                .get(tokenizer)
+                .ok_or_else(|| IndexError::Bm25(format!("tokenizer {tokenizer} missing")))?;
+            let mut stream = analyzer.token_stream(query);
+            let mut seen = std::collections::HashSet::new();
+            while let Some(token) = stream.next() {
+                if !seen.insert(token.text.clone()) {
+                    continue;
+                }
+                let term = Term::from_field_text(field, &token.text);
+                let q: Box<dyn Query> =
+                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(q, boost))));
+            }
+        }
+        if clauses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        // Filtered-out sentences are dropped after ranking; over-fetch so
+        // that a restrictive filter still fills the list in most cases.
+        let mut fetch = limit.max(1);
+        loop {
+            let top = searcher
+                .search(&query, &TopDocs::with_limit(fetch).order_by_score())
+                .map_err(bm25_error)?;
+            let exhausted = top.len() < fetch;
+            let mut out = Vec::with_capacity(limit);
+            for (score, address) in &top {
+                let stored: TantivyDocument = searcher.doc(*address).map_err(bm25_error)?;
+                let Some(id) = stored
+                    .get_first(self.fields.sentence)
+                    .and_then(|v| v.as_u64())
+                else {
+                    continue;
+                };
+                let id = id as u32;
+                if allowed(id) {
+                    out.push((id, *score));
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            if exhausted || fetch >= 1 << 20 {
+                return Ok(out);
+            }
+            fetch *= 4;
+        }
+    }
+}
+
+fn bm25_error(e: tantivy::TantivyError) -> IndexError {
+    IndexError::Bm25(e.to_string())
+}

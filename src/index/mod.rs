@@ -1,0 +1,590 @@
+//! Index versions on disk: build, publish, load, retain.
+//!
+//! ```text
+//! <data-dir>/indexes/<corpus>/
+//!     current                 the served version's name (replaced atomically)
+//!     <version>/              one immutable index version
+//!         manifest.json       format version, profile hash, model, counts, timings
+//!         profile.json        the IndexProfile spec it was built with
+//!         skeleton.json       the skeleton store (store.rs)
+//!         vectors.f32         sentence vectors (vectors.rs)
+//!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
+//!         bm25/               tantivy index (bm25.rs)
+//!         related.json        RELATED_TO edges (links.rs)
+//!     .build-<version>-<pid>/ a version being built; never read
+//! <data-dir>/cache/embeddings/  the embedding cache
+//! ```
+//!
+//! A version's name is the hash of the profile spec, the corpus spec and
+//! every document's key, ACL and content, so an unchanged corpus maps to
+//! the version already built. A version is built under a temporary name
+//! and renamed into place once complete; `current` is then replaced by a
+//! rename as well. A crash at any point leaves the previous `current`
+//! serving and no half-written version under a version name.
+
+pub mod bm25;
+pub mod links;
+pub mod store;
+pub mod vectors;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::embed::{self, EmbedError, EmbeddingCache};
+use crate::pipeline::Pipeline;
+use crate::source::{self, CorpusDocument, SourceError};
+use crate::spec::{CorpusSpec, IndexProfileSpec};
+
+pub use links::RelatedEdge;
+pub use store::SkeletonStore;
+pub use vectors::{HnswGraph, Vectors};
+
+/// Version of the on-disk layout; part of every version hash.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Error)]
+pub enum IndexError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("BM25 index: {0}")]
+    Bm25(String),
+    #[error("HNSW index: {0}")]
+    Hnsw(String),
+    #[error("index is corrupt: {0}")]
+    Corrupt(String),
+    #[error("no index for corpus {corpus:?} under {dir}; run `trellis ingest` first")]
+    NotBuilt { corpus: String, dir: PathBuf },
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("profile: {0}")]
+    Profile(String),
+}
+
+impl IndexError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// A document that could not be indexed, and why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FailedDocument {
+    pub key: String,
+    pub reason: String,
+}
+
+/// Counts recorded in the manifest and reported by every ingest.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counts {
+    pub documents: usize,
+    pub failed_documents: usize,
+    pub sections: usize,
+    pub paragraphs: usize,
+    pub sentences: usize,
+    pub indexed_sentences: usize,
+    pub chunks: usize,
+    pub related_edges: usize,
+}
+
+/// Seconds spent per stage.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Timings {
+    pub parse: f64,
+    pub embed: f64,
+    pub bm25: f64,
+    pub hnsw: f64,
+    pub links: f64,
+    pub total: f64,
+}
+
+/// `manifest.json` of a version.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VersionManifest {
+    pub format_version: u32,
+    pub corpus: String,
+    pub version: String,
+    /// Hash of the profile spec alone.
+    pub profile_hash: String,
+    pub model_id: String,
+    pub dims: usize,
+    pub counts: Counts,
+    /// `related_edges ≤ maxPerSentence × indexed sentences` held.
+    pub related_edges_within_bound: bool,
+    pub embedded_sentences: usize,
+    pub cached_sentences: usize,
+    pub timings: Timings,
+    pub failed: Vec<FailedDocument>,
+    /// Seconds since the Unix epoch when the build finished.
+    pub created: u64,
+}
+
+/// What `ingest` did.
+#[derive(Clone, Debug, Serialize)]
+pub struct IngestReport {
+    pub manifest: VersionManifest,
+    /// The version existed already; nothing was rebuilt.
+    pub reused: bool,
+    /// Versions removed by retention.
+    pub removed: Vec<String>,
+}
+
+/// The directory of a corpus' versions.
+pub fn corpus_dir(data_dir: &Path, corpus: &str) -> PathBuf {
+    data_dir.join("indexes").join(corpus)
+}
+
+/// Canonical hash of a profile spec (its JSON with defaults filled in).
+pub fn profile_hash(spec: &IndexProfileSpec) -> String {
+    let json = serde_json::to_vec(spec).unwrap_or_default();
+    blake3::hash(&json).to_hex()[..16].to_string()
+}
+
+/// Progress callback: stage name, units done, units in all.
+pub type Progress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
+
+/// Builds (or finds) the index version of a corpus and makes it current.
+///
+/// `corpus_base` and `profile_base` are the manifests' directories
+/// (relative paths resolve against them). One bad document is recorded in
+/// the report and the manifest and never stops the ingest.
+pub fn ingest(
+    corpus_name: &str,
+    corpus: &CorpusSpec,
+    corpus_base: &Path,
+    profile: &IndexProfileSpec,
+    profile_base: &Path,
+    data_dir: &Path,
+    progress: Progress<'_>,
+) -> Result<IngestReport, IndexError> {
+    let started = Instant::now();
+    let documents = source::corpus_documents(corpus, corpus_base)?;
+    let contents: Vec<Result<Vec<u8>, String>> = documents
+        .iter()
+        .map(|d| std::fs::read(&d.path).map_err(|e| e.to_string()))
+        .collect();
+    let version = version_hash(profile, corpus, &documents, &contents);
+    let root = corpus_dir(data_dir, corpus_name);
+    std::fs::create_dir_all(&root).map_err(|e| IndexError::io(&root, e))?;
+
+    let final_dir = root.join(&version);
+    if final_dir.join("manifest.json").is_file() {
+        let manifest = read_manifest(&final_dir)?;
+        set_current(&root, &version)?;
+        let removed = retain(&root, corpus.storage.retain_versions)?;
+        return Ok(IngestReport {
+            manifest,
+            reused: true,
+            removed,
+        });
+    }
+
+    let build_dir = root.join(format!(".build-{version}-{}", std::process::id()));
+    if build_dir.exists() {
+        std::fs::remove_dir_all(&build_dir).map_err(|e| IndexError::io(&build_dir, e))?;
+    }
+    std::fs::create_dir_all(&build_dir).map_err(|e| IndexError::io(&build_dir, e))?;
+    let result = build_version(
+        corpus_name,
+        &version,
+        corpus,
+        profile,
+        profile_base,
+        data_dir,
+        &documents,
+        contents,
+        &build_dir,
+        progress,
+        started,
+    );
+    let manifest = match result {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&build_dir);
+            return Err(e);
+        }
+    };
+    sync_dir(&build_dir)?;
+    std::fs::rename(&build_dir, &final_dir).map_err(|e| IndexError::io(&final_dir, e))?;
+    sync_dir(&root)?;
+    set_current(&root, &version)?;
+    let removed = retain(&root, corpus.storage.retain_versions)?;
+    Ok(IngestReport {
+        manifest,
+        reused: false,
+        removed,
+    })
+}
+
+fn version_hash(
+    profile: &IndexProfileSpec,
+    corpus: &CorpusSpec,
+    documents: &[CorpusDocument],
+    contents: &[Result<Vec<u8>, String>],
+) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&FORMAT_VERSION.to_le_bytes());
+    hasher.update(&serde_json::to_vec(profile).unwrap_or_default());
+    // Retention does not change what is indexed.
+    let mut corpus = corpus.clone();
+    corpus.storage = Default::default();
+    hasher.update(&serde_json::to_vec(&corpus).unwrap_or_default());
+    for (doc, content) in documents.iter().zip(contents) {
+        hasher.update(doc.key.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(doc.acl.join(",").as_bytes());
+        hasher.update(&[0]);
+        match content {
+            Ok(bytes) => hasher.update(blake3::hash(bytes).as_bytes()),
+            Err(e) => hasher.update(e.as_bytes()),
+        };
+    }
+    hasher.finalize().to_hex()[..16].to_string()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_version(
+    corpus_name: &str,
+    version: &str,
+    corpus: &CorpusSpec,
+    profile: &IndexProfileSpec,
+    profile_base: &Path,
+    data_dir: &Path,
+    documents: &[CorpusDocument],
+    contents: Vec<Result<Vec<u8>, String>>,
+    dir: &Path,
+    progress: Progress<'_>,
+    started: Instant,
+) -> Result<VersionManifest, IndexError> {
+    let _ = corpus;
+    let mut timings = Timings::default();
+    let pipeline = Pipeline::new(profile, Some(profile_base))
+        .map_err(|e| IndexError::Profile(e.to_string()))?;
+
+    // Parse, segment, chunk and enrich every document in parallel.
+    let t = Instant::now();
+    let total = documents.len() as u64;
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let processed: Vec<_> = documents
+        .par_iter()
+        .zip(contents.into_par_iter())
+        .map(|(doc, content)| {
+            let _span = tracing::info_span!("document", key = %doc.key).entered();
+            let result = content
+                .map_err(|e| format!("cannot read: {e}"))
+                .and_then(|bytes| {
+                    let format =
+                        crate::parse::Format::from_extension(&doc.path).ok_or_else(|| {
+                            "unknown file type (known: .md, .html, .htm, .txt, .docx)".to_string()
+                        })?;
+                    pipeline
+                        .process_bytes(&doc.key, &bytes, format)
+                        .map_err(|e| e.to_string())
+                });
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress("parse", n, total);
+            result
+        })
+        .collect();
+    timings.parse = t.elapsed().as_secs_f64();
+
+    let mut store = SkeletonStore::default();
+    let mut failed = Vec::new();
+    let mut chunks = 0;
+    for (doc, result) in documents.iter().zip(processed) {
+        match result {
+            Ok(p) => {
+                for warning in &p.warnings {
+                    tracing::warn!(key = %doc.key, "{warning}");
+                }
+                chunks += p.chunks.len();
+                store.add(&p, &doc.acl);
+            }
+            Err(reason) => {
+                tracing::warn!(key = %doc.key, %reason, "document failed");
+                failed.push(FailedDocument {
+                    key: doc.key.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+
+    // Embed the indexed sentences, through the cache.
+    let t = Instant::now();
+    let embedder = embed::from_spec(&profile.embedding, Some(profile_base))?;
+    let dims = embedder.dimensions();
+    let rows: Vec<u32> = (0..store.sentences.len() as u32)
+        .filter(|&i| store.sentences[i as usize].indexed)
+        .collect();
+    let mut cache = EmbeddingCache::open(
+        &data_dir.join("cache/embeddings"),
+        embedder.model_id(),
+        dims,
+    )?;
+    let mut vectors = Vectors {
+        dims,
+        data: vec![0.0; store.sentences.len() * dims],
+    };
+    let (mut embedded, mut cached) = (0, 0);
+    const EMBED_BATCH: usize = 2048;
+    for (n, batch) in rows.chunks(EMBED_BATCH).enumerate() {
+        let texts: Vec<&str> = batch
+            .iter()
+            .map(|&i| store.sentences[i as usize].text.as_str())
+            .collect();
+        let (batch_vectors, stats) = cache.embed(embedder.as_ref(), &texts)?;
+        embedded += stats.embedded;
+        cached += stats.hits;
+        for (&row, v) in batch.iter().zip(batch_vectors) {
+            let at = row as usize * dims;
+            vectors.data[at..at + dims].copy_from_slice(&v);
+        }
+        // Flushed per batch: an interrupted ingest keeps what it embedded.
+        cache.flush()?;
+        progress(
+            "embed",
+            ((n + 1) * EMBED_BATCH).min(rows.len()) as u64,
+            rows.len() as u64,
+        );
+    }
+    timings.embed = t.elapsed().as_secs_f64();
+    vectors.write(&dir.join("vectors.f32"))?;
+
+    let t = Instant::now();
+    let bm25_dir = dir.join("bm25");
+    std::fs::create_dir_all(&bm25_dir).map_err(|e| IndexError::io(&bm25_dir, e))?;
+    bm25::build(
+        &bm25_dir,
+        rows.iter().map(|&i| bm25::Bm25Input {
+            sentence: i,
+            text: &store.sentences[i as usize].text,
+            section_path: store.section_path(i).join(" "),
+        }),
+        profile.index.bm25_section_path,
+    )?;
+    timings.bm25 = t.elapsed().as_secs_f64();
+    progress("bm25", 1, 1);
+
+    let t = Instant::now();
+    let graph = HnswGraph::build(
+        &vectors,
+        &rows,
+        profile.index.hnsw_m as usize,
+        profile.index.hnsw_ef_construction as usize,
+    );
+    graph.dump(dir)?;
+    timings.hnsw = t.elapsed().as_secs_f64();
+    progress("hnsw", 1, 1);
+
+    let t = Instant::now();
+    let related = links::build(&profile.semantic_links, &store, &vectors, &rows, &graph);
+    timings.links = t.elapsed().as_secs_f64();
+    progress("links", 1, 1);
+    write_json(&dir.join("related.json"), &related)?;
+    write_json(&dir.join("skeleton.json"), &store)?;
+    write_json(&dir.join("profile.json"), profile)?;
+
+    timings.total = started.elapsed().as_secs_f64();
+    let bound = profile.semantic_links.max_per_sentence as usize * rows.len();
+    let manifest = VersionManifest {
+        format_version: FORMAT_VERSION,
+        corpus: corpus_name.to_string(),
+        version: version.to_string(),
+        profile_hash: profile_hash(profile),
+        model_id: embedder.model_id().to_string(),
+        dims,
+        counts: Counts {
+            documents: store.documents.len(),
+            failed_documents: failed.len(),
+            sections: store.sections.len(),
+            paragraphs: store.paragraphs.len(),
+            sentences: store.sentences.len(),
+            indexed_sentences: rows.len(),
+            chunks,
+            related_edges: related.len(),
+        },
+        related_edges_within_bound: related.len() <= bound,
+        embedded_sentences: embedded,
+        cached_sentences: cached,
+        timings,
+        failed,
+        created: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    };
+    // The manifest is written last: a version directory with a manifest
+    // is complete.
+    write_json(&dir.join("manifest.json"), &manifest)?;
+    Ok(manifest)
+}
+
+fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), IndexError> {
+    let file = std::fs::File::create(path).map_err(|e| IndexError::io(path, e))?;
+    let mut out = std::io::BufWriter::new(file);
+    serde_json::to_writer(&mut out, value)
+        .map_err(|e| IndexError::io(path, std::io::Error::other(e)))?;
+    let file = out
+        .into_inner()
+        .map_err(|e| IndexError::io(path, e.into_error()))?;
+    file.sync_all().map_err(|e| IndexError::io(path, e))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, IndexError> {
+    let bytes = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| IndexError::Corrupt(format!("{}: {e}", path.display())))
+}
+
+fn read_manifest(dir: &Path) -> Result<VersionManifest, IndexError> {
+    read_json(&dir.join("manifest.json"))
+}
+
+fn sync_dir(dir: &Path) -> Result<(), IndexError> {
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| IndexError::io(dir, e))
+}
+
+/// Points `current` at `version` by writing a temporary file and renaming
+/// it over the old pointer.
+fn set_current(root: &Path, version: &str) -> Result<(), IndexError> {
+    let tmp = root.join(format!(".current-{}", std::process::id()));
+    std::fs::write(&tmp, format!("{version}\n")).map_err(|e| IndexError::io(&tmp, e))?;
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| IndexError::io(&tmp, e))?;
+    let current = root.join("current");
+    std::fs::rename(&tmp, &current).map_err(|e| IndexError::io(&current, e))?;
+    sync_dir(root)
+}
+
+/// The version `current` points at.
+pub fn current_version(data_dir: &Path, corpus: &str) -> Result<String, IndexError> {
+    let root = corpus_dir(data_dir, corpus);
+    let current = root.join("current");
+    match std::fs::read_to_string(&current) {
+        Ok(text) => Ok(text.trim().to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(IndexError::NotBuilt {
+            corpus: corpus.to_string(),
+            dir: root,
+        }),
+        Err(e) => Err(IndexError::io(&current, e)),
+    }
+}
+
+/// Removes complete versions beyond the newest `keep` (never the current
+/// one) and leftovers of builds that did not finish.
+fn retain(root: &Path, keep: u32) -> Result<Vec<String>, IndexError> {
+    let current = std::fs::read_to_string(root.join("current")).unwrap_or_default();
+    let current = current.trim();
+    let mut versions = Vec::new();
+    let entries = std::fs::read_dir(root).map_err(|e| IndexError::io(root, e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let path = entry.path();
+        if !path.is_dir() {
+            continue;
+        }
+        if let Some(rest) = name.strip_prefix(".build-") {
+            // A build of a process that no longer runs.
+            let pid = rest.rsplit('-').next().and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|p| {
+                p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists()
+            }) {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+            continue;
+        }
+        if let Ok(manifest) = read_manifest(&path) {
+            versions.push((manifest.created, name));
+        }
+    }
+    versions.sort();
+    let keep = keep.max(1) as usize;
+    let mut removed = Vec::new();
+    let excess = versions.len().saturating_sub(keep);
+    for (_, name) in versions.into_iter().take(excess) {
+        if name == current {
+            continue;
+        }
+        let path = root.join(&name);
+        std::fs::remove_dir_all(&path).map_err(|e| IndexError::io(&path, e))?;
+        removed.push(name);
+    }
+    Ok(removed)
+}
+
+/// A loaded index version.
+pub struct IndexVersion {
+    pub dir: PathBuf,
+    pub manifest: VersionManifest,
+    pub profile: IndexProfileSpec,
+    pub store: SkeletonStore,
+    pub vectors: Vectors,
+    pub graph: HnswGraph,
+    pub bm25: bm25::Bm25Index,
+    /// `RELATED_TO` edges leaving each sentence.
+    pub related: Vec<Vec<(u32, f32)>>,
+}
+
+impl IndexVersion {
+    /// Loads `version` of `corpus`, or the current one.
+    pub fn open(data_dir: &Path, corpus: &str, version: Option<&str>) -> Result<Self, IndexError> {
+        let version = match version {
+            Some(v) => v.to_string(),
+            None => current_version(data_dir, corpus)?,
+        };
+        let dir = corpus_dir(data_dir, corpus).join(&version);
+        let manifest = read_manifest(&dir)?;
+        if manifest.format_version != FORMAT_VERSION {
+            return Err(IndexError::Corrupt(format!(
+                "{}: format version {} (this build reads {FORMAT_VERSION}); re-run ingest",
+                dir.display(),
+                manifest.format_version
+            )));
+        }
+        let profile: IndexProfileSpec = read_json(&dir.join("profile.json"))?;
+        let store: SkeletonStore = read_json(&dir.join("skeleton.json"))?;
+        let vectors = Vectors::read(&dir.join("vectors.f32"), manifest.dims)?;
+        if vectors.len() != store.sentences.len() {
+            return Err(IndexError::Corrupt(format!(
+                "{}: {} vectors for {} sentences",
+                dir.display(),
+                vectors.len(),
+                store.sentences.len()
+            )));
+        }
+        let graph = HnswGraph::load(&dir)?;
+        let bm25 = bm25::Bm25Index::open(&dir.join("bm25"))?;
+        let edges: Vec<RelatedEdge> = read_json(&dir.join("related.json"))?;
+        let mut related = vec![Vec::new(); store.sentences.len()];
+        for e in edges {
+            if let Some(list) = related.get_mut(e.from as usize) {
+                list.push((e.to, e.similarity));
+            }
+        }
+        Ok(Self {
+            dir,
+            manifest,
+            profile,
+            store,
+            vectors,
+            graph,
+            bm25,
+            related,
+        })
+    }
+}

@@ -1,0 +1,159 @@
+//! The skeleton store: every document's skeleton flattened into global
+//! arrays, so that stage 2 of retrieval (parent paragraph, neighbours,
+//! section) is array lookups on sentence numbers.
+//!
+//! Global sentence numbers are the row numbers of the vector file and the
+//! ids stored in the BM25 and HNSW indexes. Written once per index version
+//! as `skeleton.json`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::enrich::Enrichment;
+use crate::pipeline::ProcessedDocument;
+use crate::skeleton::SourceTag;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SkeletonStore {
+    pub documents: Vec<DocumentRecord>,
+    pub sections: Vec<SectionRecord>,
+    pub paragraphs: Vec<ParagraphRecord>,
+    pub sentences: Vec<SentenceRecord>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DocumentRecord {
+    /// Stable document id (hash of the key).
+    pub id: String,
+    /// The document's key (source path and file path).
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub acl: Vec<String>,
+    /// Global sentence numbers of the document, `[start, end)`.
+    pub sentences: [u32; 2],
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SectionRecord {
+    pub document: u32,
+    pub path: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numbering: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_annex: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ParagraphRecord {
+    pub section: u32,
+    /// Global sentence numbers, `[start, end)`.
+    pub sentences: [u32; 2],
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SentenceRecord {
+    /// Stable id, `<doc>:s<n>`.
+    pub id: String,
+    pub document: u32,
+    pub section: u32,
+    pub paragraph: u32,
+    /// Document-local chunk number of the first chunk holding it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<u32>,
+    pub text: String,
+    pub source: SourceTag,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+    /// Character offset and length in the document's canonical text.
+    pub span: [u32; 2],
+    pub confidence: f32,
+    /// Whether it is in the search indexes (the sentence filters passed).
+    pub indexed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clause: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub definition: bool,
+    /// Dates, amounts, percentages, periods and organisations it mentions,
+    /// lower-cased, for the entity signal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entities: Vec<String>,
+}
+
+impl SkeletonStore {
+    /// Appends one processed document.
+    pub fn add(&mut self, doc: &ProcessedDocument, acl: &[String]) {
+        let skeleton = &doc.skeleton;
+        let document = self.documents.len() as u32;
+        let section_base = self.sections.len() as u32;
+        let paragraph_base = self.paragraphs.len() as u32;
+        let sentence_base = self.sentences.len() as u32;
+        let enrichment: &Enrichment = &doc.enrichment;
+
+        for (i, section) in skeleton.sections.iter().enumerate() {
+            self.sections.push(SectionRecord {
+                document,
+                path: section.path.0.clone(),
+                numbering: section.numbering.clone(),
+                is_annex: enrichment.sections.get(i).is_some_and(|a| a.is_annex),
+            });
+        }
+        for paragraph in &skeleton.paragraphs {
+            self.paragraphs.push(ParagraphRecord {
+                section: section_base + paragraph.section.0,
+                sentences: [
+                    sentence_base + paragraph.sentences.start,
+                    sentence_base + paragraph.sentences.end,
+                ],
+            });
+        }
+        let mut chunk_of = vec![None; skeleton.sentences.len()];
+        for chunk in &doc.chunks {
+            for s in &chunk.sentences {
+                if let Some(slot) = chunk_of.get_mut(s.index())
+                    && slot.is_none()
+                {
+                    *slot = Some(chunk.index);
+                }
+            }
+        }
+        for sentence in &skeleton.sentences {
+            let notes = enrichment.sentences.get(sentence.id.index());
+            let mut entities = Vec::new();
+            if let Some(n) = notes {
+                entities.extend(n.dates.iter().map(|d| d.date.clone()));
+                entities.extend(n.amounts.iter().map(|a| a.text.to_lowercase()));
+                entities.extend(n.percentages.iter().map(|p| p.text.to_lowercase()));
+                entities.extend(n.fiscal_periods.iter().map(|p| p.period.to_lowercase()));
+                entities.extend(n.organizations.iter().map(|o| o.to_lowercase()));
+            }
+            self.sentences.push(SentenceRecord {
+                id: skeleton.sentence_key(sentence.id),
+                document,
+                section: section_base + sentence.section.0,
+                paragraph: paragraph_base + sentence.paragraph.0,
+                chunk: chunk_of[sentence.id.index()],
+                text: sentence.text.clone(),
+                source: sentence.source,
+                page: sentence.page,
+                span: [sentence.span.offset, sentence.span.len],
+                confidence: sentence.confidence,
+                indexed: sentence.indexable,
+                clause: notes.and_then(|n| n.clause.clone()),
+                definition: notes.is_some_and(|n| n.definition.is_some()),
+                entities,
+            });
+        }
+        self.documents.push(DocumentRecord {
+            id: skeleton.document.id.to_string(),
+            key: skeleton.document.source.clone(),
+            title: skeleton.document.title.clone(),
+            acl: acl.to_vec(),
+            sentences: [sentence_base, self.sentences.len() as u32],
+        });
+    }
+
+    pub fn section_path(&self, sentence: u32) -> &[String] {
+        let s = &self.sentences[sentence as usize];
+        &self.sections[s.section as usize].path
+    }
+}

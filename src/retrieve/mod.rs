@@ -1,0 +1,355 @@
+//! Three-stage retrieval over an index version.
+//!
+//! 1. **Anchors**: the query's vector against the sentence vectors (HNSW,
+//!    or exact search on small indexes) and the query's terms against BM25,
+//!    each taking the top `candidates` sentences, fused by Reciprocal Rank
+//!    Fusion.
+//! 2. **Expansion**: around the best anchors, the NEXT/PREV window, the
+//!    `RELATED_TO` links and the continuation of the same clause become
+//!    candidates too.
+//! 3. **Scoring and selection**: a composite of fusion, dense, lexical,
+//!    structure, provenance and entity signals ranks the candidates; top-k,
+//!    threshold, per-document limits and MMR select the results, which are
+//!    shown inside their paragraphs ("sentence search, paragraph display").
+//!
+//! Access filters (ACL tags, documents, section prefixes) apply before any
+//! ranking and to every expansion hop, so nothing outside them is ever
+//! scored or shown.
+
+mod context;
+mod scoring;
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::embed::{EmbedError, Embedder};
+use crate::index::links::EXACT_BELOW;
+use crate::index::{IndexError, IndexVersion};
+use crate::spec::{AnchorMode, RetrievalRouteSpec};
+
+pub use context::assemble_context;
+
+#[derive(Debug, Error)]
+pub enum RetrieveError {
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error("the index was built with {built} but the query embedder is {query}")]
+    ModelMismatch { built: String, query: String },
+}
+
+/// Which sentences a caller may see and wants.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// ACL tags the caller holds; `None` for all documents.
+    pub acl: Option<Vec<String>>,
+    /// Only these documents (by key or id).
+    pub documents: Option<Vec<String>>,
+    /// Only sentences under this heading path.
+    pub section_prefix: Option<Vec<String>>,
+}
+
+/// The per-signal scores of one result, each in [0, 1].
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Signals {
+    pub fusion: f32,
+    pub dense: f32,
+    pub lexical: f32,
+    pub structure: f32,
+    pub provenance: f32,
+    pub entity: f32,
+}
+
+/// Where a result comes from.
+#[derive(Clone, Debug, Serialize)]
+pub struct Citation {
+    pub document: String,
+    pub document_id: String,
+    pub sentence_id: String,
+    pub section_path: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+    /// Character offset and length in the document's canonical text.
+    pub char_span: [u32; 2],
+}
+
+/// One result: an anchor sentence shown inside its paragraph.
+#[derive(Clone, Debug, Serialize)]
+pub struct Hit {
+    /// Global sentence number in the index version.
+    pub sentence: u32,
+    pub score: f32,
+    pub signals: Signals,
+    pub text: String,
+    /// The paragraph (or the window around the sentence) to display.
+    pub display: String,
+    pub citation: Citation,
+}
+
+/// The answer to one query.
+#[derive(Clone, Debug, Serialize)]
+pub struct Answer {
+    pub hits: Vec<Hit>,
+    /// The results' display texts in reading order, duplicates removed.
+    pub context: String,
+    /// Every scored sentence, best first (for evaluation).
+    #[serde(skip)]
+    pub ranking: Vec<(u32, f32)>,
+}
+
+/// Answers queries against one loaded index version.
+pub struct Retriever<'a> {
+    index: &'a IndexVersion,
+    embedder: &'a dyn Embedder,
+}
+
+/// A candidate sentence and what is known of it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Candidate {
+    fused: f32,
+    dense: Option<f32>,
+    lexical: f32,
+    anchor: bool,
+}
+
+impl<'a> Retriever<'a> {
+    pub fn new(index: &'a IndexVersion, embedder: &'a dyn Embedder) -> Result<Self, RetrieveError> {
+        if embedder.model_id() != index.manifest.model_id {
+            return Err(RetrieveError::ModelMismatch {
+                built: index.manifest.model_id.clone(),
+                query: embedder.model_id().to_string(),
+            });
+        }
+        Ok(Self { index, embedder })
+    }
+
+    pub fn index(&self) -> &IndexVersion {
+        self.index
+    }
+
+    /// Runs the route's three stages for `query` and returns `k` results
+    /// (the route's `topK` when `None`).
+    pub fn retrieve(
+        &self,
+        route: &RetrievalRouteSpec,
+        query: &str,
+        k: Option<usize>,
+        filter: &Filter,
+    ) -> Result<Answer, RetrieveError> {
+        let _span = tracing::info_span!("query", mode = ?route.anchors.mode).entered();
+        let store = &self.index.store;
+        let allowed_docs = self.allowed_documents(filter);
+        let allowed = |i: u32| {
+            let s = &store.sentences[i as usize];
+            s.indexed
+                && allowed_docs[s.document as usize]
+                && s.confidence >= route.scoring.confidence_floor
+                && filter.section_prefix.as_ref().is_none_or(|prefix| {
+                    store.sections[s.section as usize].path.starts_with(prefix)
+                })
+        };
+        let mode = route.anchors.mode;
+        let c = route.anchors.candidates.max(1) as usize;
+
+        // Stage 1: anchors.
+        let query_vector = if mode == AnchorMode::Bm25 {
+            None
+        } else {
+            Some(self.embedder.embed_query(query)?)
+        };
+        let dense = match &query_vector {
+            Some(q) if self.index.manifest.counts.indexed_sentences < EXACT_BELOW => {
+                self.index.vectors.exact_search(q, c, &allowed)
+            }
+            Some(q) => self.index.graph.search(
+                &self.index.vectors,
+                q,
+                c,
+                route.anchors.ef_search as usize,
+                &allowed,
+            ),
+            None => Vec::new(),
+        };
+        let lexical = if mode == AnchorMode::Dense {
+            Vec::new()
+        } else {
+            self.index.bm25.search(query, c, &allowed)?
+        };
+
+        let mut candidates: HashMap<u32, Candidate> = HashMap::new();
+        let rrf_k = route.fusion.k as f32;
+        for (rank, &(i, score)) in dense.iter().enumerate() {
+            let e = candidates.entry(i).or_default();
+            e.fused += route.fusion.dense_weight / (rrf_k + rank as f32 + 1.0);
+            e.dense = Some(score);
+            e.anchor = true;
+        }
+        let best_lexical = lexical.first().map_or(1.0, |&(_, s)| s.max(f32::EPSILON));
+        for (rank, &(i, score)) in lexical.iter().enumerate() {
+            let e = candidates.entry(i).or_default();
+            e.fused += route.fusion.lexical_weight / (rrf_k + rank as f32 + 1.0);
+            e.lexical = score / best_lexical;
+            e.anchor = true;
+        }
+
+        let ranking: Vec<(u32, f32)> = match mode {
+            AnchorMode::Bm25 => lexical.clone(),
+            AnchorMode::Dense => dense.clone(),
+            AnchorMode::Hybrid => sorted(candidates.iter().map(|(&i, c)| (i, c.fused))),
+            AnchorMode::Full => {
+                self.expand(route, &mut candidates, &allowed);
+                let q = query_vector.as_deref().unwrap_or(&[]);
+                for (&i, cand) in candidates.iter_mut() {
+                    if cand.dense.is_none() && !q.is_empty() {
+                        cand.dense = Some(crate::embed::dot(q, self.index.vectors.row(i)));
+                    }
+                }
+                let scored = scoring::score(self.index, route, query, &candidates);
+                sorted(scored.into_iter())
+            }
+        };
+
+        let signals_of = |i: u32| -> Signals {
+            let c = candidates.get(&i).copied().unwrap_or_default();
+            Signals {
+                fusion: c.fused,
+                dense: c.dense.unwrap_or(0.0),
+                lexical: c.lexical,
+                ..Signals::default()
+            }
+        };
+        let k = k.unwrap_or(route.selection.top_k as usize);
+        let selected = scoring::select(self.index, route, &ranking, k, query_vector.as_deref());
+        let hits: Vec<Hit> = selected
+            .into_iter()
+            .map(|(i, score)| {
+                let mut signals = signals_of(i);
+                if mode == AnchorMode::Full {
+                    signals = scoring::signals(self.index, route, query, i, &candidates);
+                }
+                self.hit(i, score, signals, route.selection.neighbours)
+            })
+            .collect();
+        let context = assemble_context(&hits);
+        Ok(Answer {
+            hits,
+            context,
+            ranking,
+        })
+    }
+
+    /// Stage 2: adds the window, related and same-clause neighbours of the
+    /// best anchors as candidates.
+    fn expand(
+        &self,
+        route: &RetrievalRouteSpec,
+        candidates: &mut HashMap<u32, Candidate>,
+        allowed: &dyn Fn(u32) -> bool,
+    ) {
+        let store = &self.index.store;
+        let spec = &route.expansion;
+        let anchors: Vec<u32> = sorted(candidates.iter().map(|(&i, c)| (i, c.fused)))
+            .into_iter()
+            .take(spec.anchors as usize)
+            .map(|(i, _)| i)
+            .collect();
+        let mut added: HashSet<u32> = HashSet::new();
+        for &a in &anchors {
+            let doc = store.sentences[a as usize].document;
+            let [start, end] = store.documents[doc as usize].sentences;
+            let w = spec.window;
+            for j in a.saturating_sub(w).max(start)..(a + w + 1).min(end) {
+                added.insert(j);
+            }
+            if spec.related {
+                for &(j, _) in &self.index.related[a as usize] {
+                    added.insert(j);
+                }
+            }
+            if spec.same_clause
+                && let Some(clause) = &store.sentences[a as usize].clause
+            {
+                // The clause continues past the window: its next sentences
+                // up to the next clause, within the document.
+                let mut j = a + w + 1;
+                while j < end && j <= a + 8 {
+                    if store.sentences[j as usize].clause.as_ref() != Some(clause) {
+                        break;
+                    }
+                    added.insert(j);
+                    j += 1;
+                }
+            }
+        }
+        for j in added {
+            if allowed(j) {
+                candidates.entry(j).or_default();
+            }
+        }
+    }
+
+    fn allowed_documents(&self, filter: &Filter) -> Vec<bool> {
+        self.index
+            .store
+            .documents
+            .iter()
+            .map(|d| {
+                let acl_ok = filter.acl.as_ref().is_none_or(|tags| {
+                    tags.iter().any(|t| t == "*") || d.acl.iter().any(|a| tags.contains(a))
+                });
+                let doc_ok = filter
+                    .documents
+                    .as_ref()
+                    .is_none_or(|ids| ids.iter().any(|x| *x == d.key || *x == d.id));
+                acl_ok && doc_ok
+            })
+            .collect()
+    }
+
+    fn hit(&self, i: u32, score: f32, signals: Signals, neighbours: u32) -> Hit {
+        let store = &self.index.store;
+        let s = &store.sentences[i as usize];
+        let doc = &store.documents[s.document as usize];
+        let paragraph = &store.paragraphs[s.paragraph as usize];
+        // The paragraph, or a window of `neighbours` sentences around the
+        // hit when the paragraph is long.
+        let [p_start, p_end] = paragraph.sentences;
+        let (from, to) = if p_end - p_start <= 2 * neighbours + 1 + 4 {
+            (p_start, p_end)
+        } else {
+            (
+                i.saturating_sub(neighbours).max(p_start),
+                (i + neighbours + 1).min(p_end),
+            )
+        };
+        let display = (from..to)
+            .map(|j| store.sentences[j as usize].text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Hit {
+            sentence: i,
+            score,
+            signals,
+            text: s.text.clone(),
+            display,
+            citation: Citation {
+                document: doc.key.clone(),
+                document_id: doc.id.clone(),
+                sentence_id: s.id.clone(),
+                section_path: store.sections[s.section as usize].path.clone(),
+                page: s.page,
+                char_span: s.span,
+            },
+        }
+    }
+}
+
+/// Best first; ties broken by sentence number for determinism.
+fn sorted(items: impl Iterator<Item = (u32, f32)>) -> Vec<(u32, f32)> {
+    let mut v: Vec<(u32, f32)> = items.collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
+}

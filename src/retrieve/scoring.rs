@@ -1,0 +1,185 @@
+//! Stage 3: the composite score and the selection of results.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Candidate, Signals};
+use crate::embed::dot;
+use crate::index::IndexVersion;
+use crate::spec::RetrievalRouteSpec;
+
+/// Words that carry no topic; left out of the structure and entity signals.
+const STOP: &[&str] = &[
+    "the", "and", "for", "that", "this", "with", "what", "which", "when", "where", "who", "how",
+    "does", "are", "was", "were", "from", "into", "any", "all", "there", "their", "have", "has",
+    "been", "shall", "will", "may", "can", "its", "not", "but", "than", "then", "such", "other",
+];
+
+fn query_words(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 3)
+        .map(str::to_lowercase)
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .collect()
+}
+
+/// Signals of one candidate.
+pub(super) fn signals(
+    index: &IndexVersion,
+    route: &RetrievalRouteSpec,
+    query: &str,
+    i: u32,
+    candidates: &HashMap<u32, Candidate>,
+) -> Signals {
+    let _ = route;
+    let store = &index.store;
+    let s = &store.sentences[i as usize];
+    let c = candidates.get(&i).copied().unwrap_or_default();
+    let max_fused = candidates
+        .values()
+        .map(|c| c.fused)
+        .fold(f32::EPSILON, f32::max);
+    let words = query_words(query);
+
+    // Structure: anchors clustering in the same paragraph, query words in
+    // the heading path, definitions, a clause id named in the query.
+    let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
+    let others = (p_start..p_end)
+        .filter(|&j| j != i && candidates.get(&j).is_some_and(|c| c.anchor))
+        .count();
+    let coherence = (others as f32 / 2.0).min(1.0);
+    let path = store.sections[s.section as usize]
+        .path
+        .join(" ")
+        .to_lowercase();
+    let in_path = if words.is_empty() {
+        0.0
+    } else {
+        words.iter().filter(|w| path.contains(w.as_str())).count() as f32 / words.len() as f32
+    };
+    let lower_query = query.to_lowercase();
+    let clause_match = s
+        .clause
+        .as_ref()
+        .is_some_and(|id| id.len() > 1 && lower_query.contains(&id.to_lowercase()));
+    let definition = s.definition && {
+        let text = s.text.to_lowercase();
+        words.iter().any(|w| text.contains(w.as_str()))
+    };
+    let structure = 0.4 * coherence
+        + 0.4 * in_path
+        + 0.1 * f32::from(u8::from(definition))
+        + 0.1 * f32::from(u8::from(clause_match));
+
+    // Provenance: the body counts more than annexes.
+    let provenance = if store.sections[s.section as usize].is_annex {
+        0.0
+    } else {
+        1.0
+    };
+
+    // Entity: the numbers, dates and amounts the query names are present.
+    let wanted: Vec<&str> = lower_query
+        .split(|c: char| c.is_whitespace() || ",;?()".contains(c))
+        .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+        .collect();
+    let entity = if wanted.is_empty() {
+        0.0
+    } else {
+        let text = s.text.to_lowercase();
+        wanted
+            .iter()
+            .filter(|w| text.contains(*w) || s.entities.iter().any(|e| e.contains(*w)))
+            .count() as f32
+            / wanted.len() as f32
+    };
+
+    Signals {
+        fusion: c.fused / max_fused,
+        dense: c.dense.unwrap_or(0.0).max(0.0),
+        lexical: c.lexical,
+        structure,
+        provenance,
+        entity,
+    }
+}
+
+/// The composite score of every candidate.
+pub(super) fn score(
+    index: &IndexVersion,
+    route: &RetrievalRouteSpec,
+    query: &str,
+    candidates: &HashMap<u32, Candidate>,
+) -> Vec<(u32, f32)> {
+    let w = &route.scoring.weights;
+    candidates
+        .keys()
+        .map(|&i| {
+            let s = signals(index, route, query, i, candidates);
+            let composite = w.fusion * s.fusion
+                + w.dense * s.dense
+                + w.lexical * s.lexical
+                + w.structure * s.structure
+                + w.provenance * s.provenance
+                + w.entity * s.entity;
+            (i, composite)
+        })
+        .collect()
+}
+
+/// Picks `k` results from a ranking: threshold, per-document limit and
+/// MMR diversity (when `mmrLambda` < 1).
+pub(super) fn select(
+    index: &IndexVersion,
+    route: &RetrievalRouteSpec,
+    ranking: &[(u32, f32)],
+    k: usize,
+    query: Option<&[f32]>,
+) -> Vec<(u32, f32)> {
+    let spec = &route.selection;
+    let store = &index.store;
+    let mut pool: Vec<(u32, f32)> = ranking
+        .iter()
+        .copied()
+        .filter(|&(_, s)| s >= spec.threshold)
+        .collect();
+    let mut chosen: Vec<(u32, f32)> = Vec::with_capacity(k);
+    let mut per_doc: HashMap<u32, u32> = HashMap::new();
+    let mut seen_text: HashSet<&str> = HashSet::new();
+    let lambda = spec.mmr_lambda.clamp(0.0, 1.0);
+    while chosen.len() < k && !pool.is_empty() {
+        let pick = if lambda < 1.0 && query.is_some() {
+            // MMR: relevance against similarity to what is already chosen.
+            let best = pool
+                .iter()
+                .enumerate()
+                .map(|(n, &(i, s))| {
+                    let redundancy = chosen
+                        .iter()
+                        .map(|&(j, _)| dot(index.vectors.row(i), index.vectors.row(j)))
+                        .fold(0.0, f32::max);
+                    (n, lambda * s - (1.0 - lambda) * redundancy)
+                })
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+            best.map_or(0, |(n, _)| n)
+        } else {
+            0
+        };
+        let (i, s) = pool.remove(pick);
+        let sentence = &store.sentences[i as usize];
+        if spec.max_per_document > 0 {
+            let n = per_doc.entry(sentence.document).or_default();
+            if *n >= spec.max_per_document {
+                continue;
+            }
+            *n += 1;
+        }
+        // The same sentence text twice (boilerplate, repeated clauses) is
+        // one result.
+        if !seen_text.insert(sentence.text.as_str()) {
+            continue;
+        }
+        chosen.push((i, s));
+    }
+    chosen
+}

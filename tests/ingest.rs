@@ -1,0 +1,174 @@
+//! Ingest and query through index versions on disk: re-ingesting an
+//! unchanged corpus reuses its version and embeds nothing, a changed one
+//! re-embeds only new sentences, results are deterministic, and an
+//! unfinished build never becomes visible.
+
+use std::path::Path;
+
+use trellis::embed;
+use trellis::index::{self, IndexVersion};
+use trellis::retrieve::{Filter, Retriever};
+use trellis::spec::{self, Corpus, IndexProfile, RetrievalRoute};
+
+const MANIFESTS: &str = r#"
+apiVersion: trellis.dev/v1alpha1
+kind: IndexProfile
+metadata: {name: p}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: Corpus
+metadata: {name: c}
+spec:
+  profileRef: {name: p}
+  sources: [{path: docs}]
+  acl: [public]
+  storage: {retainVersions: 1}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: RetrievalRoute
+metadata: {name: r}
+spec:
+  corpusRef: {name: c}
+  selection: {topK: 3}
+"#;
+
+fn setup(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(
+        dir.join("docs/contract.txt"),
+        "1. Payment\n\nFees are due within thirty days of the invoice date. Late payments accrue interest of 1.5% per month.\n\n\
+         2. Governing Law\n\nThis Agreement is governed by the laws of the State of New York. The courts of New York County have jurisdiction.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("docs/manual.md"),
+        "# Reset\n\nHold the reset button for five seconds until the light blinks green. The device then restarts.\n",
+    )
+    .unwrap();
+    let loaded = spec::parse_str(MANIFESTS, &dir.join("trellis.yaml")).unwrap();
+    let origin = dir.join("trellis.yaml");
+    let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
+    let profile = spec::select_profile(&loaded, None, &origin).unwrap();
+    let route = spec::select_route(&loaded, None, &origin).unwrap();
+    (corpus.clone(), profile.clone(), route.clone())
+}
+
+fn ingest(dir: &Path, corpus: &Corpus, profile: &IndexProfile) -> index::IngestReport {
+    index::ingest(
+        "c",
+        &corpus.spec,
+        dir,
+        &profile.spec,
+        dir,
+        &dir.join("data"),
+        &|_, _, _| {},
+    )
+    .unwrap()
+}
+
+#[test]
+fn ingest_query_reingest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, route) = setup(dir);
+
+    let first = ingest(dir, &corpus, &profile);
+    assert!(!first.reused);
+    let m = &first.manifest;
+    assert_eq!(m.counts.documents, 2);
+    assert_eq!(m.counts.failed_documents, 0);
+    assert!(m.counts.indexed_sentences >= 6, "{:?}", m.counts);
+    assert_eq!(m.embedded_sentences, m.counts.indexed_sentences);
+    assert!(m.related_edges_within_bound);
+
+    // Unchanged corpus: the same version, nothing embedded.
+    let again = ingest(dir, &corpus, &profile);
+    assert!(again.reused);
+    assert_eq!(again.manifest.version, m.version);
+
+    // Query: the governing-law sentence comes first, with its citation.
+    let version = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    let embedder = embed::from_spec(&version.profile.embedding, None).unwrap();
+    let retriever = Retriever::new(&version, embedder.as_ref()).unwrap();
+    let answer = retriever
+        .retrieve(
+            &route.spec,
+            "Which law governs the agreement?",
+            None,
+            &Filter::default(),
+        )
+        .unwrap();
+    assert_eq!(answer.hits.len(), 3);
+    assert!(
+        answer.hits[0]
+            .text
+            .contains("laws of the State of New York"),
+        "{:?}",
+        answer.hits[0]
+    );
+    assert_eq!(answer.hits[0].citation.document, "docs/contract.txt");
+    assert!(!answer.context.contains(":s"), "context carries no ids");
+    let again = retriever
+        .retrieve(
+            &route.spec,
+            "Which law governs the agreement?",
+            None,
+            &Filter::default(),
+        )
+        .unwrap();
+    let ids = |a: &trellis::retrieve::Answer| a.hits.iter().map(|h| h.sentence).collect::<Vec<_>>();
+    assert_eq!(ids(&answer), ids(&again));
+
+    // ACL: a caller without the tag sees nothing.
+    let hidden = Filter {
+        acl: Some(vec!["legal".into()]),
+        ..Filter::default()
+    };
+    let none = retriever
+        .retrieve(
+            &route.spec,
+            "Which law governs the agreement?",
+            None,
+            &hidden,
+        )
+        .unwrap();
+    assert!(none.hits.is_empty());
+
+    // A changed document: a new version, only the new sentence embedded,
+    // and retention removes the old version.
+    std::fs::write(
+        dir.join("docs/manual.md"),
+        "# Reset\n\nHold the reset button for five seconds until the light blinks green. The device then restarts.\n\nUnplug the charger before cleaning the device.\n",
+    )
+    .unwrap();
+    let changed = ingest(dir, &corpus, &profile);
+    assert!(!changed.reused);
+    assert_ne!(changed.manifest.version, m.version);
+    assert_eq!(changed.manifest.embedded_sentences, 1);
+    assert_eq!(changed.removed, vec![m.version.clone()]);
+    assert_eq!(
+        index::current_version(&dir.join("data"), "c").unwrap(),
+        changed.manifest.version
+    );
+}
+
+#[test]
+fn an_unfinished_build_is_never_current() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, _) = setup(dir);
+    let first = ingest(dir, &corpus, &profile);
+    // A crash mid-build leaves a `.build-*` directory and no manifest.
+    let root = index::corpus_dir(&dir.join("data"), "c");
+    let crashed = root.join(".build-deadbeef-999999999");
+    std::fs::create_dir_all(crashed.join("bm25")).unwrap();
+    std::fs::write(crashed.join("vectors.f32"), b"half").unwrap();
+    assert_eq!(
+        index::current_version(&dir.join("data"), "c").unwrap(),
+        first.manifest.version
+    );
+    IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    // The next ingest cleans it up.
+    ingest(dir, &corpus, &profile);
+    assert!(!crashed.exists());
+}
