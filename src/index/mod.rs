@@ -512,14 +512,13 @@ fn retain(root: &Path, keep: u32) -> Result<Vec<String>, IndexError> {
             versions.push((manifest.created, name));
         }
     }
+    // The current version is always kept and counts towards `keep`.
+    versions.retain(|(_, name)| name != current);
     versions.sort();
-    let keep = keep.max(1) as usize;
+    let keep = keep.max(1) as usize - 1;
     let mut removed = Vec::new();
     let excess = versions.len().saturating_sub(keep);
     for (_, name) in versions.into_iter().take(excess) {
-        if name == current {
-            continue;
-        }
         let path = root.join(&name);
         std::fs::remove_dir_all(&path).map_err(|e| IndexError::io(&path, e))?;
         removed.push(name);
