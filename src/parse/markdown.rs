@@ -621,34 +621,11 @@ fn front_matter_title(front_matter: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::{BlockKind, Section};
+    use crate::parse::BlockKind;
+    use crate::parse::test_support::{blocks, headings, item, paragraph};
 
     fn parse_md(text: &str) -> DocumentTree {
         parse(text, &ParsingSpec::default()).expect("parses")
-    }
-
-    fn blocks(tree: &DocumentTree) -> Vec<BlockKind> {
-        tree.blocks().map(|(_, b)| b.kind.clone()).collect()
-    }
-
-    fn paragraph(text: &str) -> BlockKind {
-        BlockKind::Paragraph { text: text.into() }
-    }
-
-    fn item(depth: u8, marker: &str, text: &str) -> BlockKind {
-        BlockKind::ListItem {
-            text: text.into(),
-            depth,
-            marker: Some(marker.into()),
-        }
-    }
-
-    fn headings(tree: &DocumentTree) -> Vec<(u8, String)> {
-        tree.sections
-            .iter()
-            .skip(1)
-            .map(|s: &Section| (s.level, s.heading()))
-            .collect()
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub mod html;
 pub mod markdown;
 pub mod numerals;
 pub mod pdf;
+#[cfg(test)]
+mod test_support;
 pub mod text;
 pub mod toc;
 mod tree;

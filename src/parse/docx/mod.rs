@@ -268,6 +268,7 @@ fn looks_like_code(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::parse::test_support::{blocks, paragraph};
     use std::io::{Cursor, Write};
 
     use zip::write::SimpleFileOptions;
@@ -311,15 +312,6 @@ mod tests {
         let mut parts = vec![("word/document.xml", document(body))];
         parts.extend(extra.iter().cloned());
         parse(&package(&parts), &ParsingSpec::default()).unwrap()
-    }
-
-    /// Every block's kind in reading order.
-    fn blocks(tree: &DocumentTree) -> Vec<BlockKind> {
-        tree.blocks().map(|(_, b)| b.kind.clone()).collect()
-    }
-
-    fn paragraph(text: &str) -> BlockKind {
-        BlockKind::Paragraph { text: text.into() }
     }
 
     const STYLES: &str = r#"

@@ -117,47 +117,12 @@ fn replay(extracted: Extracted, builder: &mut TreeBuilder) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::Table;
+    use crate::parse::test_support::{blocks, headings, item, tables, texts};
 
     fn parse_html(html: &str) -> DocumentTree {
         match parse(html, &ParsingSpec::default()) {
             Ok(tree) => tree,
             Err(e) => panic!("parse failed: {e}"),
-        }
-    }
-
-    fn headings(tree: &DocumentTree) -> Vec<(u8, String)> {
-        tree.sections
-            .iter()
-            .skip(1)
-            .map(|s| (s.level, s.heading()))
-            .collect()
-    }
-
-    fn blocks(tree: &DocumentTree) -> Vec<BlockKind> {
-        tree.blocks().map(|(_, b)| b.kind.clone()).collect()
-    }
-
-    fn texts(tree: &DocumentTree) -> Vec<String> {
-        tree.blocks()
-            .filter_map(|(_, b)| b.kind.text().map(str::to_string))
-            .collect()
-    }
-
-    fn tables(tree: &DocumentTree) -> Vec<Table> {
-        tree.blocks()
-            .filter_map(|(_, b)| match &b.kind {
-                BlockKind::Table(t) => Some(t.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn item(depth: u8, marker: &str, text: &str) -> BlockKind {
-        BlockKind::ListItem {
-            text: text.into(),
-            depth,
-            marker: Some(marker.into()),
         }
     }
 

@@ -595,6 +595,7 @@ impl ListLevels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::test_support::{blocks, headings, item, paragraph};
 
     #[test]
     fn contents_entries_are_recognised() {
@@ -607,34 +608,10 @@ mod tests {
         assert!(!is_contents_entry("See page 12"));
         assert!(!is_contents_entry("... 12"));
     }
-    use crate::parse::{BlockKind, Section};
+    use crate::parse::BlockKind;
 
     fn parse_text(text: &str) -> DocumentTree {
         parse(text, &ParsingSpec::default()).expect("parses")
-    }
-
-    fn headings(tree: &DocumentTree) -> Vec<(u8, String)> {
-        tree.sections
-            .iter()
-            .skip(1)
-            .map(|s: &Section| (s.level, s.heading()))
-            .collect()
-    }
-
-    fn blocks(tree: &DocumentTree) -> Vec<BlockKind> {
-        tree.blocks().map(|(_, b)| b.kind.clone()).collect()
-    }
-
-    fn paragraph(text: &str) -> BlockKind {
-        BlockKind::Paragraph { text: text.into() }
-    }
-
-    fn item(depth: u8, marker: &str, text: &str) -> BlockKind {
-        BlockKind::ListItem {
-            text: text.into(),
-            depth,
-            marker: Some(marker.into()),
-        }
     }
 
     #[test]
