@@ -250,34 +250,25 @@ impl<'a> XmlReader<'a> {
     /// Walks the rest of the element just opened (after [`Node::Open`]),
     /// handing every element and text to `visit` with the local names of
     /// its ancestors below the opened element.
-    pub fn visit_subtree(
-        &mut self,
-        mut visit: impl FnMut(Visit<'_, 'a>),
-    ) -> Result<(), ParseFailure> {
+    pub fn visit_subtree(&mut self, visit: impl FnMut(Visit<'_, 'a>)) -> Result<(), ParseFailure> {
         let target = self.depth.saturating_sub(1);
-        let mut path: Vec<String> = Vec::new();
-        loop {
-            match self.next()? {
-                Node::Open(element) => {
-                    visit(Visit::Element(&path, &element));
-                    path.push(element.local().to_string());
-                }
-                Node::Leaf(element) => visit(Visit::Element(&path, &element)),
-                Node::Text(text) => visit(Visit::Text(&path, &text)),
-                Node::Close(..) => {
-                    if self.depth == target {
-                        return Ok(());
-                    }
-                    path.pop();
-                }
-                Node::Eof => return Err(self.error("the part ends inside an open element")),
-            }
-        }
+        self.walk(Some(target), visit)
     }
 
     /// Walks a whole part from its start, like [`XmlReader::visit_subtree`]
     /// with the root element's name first in every path.
-    pub fn visit_all(&mut self, mut visit: impl FnMut(Visit<'_, 'a>)) -> Result<(), ParseFailure> {
+    pub fn visit_all(&mut self, visit: impl FnMut(Visit<'_, 'a>)) -> Result<(), ParseFailure> {
+        self.walk(None, visit)
+    }
+
+    /// Hands every node to `visit` until the element closing back to depth
+    /// `until` (then the end of the part is an error), or to the end of the
+    /// part when `until` is `None`.
+    fn walk(
+        &mut self,
+        until: Option<u32>,
+        mut visit: impl FnMut(Visit<'_, 'a>),
+    ) -> Result<(), ParseFailure> {
         let mut path: Vec<String> = Vec::new();
         loop {
             match self.next()? {
@@ -288,7 +279,13 @@ impl<'a> XmlReader<'a> {
                 Node::Leaf(element) => visit(Visit::Element(&path, &element)),
                 Node::Text(text) => visit(Visit::Text(&path, &text)),
                 Node::Close(..) => {
+                    if until == Some(self.depth) {
+                        return Ok(());
+                    }
                     path.pop();
+                }
+                Node::Eof if until.is_some() => {
+                    return Err(self.error("the part ends inside an open element"));
                 }
                 Node::Eof => return Ok(()),
             }
