@@ -10,29 +10,17 @@
 //! same sentences, model directory and cores, and prints the ratio and the
 //! cosine agreement.
 
-use std::path::PathBuf;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::time::Instant;
 
 use trellis::embed::{self, Embedder, LocalEmbedder};
 use trellis::spec::EmbeddingSpec;
 
-fn eval_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("TRELLIS_EVAL_DIR") {
-        return PathBuf::from(dir);
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        manifest.join("../shared/eval"),
-        manifest.join("../../shared/eval"),
-    ]
-    .into_iter()
-    .find(|c| c.join("README.md").is_file())
-    .unwrap_or_else(|| PathBuf::from("/work/shared/eval"))
-}
-
 /// The first `n` sentences of the SciFact corpus, in file order.
 fn sentences(n: usize) -> Vec<String> {
-    let path = eval_dir().join("scifact/corpus.jsonl");
+    let path = common::eval_dir().join("scifact/corpus.jsonl");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = Vec::with_capacity(n);
     for line in text.lines() {

@@ -11,6 +11,9 @@
 //! `scripts/bench.py` runs this beside LangChain's and chonkie's recursive
 //! chunkers and pySBD on the same texts and prints the ratios.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -33,20 +36,6 @@ impl Corpus {
     fn bytes(&self) -> usize {
         self.documents.iter().map(|(_, b, _)| b.len()).sum()
     }
-}
-
-fn eval_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("TRELLIS_EVAL_DIR") {
-        return PathBuf::from(dir);
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        manifest.join("../shared/eval"),
-        manifest.join("../../shared/eval"),
-    ]
-    .into_iter()
-    .find(|c| c.join("README.md").is_file())
-    .unwrap_or_else(|| PathBuf::from("/work/shared/eval"))
 }
 
 /// SQuAD articles: each article's contexts joined by blank lines, the way a
@@ -149,7 +138,7 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let selected = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
-    let eval = eval_dir();
+    let eval = common::eval_dir();
     let squad = squad(&eval);
     let md = folder(
         &eval,
