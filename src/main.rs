@@ -171,17 +171,23 @@ impl ProfileArgs {
         let (spec, base) = match &self.manifest {
             Some(path) => {
                 let manifests = spec::load_path(path)?;
-                let profile = spec::select_profile(&manifests, self.profile.as_deref(), path)?;
-                let base = if path.is_dir() {
-                    Some(path.clone())
-                } else {
-                    path.parent().map(Path::to_path_buf)
-                };
-                (profile.spec.clone(), base)
+                let (profile, _) = spec::select_profile(&manifests, self.profile.as_deref(), path)?;
+                (profile.spec.clone(), Some(manifest_dir(path)))
             }
             None => (IndexProfileSpec::default(), None),
         };
         Pipeline::new(&spec, base.as_deref()).context("preparing the profile")
+    }
+}
+
+/// The directory relative paths in a manifest resolve against: the
+/// directory given, or the directory of the file given.
+fn manifest_dir(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.to_path_buf()
+    } else {
+        path.parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     }
 }
 

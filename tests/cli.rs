@@ -237,7 +237,7 @@ fn parse_prints_the_canonical_text_and_the_skeleton() {
 fn the_example_profile_spells_out_exactly_the_defaults() {
     let path = root().join("examples/profile.yaml");
     let manifests = trellis::spec::load_path(&path).unwrap();
-    let profile = trellis::spec::select_profile(&manifests, None, &path).unwrap();
+    let (profile, _) = trellis::spec::select_profile(&manifests, None, &path).unwrap();
     let mut expected = trellis::spec::IndexProfileSpec::default();
     // The one setting the example changes: token counting with the model's
     // tokenizer instead of words.

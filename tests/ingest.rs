@@ -48,8 +48,8 @@ fn setup(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
     let loaded = spec::parse_str(MANIFESTS, &dir.join("trellis.yaml")).unwrap();
     let origin = dir.join("trellis.yaml");
     let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
-    let profile = spec::select_profile(&loaded, None, &origin).unwrap();
-    let route = spec::select_route(&loaded, None, &origin).unwrap();
+    let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
+    let (route, _) = spec::select_route(&loaded, None, &origin).unwrap();
     (corpus.clone(), profile.clone(), route.clone())
 }
 

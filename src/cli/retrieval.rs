@@ -13,23 +13,13 @@ use trellis::index::{self, IndexVersion};
 use trellis::retrieve::{Filter, Retriever};
 use trellis::spec::{self, AnchorMode};
 
-/// Exit status when some documents failed and the others were indexed.
-const EXIT_PARTIAL: u8 = 3;
+use super::{EXIT_PARTIAL, manifest_dir};
 
 /// The data directory: `--data-dir`, else `$TRELLIS_DATA_DIR`, else
 /// `./.trellis`.
 pub fn data_dir(flag: Option<PathBuf>) -> PathBuf {
     flag.or_else(|| std::env::var_os("TRELLIS_DATA_DIR").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(".trellis"))
-}
-
-fn manifest_dir(path: &Path) -> PathBuf {
-    if path.is_dir() {
-        path.to_path_buf()
-    } else {
-        path.parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-    }
 }
 
 pub fn ingest(
@@ -42,18 +32,10 @@ pub fn ingest(
     let (corpus_res, corpus_file) = spec::select_corpus(&loaded, corpus, manifests)?;
     let corpus_name = corpus_res.metadata.name.clone().unwrap_or_default();
     let profile_name = &corpus_res.spec.profile_ref.name;
-    let profile =
-        spec::select_profile(&loaded, Some(profile_name), manifests).with_context(|| {
+    let (profile, profile_file) = spec::select_profile(&loaded, Some(profile_name), manifests)
+        .with_context(|| {
             format!("corpus {corpus_name:?} refers to IndexProfile {profile_name:?}")
         })?;
-    let profile_file = loaded
-        .iter()
-        .find(|m| {
-            m.manifest
-                .as_index_profile()
-                .is_some_and(|p| std::ptr::eq(p, profile))
-        })
-        .map_or(manifests, |m| m.path.as_path());
 
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} {elapsed}")
@@ -155,7 +137,7 @@ pub fn query(
     json: bool,
 ) -> Result<ExitCode> {
     let loaded = spec::load_path(manifests)?;
-    let route = spec::select_route(&loaded, route_name, manifests)?;
+    let (route, _) = spec::select_route(&loaded, route_name, manifests)?;
     let mut route_spec = route.spec.clone();
     if let Some(mode) = mode {
         route_spec.anchors.mode = mode;

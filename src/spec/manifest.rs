@@ -218,12 +218,14 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
     Ok(loaded)
 }
 
-/// The one `IndexProfile` among `manifests` (or the one called `name`).
+/// The one `IndexProfile` among `manifests` (or the one called `name`),
+/// with the file it was read from (relative paths in it resolve against
+/// that file's directory).
 pub fn select_profile<'a>(
     manifests: &'a [LoadedManifest],
     name: Option<&str>,
     origin: &Path,
-) -> Result<&'a IndexProfile, ManifestError> {
+) -> Result<(&'a IndexProfile, &'a Path), ManifestError> {
     select(
         manifests,
         name,
@@ -238,26 +240,18 @@ pub fn select_profile<'a>(
 pub fn select_corpus<'a>(
     manifests: &'a [LoadedManifest],
     name: Option<&str>,
-    origin: &'a Path,
+    origin: &Path,
 ) -> Result<(&'a Corpus, &'a Path), ManifestError> {
-    let corpus = select(manifests, name, origin, "Corpus", Manifest::as_corpus)?;
-    let path = manifests
-        .iter()
-        .find(|m| {
-            m.manifest
-                .as_corpus()
-                .is_some_and(|c| std::ptr::eq(c, corpus))
-        })
-        .map_or(origin, |m| m.path.as_path());
-    Ok((corpus, path))
+    select(manifests, name, origin, "Corpus", Manifest::as_corpus)
 }
 
-/// The one `RetrievalRoute` among `manifests` (or the one called `name`).
+/// The one `RetrievalRoute` among `manifests` (or the one called `name`),
+/// with the file it was read from.
 pub fn select_route<'a>(
     manifests: &'a [LoadedManifest],
     name: Option<&str>,
     origin: &Path,
-) -> Result<&'a RetrievalRoute, ManifestError> {
+) -> Result<(&'a RetrievalRoute, &'a Path), ManifestError> {
     select(
         manifests,
         name,
@@ -273,14 +267,14 @@ fn select<'a, T>(
     origin: &Path,
     kind: &'static str,
     view: fn(&Manifest) -> Option<&T>,
-) -> Result<&'a T, ManifestError> {
-    let found: Vec<&T> = manifests
+) -> Result<(&'a T, &'a Path), ManifestError> {
+    let found: Vec<(&T, &Path)> = manifests
         .iter()
         .filter(|m| name.is_none_or(|n| m.manifest.name() == n))
-        .filter_map(|m| view(&m.manifest))
+        .filter_map(|m| view(&m.manifest).map(|r| (r, m.path.as_path())))
         .collect();
     match found.as_slice() {
-        [one] => Ok(one),
+        [one] => Ok(*one),
         [] => Err(ManifestError::Missing {
             path: origin.to_path_buf(),
             kind,
@@ -396,7 +390,7 @@ spec:
             Some(&["legal".to_string()][..])
         );
         assert_eq!(corpus.spec.storage.retain_versions, 2);
-        let route = select_route(&loaded, Some("qa"), Path::new("x")).unwrap();
+        let (route, _) = select_route(&loaded, Some("qa"), Path::new("x")).unwrap();
         assert_eq!(route.spec.selection.top_k, 3);
         assert_eq!(route.spec.fusion.k, 60);
         assert!(select_profile(&loaded, None, Path::new("x")).is_err());
