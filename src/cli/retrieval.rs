@@ -144,8 +144,7 @@ pub fn query(
     }
     let corpus = &route_spec.corpus_ref.name;
     let index = IndexVersion::open(data_dir, corpus, index_version)?;
-    let embedder = embed::from_spec(&index.profile.embedding, Some(&manifest_dir(manifests)))
-        .or_else(|_| embed::from_spec(&index.profile.embedding, None))?;
+    let embedder = embed::from_spec(&index.profile.embedding, None)?;
     let retriever = Retriever::new(&index, embedder.as_ref())?;
     let answer = retriever.retrieve(&route_spec, question, k, &Filter::default())?;
     if json {

@@ -86,6 +86,19 @@ pub fn from_spec(
     }
 }
 
+/// The spec with a relative `path` made absolute against `base_dir` (the
+/// manifest's directory), so that it can be recorded with an index version
+/// and loaded again from anywhere.
+pub fn with_resolved_path(spec: &EmbeddingSpec, base_dir: Option<&Path>) -> EmbeddingSpec {
+    let mut spec = spec.clone();
+    if let (Some(path), Some(base)) = (&spec.path, base_dir)
+        && Path::new(path).is_relative()
+    {
+        spec.path = Some(base.join(path).display().to_string());
+    }
+    spec
+}
+
 /// Where a local model lives: `spec.path` when set (relative to the
 /// manifest), else `spec.model` as a directory name in the model cache.
 pub fn resolve_model_dir(
@@ -144,4 +157,23 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
         }
     }
     acc.iter().sum::<f32>() + tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_model_paths_resolve_against_the_manifest_only() {
+        let relative = EmbeddingSpec {
+            path: Some("models/minilm".into()),
+            ..EmbeddingSpec::default()
+        };
+        let base = Path::new("/etc/trellis");
+        let resolved = with_resolved_path(&relative, Some(base));
+        assert_eq!(resolved.path.as_deref(), Some("/etc/trellis/models/minilm"));
+        assert_eq!(with_resolved_path(&resolved, Some(Path::new("/x"))), resolved);
+        let cached = EmbeddingSpec::default();
+        assert_eq!(with_resolved_path(&cached, Some(base)), cached);
+    }
 }

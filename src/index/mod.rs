@@ -5,7 +5,7 @@
 //!     current                 the served version's name (replaced atomically)
 //!     <version>/              one immutable index version
 //!         manifest.json       format version, profile hash, model, counts, timings
-//!         profile.json        the IndexProfile spec it was built with
+//!         profile.json        the IndexProfile spec it was built with (model path made absolute)
 //!         skeleton.json       the skeleton store (store.rs)
 //!         vectors.f32         sentence vectors (vectors.rs)
 //!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
@@ -199,7 +199,6 @@ pub fn ingest(
     let result = build_version(
         corpus_name,
         &version,
-        corpus,
         profile,
         profile_base,
         data_dir,
@@ -258,7 +257,6 @@ fn version_hash(
 fn build_version(
     corpus_name: &str,
     version: &str,
-    corpus: &CorpusSpec,
     profile: &IndexProfileSpec,
     profile_base: &Path,
     data_dir: &Path,
@@ -268,7 +266,6 @@ fn build_version(
     progress: Progress<'_>,
     started: Instant,
 ) -> Result<VersionManifest, IndexError> {
-    let _ = corpus;
     let mut timings = Timings::default();
     let pipeline = Pipeline::new(profile, Some(profile_base))
         .map_err(|e| IndexError::Profile(e.to_string()))?;
@@ -324,7 +321,11 @@ fn build_version(
 
     // Embed the indexed sentences, through the cache.
     let t = Instant::now();
-    let embedder = embed::from_spec(&profile.embedding, Some(profile_base))?;
+    // The version records where the model was found, so that queries load
+    // the same directory whichever manifest they start from.
+    let mut recorded = profile.clone();
+    recorded.embedding = embed::with_resolved_path(&profile.embedding, Some(profile_base));
+    let embedder = embed::from_spec(&recorded.embedding, None)?;
     let dims = embedder.dimensions();
     let rows: Vec<u32> = (0..store.sentences.len() as u32)
         .filter(|&i| store.sentences[i as usize].indexed)
@@ -395,7 +396,7 @@ fn build_version(
     progress("links", 1, 1);
     write_json(&dir.join("related.json"), &related)?;
     write_json(&dir.join("skeleton.json"), &store)?;
-    write_json(&dir.join("profile.json"), profile)?;
+    write_json(&dir.join("profile.json"), &recorded)?;
 
     timings.total = started.elapsed().as_secs_f64();
     let bound = profile.semantic_links.max_per_sentence as usize * rows.len();
