@@ -81,6 +81,8 @@ pub struct BertModel {
     layers: Vec<Layer>,
     eps: f32,
     activation: Activation,
+    /// BLAKE3 of `model.safetensors`, in hex.
+    weights_hash: String,
 }
 
 #[derive(Clone, Copy)]
@@ -144,6 +146,7 @@ impl BertModel {
         // returns; every tensor is copied out of it.
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| EmbedError::model(&weights_path, e.to_string()))?;
+        let weights_hash = blake3::hash(&map).to_hex().to_string();
         let tensors = SafeTensors::deserialize(&map)
             .map_err(|e| EmbedError::model(&weights_path, e.to_string()))?;
         let reader = TensorReader {
@@ -200,7 +203,14 @@ impl BertModel {
             embeddings_norm,
             layers,
             activation,
+            weights_hash,
         })
+    }
+
+    /// BLAKE3 of the weights file, in hex: identifies the weights whatever
+    /// the directory is called.
+    pub fn weights_hash(&self) -> &str {
+        &self.weights_hash
     }
 
     pub fn hidden_size(&self) -> usize {

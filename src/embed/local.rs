@@ -89,7 +89,7 @@ impl LocalEmbedder {
             ));
         }
 
-        let mut model_id = model_id(dir, &spec.model)?;
+        let mut model_id = model_id(&model, &spec.model);
         if !spec.document_prefix.is_empty() {
             // A document prefix changes every vector: cached vectors made
             // without it must not be reused.
@@ -247,12 +247,6 @@ fn read_max_seq_length(dir: &Path) -> Result<Option<usize>, EmbedError> {
 /// `<name>@<hash>`: the configured model name and the first 12 hex digits
 /// of the BLAKE3 hash of its weights, so that different weights under one
 /// name never share cached vectors.
-fn model_id(dir: &Path, name: &str) -> Result<String, EmbedError> {
-    let path = dir.join("model.safetensors");
-    let file = std::fs::File::open(&path).map_err(|e| EmbedError::model(&path, e.to_string()))?;
-    let mut hasher = blake3::Hasher::new();
-    hasher
-        .update_reader(file)
-        .map_err(|e| EmbedError::model(&path, e.to_string()))?;
-    Ok(format!("{name}@{}", &hasher.finalize().to_hex()[..12]))
+fn model_id(model: &BertModel, name: &str) -> String {
+    format!("{name}@{}", &model.weights_hash()[..12])
 }

@@ -172,7 +172,10 @@ mod tests {
         let base = Path::new("/etc/trellis");
         let resolved = with_resolved_path(&relative, Some(base));
         assert_eq!(resolved.path.as_deref(), Some("/etc/trellis/models/minilm"));
-        assert_eq!(with_resolved_path(&resolved, Some(Path::new("/x"))), resolved);
+        assert_eq!(
+            with_resolved_path(&resolved, Some(Path::new("/x"))),
+            resolved
+        );
         let cached = EmbeddingSpec::default();
         assert_eq!(with_resolved_path(&cached, Some(base)), cached);
     }
