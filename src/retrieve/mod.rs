@@ -195,9 +195,12 @@ impl<'a> Retriever<'a> {
             e.anchor = true;
         }
 
+        // Full mode scores with query features; the other modes rank by
+        // their anchor lists alone.
+        let mut features = None;
         let ranking: Vec<(u32, f32)> = match mode {
-            AnchorMode::Bm25 => lexical.clone(),
-            AnchorMode::Dense => dense.clone(),
+            AnchorMode::Bm25 => lexical,
+            AnchorMode::Dense => dense,
             AnchorMode::Hybrid => sorted(candidates.iter().map(|(&i, c)| (i, c.fused))),
             AnchorMode::Full => {
                 self.expand(route, &mut candidates, &allowed);
@@ -207,8 +210,8 @@ impl<'a> Retriever<'a> {
                         cand.dense = Some(crate::embed::dot(q, self.index.vectors.row(i)));
                     }
                 }
-                let scored = scoring::score(self.index, route, query, &candidates);
-                sorted(scored.into_iter())
+                let f = features.insert(scoring::QueryFeatures::new(query, &candidates));
+                sorted(scoring::score(self.index, route, f, &candidates).into_iter())
             }
         };
 
@@ -226,10 +229,10 @@ impl<'a> Retriever<'a> {
         let hits: Vec<Hit> = selected
             .into_iter()
             .map(|(i, score)| {
-                let mut signals = signals_of(i);
-                if mode == AnchorMode::Full {
-                    signals = scoring::signals(self.index, route, query, i, &candidates);
-                }
+                let signals = match &features {
+                    Some(f) => scoring::signals(self.index, f, i, &candidates),
+                    None => signals_of(i),
+                };
                 self.hit(i, score, signals, route.selection.neighbours)
             })
             .collect();

@@ -23,23 +23,49 @@ fn query_words(query: &str) -> Vec<String> {
         .collect()
 }
 
+/// What scoring needs of the query, worked out once per query rather than
+/// once per candidate.
+pub(super) struct QueryFeatures {
+    /// Topic words (three letters or more, stop words left out).
+    words: Vec<String>,
+    lower: String,
+    /// Tokens with a digit: numbers, dates, amounts, clause ids.
+    wanted: Vec<String>,
+    /// The best fused score among the candidates, which scales the rest.
+    max_fused: f32,
+}
+
+impl QueryFeatures {
+    pub(super) fn new(query: &str, candidates: &HashMap<u32, Candidate>) -> Self {
+        let lower = query.to_lowercase();
+        let wanted = lower
+            .split(|c: char| c.is_whitespace() || ",;?()".contains(c))
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_string)
+            .collect();
+        Self {
+            words: query_words(query),
+            wanted,
+            lower,
+            max_fused: candidates
+                .values()
+                .map(|c| c.fused)
+                .fold(f32::EPSILON, f32::max),
+        }
+    }
+}
+
 /// Signals of one candidate.
 pub(super) fn signals(
     index: &IndexVersion,
-    route: &RetrievalRouteSpec,
-    query: &str,
+    query: &QueryFeatures,
     i: u32,
     candidates: &HashMap<u32, Candidate>,
 ) -> Signals {
-    let _ = route;
     let store = &index.store;
     let s = &store.sentences[i as usize];
     let c = candidates.get(&i).copied().unwrap_or_default();
-    let max_fused = candidates
-        .values()
-        .map(|c| c.fused)
-        .fold(f32::EPSILON, f32::max);
-    let words = query_words(query);
+    let words = &query.words;
 
     // Structure: anchors clustering in the same paragraph, query words in
     // the heading path, definitions, a clause id named in the query.
@@ -57,11 +83,10 @@ pub(super) fn signals(
     } else {
         words.iter().filter(|w| path.contains(w.as_str())).count() as f32 / words.len() as f32
     };
-    let lower_query = query.to_lowercase();
     let clause_match = s
         .clause
         .as_ref()
-        .is_some_and(|id| id.len() > 1 && lower_query.contains(&id.to_lowercase()));
+        .is_some_and(|id| id.len() > 1 && query.lower.contains(&id.to_lowercase()));
     let definition = s.definition && {
         let text = s.text.to_lowercase();
         words.iter().any(|w| text.contains(w.as_str()))
@@ -79,23 +104,22 @@ pub(super) fn signals(
     };
 
     // Entity: the numbers, dates and amounts the query names are present.
-    let wanted: Vec<&str> = lower_query
-        .split(|c: char| c.is_whitespace() || ",;?()".contains(c))
-        .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
-        .collect();
-    let entity = if wanted.is_empty() {
+    let entity = if query.wanted.is_empty() {
         0.0
     } else {
         let text = s.text.to_lowercase();
-        wanted
+        query
+            .wanted
             .iter()
-            .filter(|w| text.contains(*w) || s.entities.iter().any(|e| e.contains(*w)))
+            .filter(|w| {
+                text.contains(w.as_str()) || s.entities.iter().any(|e| e.contains(w.as_str()))
+            })
             .count() as f32
-            / wanted.len() as f32
+            / query.wanted.len() as f32
     };
 
     Signals {
-        fusion: c.fused / max_fused,
+        fusion: c.fused / query.max_fused,
         dense: c.dense.unwrap_or(0.0).max(0.0),
         lexical: c.lexical,
         structure,
@@ -108,14 +132,14 @@ pub(super) fn signals(
 pub(super) fn score(
     index: &IndexVersion,
     route: &RetrievalRouteSpec,
-    query: &str,
+    query: &QueryFeatures,
     candidates: &HashMap<u32, Candidate>,
 ) -> Vec<(u32, f32)> {
     let w = &route.scoring.weights;
     candidates
         .keys()
         .map(|&i| {
-            let s = signals(index, route, query, i, candidates);
+            let s = signals(index, query, i, candidates);
             let composite = w.fusion * s.fusion
                 + w.dense * s.dense
                 + w.lexical * s.lexical
