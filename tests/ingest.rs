@@ -172,3 +172,21 @@ fn an_unfinished_build_is_never_current() {
     ingest(dir, &corpus, &profile);
     assert!(!crashed.exists());
 }
+
+#[test]
+fn a_bad_document_is_counted_and_the_rest_are_indexed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, _) = setup(dir);
+    std::fs::write(dir.join("docs/empty.md"), b"").unwrap();
+    std::fs::write(dir.join("docs/broken.docx"), b"PK\x03\x04 not really a zip").unwrap();
+    let report = ingest(dir, &corpus, &profile);
+    let m = &report.manifest;
+    assert_eq!(m.counts.documents, 2);
+    assert_eq!(m.counts.failed_documents, 2);
+    let mut failed: Vec<&str> = m.failed.iter().map(|f| f.key.as_str()).collect();
+    failed.sort();
+    assert_eq!(failed, ["docs/broken.docx", "docs/empty.md"]);
+    assert!(m.failed.iter().all(|f| !f.reason.is_empty()));
+    IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+}

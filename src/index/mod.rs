@@ -282,12 +282,9 @@ fn build_version(
             let result = content
                 .map_err(|e| format!("cannot read: {e}"))
                 .and_then(|bytes| {
-                    let format =
-                        crate::parse::Format::from_extension(&doc.path).ok_or_else(|| {
-                            "unknown file type (known: .md, .html, .htm, .txt, .docx)".to_string()
-                        })?;
-                    pipeline
-                        .process_bytes(&doc.key, &bytes, format)
+                    // The same format choice as `trellis parse` and `chunk`.
+                    crate::parse::detect_format(&doc.path, &bytes)
+                        .and_then(|format| pipeline.process_bytes(&doc.key, &bytes, format))
                         .map_err(|e| e.to_string())
                 });
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
