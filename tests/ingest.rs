@@ -88,6 +88,9 @@ fn ingest_query_reingest() {
 
     // Query: the governing-law sentence comes first, with its citation.
     let version = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    // The reloaded graph holds every indexed sentence (its size decides
+    // between exact and graph search).
+    assert_eq!(version.graph.len(), m.counts.indexed_sentences);
     let embedder = embed::from_spec(&version.profile.embedding, None).unwrap();
     let retriever = Retriever::new(&version, embedder.as_ref()).unwrap();
     let answer = retriever

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::store::SkeletonStore;
-use super::vectors::{HnswGraph, Vectors};
+use super::vectors::{self, HnswGraph, Vectors};
 use crate::spec::SemanticLinksSpec;
 
 /// One directed link.
@@ -15,10 +15,6 @@ pub struct RelatedEdge {
     pub to: u32,
     pub similarity: f32,
 }
-
-/// Below this many indexed sentences neighbours are found exactly; above
-/// it through the HNSW graph.
-pub const EXACT_BELOW: usize = 5000;
 
 /// Links every indexed sentence to at most `maxPerSentence` others with
 /// similarity at or above `threshold`, best first; with `crossChunkOnly`,
@@ -45,11 +41,7 @@ pub fn build(
         .par_iter()
         .map(|&from| {
             let query = vectors.row(from);
-            let found = if rows.len() < EXACT_BELOW {
-                vectors.exact_search(query, fetch, &indexed)
-            } else {
-                graph.search(vectors, query, fetch, 64.max(fetch), &indexed)
-            };
+            let found = vectors::nearest(vectors, graph, query, fetch, 64.max(fetch), &indexed);
             found
                 .into_iter()
                 .filter(|&(to, sim)| {

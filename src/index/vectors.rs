@@ -16,6 +16,28 @@ use crate::embed::dot;
 
 const HNSW_BASENAME: &str = "hnsw";
 
+/// Below this many indexed sentences neighbours are found exactly (faster
+/// than the graph at that size, and exact); above it through the graph.
+pub const EXACT_BELOW: usize = 5000;
+
+/// The `k` nearest indexed sentences to `query` among those `allowed`,
+/// best first: exact search on small indexes, else the HNSW graph with
+/// search list `ef`, rescored exactly.
+pub fn nearest(
+    vectors: &Vectors,
+    graph: &HnswGraph,
+    query: &[f32],
+    k: usize,
+    ef: usize,
+    allowed: &dyn Fn(u32) -> bool,
+) -> Vec<(u32, f32)> {
+    if graph.len() < EXACT_BELOW {
+        vectors.exact_search(query, k, allowed)
+    } else {
+        graph.search(vectors, query, k, ef, allowed)
+    }
+}
+
 /// All sentence vectors, row-major.
 pub struct Vectors {
     pub dims: usize,

@@ -25,7 +25,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::embed::{EmbedError, Embedder};
-use crate::index::links::EXACT_BELOW;
+use crate::index::vectors;
 use crate::index::{IndexError, IndexVersion};
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
 
@@ -161,11 +161,9 @@ impl<'a> Retriever<'a> {
             Some(self.embedder.embed_query(query)?)
         };
         let dense = match &query_vector {
-            Some(q) if self.index.manifest.counts.indexed_sentences < EXACT_BELOW => {
-                self.index.vectors.exact_search(q, c, &allowed)
-            }
-            Some(q) => self.index.graph.search(
+            Some(q) => vectors::nearest(
                 &self.index.vectors,
+                &self.index.graph,
                 q,
                 c,
                 route.anchors.ef_search as usize,
