@@ -13,6 +13,7 @@
 pub mod chunk;
 pub mod embed;
 pub mod enrich;
+pub mod eval;
 pub mod index;
 pub mod parse;
 pub mod pipeline;

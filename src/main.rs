@@ -18,6 +18,8 @@ use trellis::pipeline::{Pipeline, ProcessedDocument};
 use trellis::skeleton::Skeleton;
 use trellis::spec::{self, AnchorMode, IndexProfileSpec};
 
+#[path = "cli/eval.rs"]
+mod eval;
 #[path = "cli/retrieval.rs"]
 mod retrieval;
 
@@ -121,6 +123,37 @@ enum Command {
         #[arg(long)]
         index_version: Option<String>,
         /// Print results, signals, context and citations as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure retrieval on a public dataset: index it (cached under the
+    /// data directory by content and profile) and score its queries.
+    Eval {
+        /// `beir:DIR` (corpus.jsonl, queries.jsonl, qrels/), `squad:FILE`
+        /// (SQuAD JSON) or `cuad:DIR` (contracts/, master_clauses.csv,
+        /// categories.json).
+        #[arg(long)]
+        dataset: String,
+        /// Which judgements: BEIR's qrels file name (default test, else
+        /// dev, else train); a label for the others.
+        #[arg(long)]
+        split: Option<String>,
+        /// Override the route's anchor mode.
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
+        /// Manifests holding the IndexProfile and RetrievalRoute to
+        /// evaluate (default: the documented defaults).
+        #[arg(short = 'f', long = "file")]
+        manifests: Option<PathBuf>,
+        /// Which IndexProfile, when the manifests hold several.
+        #[arg(long)]
+        profile: Option<String>,
+        /// Which RetrievalRoute, when the manifests hold several.
+        #[arg(long)]
+        route: Option<String>,
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Print one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -265,6 +298,25 @@ fn run(command: Command) -> Result<ExitCode> {
             index_version.as_deref(),
             json,
         ),
+        Command::Eval {
+            dataset,
+            split,
+            mode,
+            manifests,
+            profile,
+            route,
+            data_dir,
+            json,
+        } => eval::eval(&eval::EvalArgs {
+            dataset: &dataset,
+            split: split.as_deref(),
+            mode: mode.map(Into::into),
+            manifests: manifests.as_deref(),
+            profile: profile.as_deref(),
+            route: route.as_deref(),
+            data_dir: retrieval::data_dir(data_dir),
+            json,
+        }),
     }
 }
 

@@ -37,26 +37,7 @@ pub fn ingest(
             format!("corpus {corpus_name:?} refers to IndexProfile {profile_name:?}")
         })?;
 
-    let bars = MultiProgress::new();
-    let style = ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} {elapsed}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    let current: Mutex<Option<(String, ProgressBar)>> = Mutex::new(None);
-    let progress = |stage: &str, done: u64, total: u64| {
-        let Ok(mut slot) = current.lock() else { return };
-        if slot.as_ref().is_none_or(|(s, _)| s != stage) {
-            if let Some((_, bar)) = slot.take() {
-                bar.finish();
-            }
-            let bar = bars.add(ProgressBar::new(total).with_style(style.clone()));
-            bar.set_prefix(stage.to_string());
-            *slot = Some((stage.to_string(), bar));
-        }
-        if let Some((_, bar)) = slot.as_ref() {
-            bar.set_length(total);
-            bar.set_position(done);
-        }
-    };
+    let bars = StageBars::new();
     let report = index::ingest(
         &corpus_name,
         &corpus_res.spec,
@@ -64,13 +45,9 @@ pub fn ingest(
         &profile.spec,
         &manifest_dir(profile_file),
         data_dir,
-        &progress,
+        &|stage: &str, done, total| bars.update(stage, done, total),
     )?;
-    if let Ok(mut slot) = current.lock()
-        && let Some((_, bar)) = slot.take()
-    {
-        bar.finish();
-    }
+    bars.finish();
 
     let m = &report.manifest;
     if json {
@@ -180,6 +157,54 @@ pub fn query(
         println!("{cite}\n");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One progress bar per stage of a long run (parse, embed, …, query),
+/// each replacing the last when its stage begins.
+pub struct StageBars {
+    bars: MultiProgress,
+    style: ProgressStyle,
+    current: Mutex<Option<(String, ProgressBar)>>,
+}
+
+impl StageBars {
+    pub fn new() -> Self {
+        Self {
+            bars: MultiProgress::new(),
+            style: ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            current: Mutex::new(None),
+        }
+    }
+
+    pub fn update(&self, stage: &str, done: u64, total: u64) {
+        let Ok(mut slot) = self.current.lock() else {
+            return;
+        };
+        if slot.as_ref().is_none_or(|(s, _)| s != stage) {
+            if let Some((_, bar)) = slot.take() {
+                bar.finish();
+            }
+            let bar = self
+                .bars
+                .add(ProgressBar::new(total).with_style(self.style.clone()));
+            bar.set_prefix(stage.to_string());
+            *slot = Some((stage.to_string(), bar));
+        }
+        if let Some((_, bar)) = slot.as_ref() {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Ok(mut slot) = self.current.lock()
+            && let Some((_, bar)) = slot.take()
+        {
+            bar.finish();
+        }
+    }
 }
 
 /// ANSI bold on a terminal, `**…**` otherwise.

@@ -74,6 +74,16 @@ impl EmbeddingCache {
         embedder: &dyn Embedder,
         texts: &[&str],
     ) -> Result<(Vec<Vec<f32>>, CacheStats), EmbedError> {
+        self.embed_with(texts, |todo| embedder.embed_documents(todo))
+    }
+
+    /// Like [`embed`](Self::embed), with `encode` embedding the texts not
+    /// cached (a cache opened for queries passes the query encoder).
+    pub fn embed_with(
+        &mut self,
+        texts: &[&str],
+        encode: impl FnOnce(&[&str]) -> Result<Vec<Vec<f32>>, EmbedError>,
+    ) -> Result<(Vec<Vec<f32>>, CacheStats), EmbedError> {
         let keys: Vec<Key> = texts.iter().map(|t| key(t)).collect();
         let mut missing: Vec<usize> = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -86,7 +96,7 @@ impl EmbeddingCache {
         let fresh = if todo.is_empty() {
             Vec::new()
         } else {
-            embedder.embed_documents(&todo)?
+            encode(&todo)?
         };
         for (&i, v) in missing.iter().zip(fresh) {
             if v.len() != self.dims {

@@ -182,6 +182,14 @@ impl Embedder for LocalEmbedder {
         let mut vectors = self.encode(&[format!("{}{text}", self.query_prefix)])?;
         Ok(vectors.pop().unwrap_or_default())
     }
+
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let prefixed: Vec<String> = texts
+            .iter()
+            .map(|t| format!("{}{t}", self.query_prefix))
+            .collect();
+        self.encode(&prefixed)
+    }
 }
 
 fn pool(states: &[f32], segment: Segment, hidden: usize, pooling: Pooling) -> Vec<f32> {

@@ -67,6 +67,14 @@ pub trait Embedder: Send + Sync {
 
     /// Embeds one query.
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError>;
+
+    /// Embeds many queries at once (evaluation runs, benchmarks); one
+    /// vector per text, in order, each equal to [`embed_query`]'s.
+    ///
+    /// [`embed_query`]: Embedder::embed_query
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        texts.iter().map(|t| self.embed_query(t)).collect()
+    }
 }
 
 /// Builds the embedder a profile asks for. `base_dir` resolves relative

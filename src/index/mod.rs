@@ -44,7 +44,7 @@ pub use store::SkeletonStore;
 pub use vectors::{HnswGraph, Vectors};
 
 /// Version of the on-disk layout; part of every version hash.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 #[derive(Debug, Error)]
 pub enum IndexError {

@@ -2,14 +2,14 @@
 //!
 //! `vectors.f32` holds one row of `dims` little-endian f32 per global
 //! sentence (zeros for sentences that are not indexed). The HNSW graph
-//! (hnsw_rs, dot-product distance on unit vectors) is built once, dumped
+//! (hnsw_rs, [`UnitCosine`] distance) is built once, dumped
 //! beside it and reloaded as is.
 
 use std::path::Path;
 
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
-use hnsw_rs::prelude::{DistDot, Hnsw};
+use hnsw_rs::prelude::{Distance, Hnsw};
 
 use super::IndexError;
 use crate::embed::dot;
@@ -104,17 +104,36 @@ impl Vectors {
     }
 }
 
+/// Cosine distance of unit vectors, `1 - a·b`, clamped at zero.
+///
+/// hnsw_rs' own `DistDot` asserts that the distance is not negative, which
+/// rounding breaks for two copies of the same sentence (a·a can come out
+/// a hair above 1) and would panic an ingest; this one clamps instead.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnitCosine;
+
+impl Distance<f32> for UnitCosine {
+    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+        (1.0 - dot(a, b)).max(0.0)
+    }
+}
+
 /// The HNSW graph over the indexed sentences' vectors.
 pub struct HnswGraph {
-    hnsw: Hnsw<'static, f32, DistDot>,
+    hnsw: Hnsw<'static, f32, UnitCosine>,
 }
 
 impl HnswGraph {
     /// Builds the graph over `rows` (global sentence numbers) of `vectors`.
     pub fn build(vectors: &Vectors, rows: &[u32], m: usize, ef_construction: usize) -> Self {
         let max_layer = 16;
-        let hnsw =
-            Hnsw::<f32, DistDot>::new(m, rows.len().max(1), max_layer, ef_construction, DistDot {});
+        let hnsw = Hnsw::<f32, UnitCosine>::new(
+            m,
+            rows.len().max(1),
+            max_layer,
+            ef_construction,
+            UnitCosine,
+        );
         let data: Vec<(&[f32], usize)> =
             rows.iter().map(|&r| (vectors.row(r), r as usize)).collect();
         hnsw.parallel_insert_slice(&data);
@@ -136,7 +155,7 @@ impl HnswGraph {
         // so the loader is leaked: one small allocation per load.
         let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, HNSW_BASENAME)));
         let hnsw = io
-            .load_hnsw::<f32, DistDot>()
+            .load_hnsw::<f32, UnitCosine>()
             .map_err(|e| IndexError::Hnsw(e.to_string()))?;
         Ok(Self { hnsw })
     }

@@ -139,6 +139,20 @@ impl<'a> Retriever<'a> {
         k: Option<usize>,
         filter: &Filter,
     ) -> Result<Answer, RetrieveError> {
+        self.retrieve_embedded(route, query, None, k, filter)
+    }
+
+    /// [`retrieve`](Self::retrieve) with the query's vector when the caller
+    /// has it already (batched or cached); embedded here when `None` and
+    /// the mode needs it.
+    pub fn retrieve_embedded(
+        &self,
+        route: &RetrievalRouteSpec,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        k: Option<usize>,
+        filter: &Filter,
+    ) -> Result<Answer, RetrieveError> {
         let _span = tracing::info_span!("query", mode = ?route.anchors.mode).entered();
         let store = &self.index.store;
         let allowed_docs = self.allowed_documents(filter);
@@ -155,12 +169,16 @@ impl<'a> Retriever<'a> {
         let c = route.anchors.candidates.max(1) as usize;
 
         // Stage 1: anchors.
-        let query_vector = if mode == AnchorMode::Bm25 {
-            None
-        } else {
-            Some(self.embedder.embed_query(query)?)
+        let embedded;
+        let query_vector = match (mode, query_vector) {
+            (AnchorMode::Bm25, _) => None,
+            (_, Some(v)) => Some(v),
+            (_, None) => {
+                embedded = self.embedder.embed_query(query)?;
+                Some(embedded.as_slice())
+            }
         };
-        let dense = match &query_vector {
+        let dense = match query_vector {
             Some(q) => vectors::nearest(
                 &self.index.vectors,
                 &self.index.graph,
@@ -202,7 +220,7 @@ impl<'a> Retriever<'a> {
             AnchorMode::Hybrid => sorted(candidates.iter().map(|(&i, c)| (i, c.fused))),
             AnchorMode::Full => {
                 self.expand(route, &mut candidates, &allowed);
-                let q = query_vector.as_deref().unwrap_or(&[]);
+                let q = query_vector.unwrap_or(&[]);
                 for (&i, cand) in candidates.iter_mut() {
                     if cand.dense.is_none() && !q.is_empty() {
                         cand.dense = Some(crate::embed::dot(q, self.index.vectors.row(i)));
@@ -223,7 +241,7 @@ impl<'a> Retriever<'a> {
             }
         };
         let k = k.unwrap_or(route.selection.top_k as usize);
-        let selected = scoring::select(self.index, route, &ranking, k, query_vector.as_deref());
+        let selected = scoring::select(self.index, route, &ranking, k, query_vector);
         let hits: Vec<Hit> = selected
             .into_iter()
             .map(|(i, score)| {

@@ -1,0 +1,546 @@
+//! Trellis measuring itself: a dataset is written out as a corpus, indexed
+//! through the same ingest as any corpus, and its queries run through a
+//! route; document- and sentence-level metrics come back.
+//!
+//! The materialised corpus lives under `<data-dir>/eval/<corpus>/` with
+//! `<corpus>` = `eval-<kind>-<hash of the documents>`, and its index
+//! versions under `<data-dir>/indexes/<corpus>/` like any other, so a
+//! second run (another `--mode`, another route) reuses the index, and a
+//! changed profile builds a new version beside it.
+
+pub mod align;
+pub mod dataset;
+pub mod metrics;
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::embed::{self, EmbedError, Embedder, EmbeddingCache};
+use crate::index::{self, IndexError, IndexVersion, Progress};
+use crate::retrieve::{Filter, RetrieveError, Retriever};
+use crate::spec::{
+    AnchorMode, CorpusSpec, IndexProfileSpec, ObjectRef, RetrievalRouteSpec, SourceSpec,
+};
+
+pub use dataset::{DatasetKind, EvalSet, parse_dataset_arg};
+pub use metrics::Metrics;
+
+use align::FoldedText;
+use dataset::Relevance;
+use metrics::{Accumulator, first_occurrences};
+
+#[derive(Debug, Error)]
+pub enum EvalError {
+    #[error("dataset {0}")]
+    Dataset(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error("query {id}: {source}")]
+    Retrieve {
+        id: String,
+        #[source]
+        source: RetrieveError,
+    },
+}
+
+impl EvalError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        EvalError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Results ranked per query; the metrics look at the first ten.
+const RESULTS: usize = 10;
+
+/// Characters a sentence must share in one run with a CUAD excerpt.
+const EXCERPT_RUN: usize = 30;
+
+/// How many queries could be scored, per level.
+#[derive(Clone, Debug, Serialize)]
+pub struct Coverage {
+    /// Queries the dataset holds for the split (skipped ones included).
+    pub queries: usize,
+    /// Queries scored at document level.
+    pub document: usize,
+    /// Queries scored at sentence level: their relevant text was found
+    /// among the indexed document's sentences.
+    pub sentence: usize,
+    /// Queries whose relevant text matched no sentence (left out of the
+    /// sentence metrics).
+    pub unmatched: usize,
+}
+
+/// What `trellis eval` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct EvalReport {
+    pub dataset: String,
+    pub split: String,
+    pub mode: String,
+    /// Queries run.
+    pub queries: usize,
+    /// Document-level metrics (a document ranks by its best sentence);
+    /// `null` where the set cannot measure them.
+    pub document: Option<Metrics>,
+    /// Sentence-level metrics on the route's top ten results.
+    pub sentence: Option<Metrics>,
+    /// CUAD: the sentence metrics with the same queries over all contracts
+    /// instead of filtered to their own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfiltered: Option<Metrics>,
+    pub coverage: Coverage,
+    pub index_version: String,
+    pub indexed_sentences: usize,
+    /// Seconds spent indexing (0 when the cached index was reused).
+    pub index_seconds: f64,
+    /// Seconds spent answering the queries.
+    pub query_seconds: f64,
+    /// Seconds in all.
+    pub seconds: f64,
+}
+
+/// Runs an evaluation set through a profile and route.
+pub struct Evaluation<'a> {
+    pub set: &'a EvalSet,
+    /// A label for the report (`beir:scifact`).
+    pub dataset: String,
+    pub profile: &'a IndexProfileSpec,
+    /// Where relative paths of the profile resolve.
+    pub profile_base: &'a Path,
+    /// The route; its corpus reference is replaced by the evaluation's.
+    pub route: &'a RetrievalRouteSpec,
+    pub data_dir: &'a Path,
+}
+
+impl Evaluation<'_> {
+    pub fn run(&self, progress: Progress<'_>) -> Result<EvalReport, EvalError> {
+        let started = Instant::now();
+        let corpus_name = format!(
+            "eval-{}-{}",
+            self.set.kind.as_str(),
+            self.set.content_hash()
+        );
+        let corpus_dir = self.data_dir.join("eval").join(&corpus_name);
+        materialise(self.set, &corpus_dir)?;
+        let corpus = CorpusSpec {
+            profile_ref: ObjectRef {
+                name: "evaluation".to_string(),
+            },
+            sources: vec![SourceSpec {
+                path: Some("documents".to_string()),
+                include: Vec::new(),
+                exclude: Vec::new(),
+                acl: None,
+            }],
+            include: Vec::new(),
+            exclude: Vec::new(),
+            acl: Vec::new(),
+            storage: Default::default(),
+        };
+        let report = index::ingest(
+            &corpus_name,
+            &corpus,
+            &corpus_dir,
+            self.profile,
+            self.profile_base,
+            self.data_dir,
+            progress,
+        )?;
+        let index_seconds = if report.reused {
+            0.0
+        } else {
+            report.manifest.timings.total
+        };
+        let index =
+            IndexVersion::open(self.data_dir, &corpus_name, Some(&report.manifest.version))?;
+        let embedder = embed::from_spec(&index.profile.embedding, None)?;
+        let retriever =
+            Retriever::new(&index, embedder.as_ref()).map_err(|source| EvalError::Retrieve {
+                id: String::new(),
+                source,
+            })?;
+        let relevance = Judgements::resolve(self.set, &index);
+
+        let mut route = self.route.clone();
+        route.corpus_ref.name = corpus_name.clone();
+        let t = Instant::now();
+        let query_vectors = if route.anchors.mode == AnchorMode::Bm25 {
+            None
+        } else {
+            Some(embed_queries(
+                self.set,
+                embedder.as_ref(),
+                self.data_dir,
+                progress,
+            )?)
+        };
+        let total = self.set.queries.len() as u64;
+        let done = std::sync::atomic::AtomicU64::new(0);
+        let outcomes: Vec<QueryOutcome> = self
+            .set
+            .queries
+            .par_iter()
+            .enumerate()
+            .map(|(n, q)| {
+                let _span = tracing::debug_span!("eval query", id = %q.id).entered();
+                let vector = query_vectors.as_ref().map(|v| v[n].as_slice());
+                let run = |filter: &Filter| {
+                    retriever
+                        .retrieve_embedded(&route, &q.text, vector, Some(RESULTS), filter)
+                        .map_err(|source| EvalError::Retrieve {
+                            id: q.id.clone(),
+                            source,
+                        })
+                };
+                let filter = Filter {
+                    documents: q.within.as_ref().map(|file| vec![relevance.key_of(file)]),
+                    ..Filter::default()
+                };
+                let answer = run(&filter)?;
+                let unfiltered = match q.within {
+                    Some(_) => Some(run(&Filter::default())?),
+                    None => None,
+                };
+                let documents = first_occurrences(
+                    answer
+                        .ranking
+                        .iter()
+                        .map(|&(i, _)| index.store.sentences[i as usize].document),
+                );
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress("query", n, total);
+                Ok(QueryOutcome {
+                    sentences: answer.hits.iter().map(|h| h.sentence).collect(),
+                    documents,
+                    unfiltered: unfiltered.map(|a| a.hits.iter().map(|h| h.sentence).collect()),
+                })
+            })
+            .collect::<Result<_, EvalError>>()?;
+        let query_seconds = t.elapsed().as_secs_f64();
+
+        let mut document = Accumulator::default();
+        let mut sentence = Accumulator::default();
+        let mut unfiltered = Accumulator::default();
+        for (n, outcome) in outcomes.iter().enumerate() {
+            let judged = &relevance.queries[n];
+            if self.set.document_level {
+                document.add(&outcome.documents, &judged.documents);
+            }
+            sentence.add(&outcome.sentences, &judged.sentences);
+            if let Some(ranked) = &outcome.unfiltered {
+                unfiltered.add(ranked, &judged.sentences);
+            }
+        }
+        let coverage = Coverage {
+            queries: self.set.queries.len() + self.set.skipped.len(),
+            document: document.finish().map_or(0, |m| m.queries),
+            sentence: sentence.finish().map_or(0, |m| m.queries),
+            unmatched: relevance.unmatched,
+        };
+        Ok(EvalReport {
+            dataset: self.dataset.clone(),
+            split: self.set.split.clone(),
+            mode: serde_json::to_value(route.anchors.mode)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            queries: self.set.queries.len(),
+            document: document.finish(),
+            sentence: sentence.finish(),
+            unfiltered: unfiltered.finish(),
+            coverage,
+            index_version: report.manifest.version.clone(),
+            indexed_sentences: index.manifest.counts.indexed_sentences,
+            index_seconds,
+            query_seconds,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// The set's query vectors, through a query-side embedding cache so that
+/// runs after the first (other modes, other weights) embed nothing.
+fn embed_queries(
+    set: &EvalSet,
+    embedder: &dyn Embedder,
+    data_dir: &Path,
+    progress: Progress<'_>,
+) -> Result<Vec<Vec<f32>>, EvalError> {
+    let mut cache = EmbeddingCache::open(
+        &data_dir.join("cache/embeddings"),
+        &format!("{}#query", embedder.model_id()),
+        embedder.dimensions(),
+    )?;
+    let texts: Vec<&str> = set.queries.iter().map(|q| q.text.as_str()).collect();
+    let mut out = Vec::with_capacity(texts.len());
+    const BATCH: usize = 512;
+    for batch in texts.chunks(BATCH) {
+        let (vectors, _) = cache.embed_with(batch, |todo| embedder.embed_queries(todo))?;
+        cache.flush()?;
+        out.extend(vectors);
+        progress("embed", out.len() as u64, texts.len() as u64);
+    }
+    Ok(out)
+}
+
+struct QueryOutcome {
+    /// The route's results, best first.
+    sentences: Vec<u32>,
+    /// Documents in the order of their best sentence.
+    documents: Vec<u32>,
+    unfiltered: Option<Vec<u32>>,
+}
+
+/// Writes the set's documents under `dir/documents` once: into a
+/// temporary directory renamed into place, so an interrupted run never
+/// leaves a partial corpus that a later run would index.
+fn materialise(set: &EvalSet, dir: &Path) -> Result<(), EvalError> {
+    let target = dir.join("documents");
+    if target.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| EvalError::io(dir, e))?;
+    let tmp = dir.join(format!(".documents-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| EvalError::io(&tmp, e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| EvalError::io(&tmp, e))?;
+    for doc in &set.documents {
+        let path = tmp.join(&doc.file);
+        std::fs::write(&path, &doc.content).map_err(|e| EvalError::io(&path, e))?;
+    }
+    std::fs::rename(&tmp, &target).map_err(|e| EvalError::io(&target, e))
+}
+
+/// Relevance of every query in the index's terms.
+struct Judgements {
+    /// Per query (in the set's order).
+    queries: Vec<QueryJudgement>,
+    /// Document file name → its key in the index.
+    keys: HashMap<String, String>,
+    unmatched: usize,
+}
+
+#[derive(Default)]
+struct QueryJudgement {
+    /// Document numbers of the index version and their grades.
+    documents: HashMap<u32, f64>,
+    /// Global sentence numbers judged relevant.
+    sentences: HashMap<u32, f64>,
+}
+
+impl Judgements {
+    fn resolve(set: &EvalSet, index: &IndexVersion) -> Self {
+        let store = &index.store;
+        let by_file: HashMap<String, u32> = store
+            .documents
+            .iter()
+            .enumerate()
+            .filter_map(|(n, d)| {
+                let file = d.key.rsplit('/').next()?;
+                Some((file.to_string(), n as u32))
+            })
+            .collect();
+        let keys = store
+            .documents
+            .iter()
+            .filter_map(|d| Some((d.key.rsplit('/').next()?.to_string(), d.key.clone())))
+            .collect();
+        let references: HashMap<&str, &crate::eval::dataset::EvalDocument> =
+            set.documents.iter().map(|d| (d.file.as_str(), d)).collect();
+
+        // Aligning a document once serves all its queries.
+        let mut aligned: HashMap<u32, Aligned> = HashMap::new();
+        let mut queries = Vec::with_capacity(set.queries.len());
+        let mut unmatched = 0;
+        for q in &set.queries {
+            let mut judged = QueryJudgement::default();
+            for (file, grade) in &q.documents {
+                if let Some(&d) = by_file.get(file) {
+                    judged.documents.insert(d, *grade);
+                }
+            }
+            for (file, relevance) in &q.sentences {
+                let (Some(&d), Some(doc)) = (by_file.get(file), references.get(file.as_str()))
+                else {
+                    continue;
+                };
+                let a = aligned
+                    .entry(d)
+                    .or_insert_with(|| Aligned::new(index, d, doc));
+                let [start, _] = store.documents[d as usize].sentences;
+                let excerpts: Vec<Excerpt> = match relevance {
+                    Relevance::Excerpts(list) => {
+                        list.iter().map(|e| Excerpt::new(e, &a.folded)).collect()
+                    }
+                    Relevance::Spans(_) => Vec::new(),
+                };
+                for (offset, range) in a.ranges.iter().enumerate() {
+                    let Some(range) = range else { continue };
+                    let i = start + offset as u32;
+                    let holds = match relevance {
+                        Relevance::Spans(spans) => spans
+                            .iter()
+                            .any(|s| s.start < range.end && range.start < s.end),
+                        Relevance::Excerpts(_) => {
+                            let text = normalise(&store.sentences[i as usize].text);
+                            excerpts.iter().any(|e| e.matches(&text, range))
+                        }
+                    };
+                    if holds {
+                        judged.sentences.insert(i, 1.0);
+                    }
+                }
+            }
+            if !q.sentences.is_empty() && judged.sentences.is_empty() {
+                unmatched += 1;
+            }
+            queries.push(judged);
+        }
+        Self {
+            queries,
+            keys,
+            unmatched,
+        }
+    }
+
+    fn key_of(&self, file: &str) -> String {
+        self.keys
+            .get(file)
+            .cloned()
+            .unwrap_or_else(|| file.to_string())
+    }
+}
+
+/// A document's sentences placed in its reference text.
+struct Aligned {
+    folded: FoldedText,
+    ranges: Vec<Option<Range<usize>>>,
+}
+
+impl Aligned {
+    fn new(index: &IndexVersion, d: u32, doc: &dataset::EvalDocument) -> Self {
+        let store = &index.store;
+        let [start, end] = store.documents[d as usize].sentences;
+        let texts: Vec<&str> = (start..end)
+            .map(|i| store.sentences[i as usize].text.as_str())
+            .collect();
+        let reference = if doc.reference.is_empty() {
+            String::from_utf8_lossy(&doc.content).into_owned()
+        } else {
+            doc.reference.clone()
+        };
+        let folded = FoldedText::new(&reference);
+        let ranges = folded.align(&texts);
+        Self { folded, ranges }
+    }
+}
+
+/// A CUAD excerpt prepared for matching against every sentence of its
+/// contract.
+struct Excerpt {
+    /// Lower-cased, whitespace collapsed.
+    text: String,
+    /// Its runs of [`EXCERPT_RUN`] characters (empty for a shorter one).
+    runs: HashSet<String>,
+    /// Where it occurs in the contract.
+    occurrences: Vec<Range<usize>>,
+}
+
+impl Excerpt {
+    fn new(excerpt: &str, contract: &FoldedText) -> Self {
+        let text = normalise(excerpt);
+        let chars: Vec<char> = text.chars().collect();
+        let runs = if chars.len() >= EXCERPT_RUN {
+            chars
+                .windows(EXCERPT_RUN)
+                .map(|w| w.iter().collect())
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        Self {
+            occurrences: contract.occurrences(excerpt),
+            text,
+            runs,
+        }
+    }
+
+    /// Whether a sentence (normalised text, place in the contract) shares
+    /// a run of [`EXCERPT_RUN`] characters with the excerpt, holds a
+    /// shorter excerpt whole, or lies inside one of its occurrences.
+    fn matches(&self, sentence: &str, range: &Range<usize>) -> bool {
+        if self.text.is_empty() {
+            return false;
+        }
+        let shares_run = if self.runs.is_empty() {
+            sentence.contains(&self.text)
+        } else {
+            let chars: Vec<char> = sentence.chars().collect();
+            chars.windows(EXCERPT_RUN).any(|w| {
+                let run: String = w.iter().collect();
+                self.runs.contains(&run)
+            })
+        };
+        shares_run
+            || self
+                .occurrences
+                .iter()
+                .any(|o| o.start <= range.start && range.end <= o.end)
+    }
+}
+
+/// Lower-cased, whitespace runs collapsed to one space.
+fn normalise(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_of_thirty_characters_make_a_sentence_relevant() {
+        let contract = "1. GOVERNING LAW. This Agreement shall be governed by the laws of \
+                        the State of New York. Dated as of June 1, 2020.";
+        let folded = FoldedText::new(contract);
+        let e = Excerpt::new(
+            "This Agreement shall be governed by the laws of the State of New York.",
+            &folded,
+        );
+        let elsewhere = 1000..1010;
+        assert!(e.matches(
+            &normalise(
+                "2. Governing law. This Agreement shall be governed by the laws of Delaware."
+            ),
+            &elsewhere
+        ));
+        assert!(!e.matches(&normalise("The laws of the State apply."), &elsewhere));
+        // A sentence inside an occurrence of the excerpt.
+        let inside = folded.occurrences("the State of New York")[0].clone();
+        assert!(e.matches("the state of new york", &inside));
+        // A short excerpt must occur whole.
+        let short = Excerpt::new("June 1, 2020", &folded);
+        assert!(short.matches("dated as of june 1, 2020.", &elsewhere));
+        assert!(!short.matches("dated as of june 2, 2020.", &elsewhere));
+    }
+}
