@@ -179,4 +179,16 @@ mod tests {
         let cached = EmbeddingSpec::default();
         assert_eq!(with_resolved_path(&cached, Some(base)), cached);
     }
+
+    /// The embedding spec is part of every profile's canonical hash: the
+    /// HTTP providers' fields must not change the JSON (and so the index
+    /// version) of an existing `local` profile.
+    #[test]
+    fn default_embedding_spec_serialises_as_it_did_before_the_http_fields() {
+        let json = serde_json::to_string(&EmbeddingSpec::default()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"provider":"local","model":"all-MiniLM-L6-v2","queryPrefix":"","documentPrefix":"","batchTokens":4096}"#
+        );
+    }
 }
