@@ -640,3 +640,98 @@ fn the_public_api_without_a_key_is_a_configuration_error() {
         "{error}"
     );
 }
+
+#[test]
+fn ingest_and_query_through_a_service_probe_it_only_once() {
+    let server = Server::start(|r, _| tei_reply(r, 8));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(
+        dir.join("docs/contract.txt"),
+        "1. Payment\n\nFees are due within thirty days of the invoice date. Late payments accrue interest of 1.5% per month.\n\n\
+         2. Governing Law\n\nThis Agreement is governed by the laws of the State of New York.\n",
+    )
+    .unwrap();
+    let manifests = format!(
+        r#"
+apiVersion: trellis.dev/v1alpha1
+kind: IndexProfile
+metadata: {{name: p}}
+spec:
+  embedding: {{provider: tei, model: fake-model, endpoint: "{}"}}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: Corpus
+metadata: {{name: c}}
+spec:
+  profileRef: {{name: p}}
+  sources: [{{path: docs}}]
+---
+apiVersion: trellis.dev/v1alpha1
+kind: RetrievalRoute
+metadata: {{name: r}}
+spec:
+  corpusRef: {{name: c}}
+"#,
+        server.url()
+    );
+    let origin = dir.join("trellis.yaml");
+    let loaded = trellis::spec::parse_str(&manifests, &origin).unwrap();
+    let (corpus, _) = trellis::spec::select_corpus(&loaded, None, &origin).unwrap();
+    let (profile, _) = trellis::spec::select_profile(&loaded, None, &origin).unwrap();
+    let (route, _) = trellis::spec::select_route(&loaded, None, &origin).unwrap();
+
+    let report = {
+        let _env = lock(&ENV);
+        trellis::index::ingest(
+            "c",
+            &corpus.spec,
+            dir,
+            &profile.spec,
+            dir,
+            &dir.join("data"),
+            &|_, _, _| {},
+        )
+        .unwrap()
+    };
+    let manifest = &report.manifest;
+    assert_eq!(manifest.dims, 8);
+    assert_eq!(
+        manifest.model_id,
+        format!("tei:fake-model@127.0.0.1:{}", server.port)
+    );
+    assert!(manifest.embedded_sentences >= 3, "{manifest:?}");
+    let after_ingest = server.requests().len();
+    assert_eq!(
+        server.requests()[0].texts().len(),
+        1,
+        "the first request is the dimensions probe"
+    );
+
+    // The version records the probed dimensions: a query starts without a
+    // probe and sends exactly one request.
+    let version = trellis::index::IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    assert_eq!(version.profile.embedding.dimensions, Some(8));
+    let embedder = {
+        let _env = lock(&ENV);
+        embed::from_spec(&version.profile.embedding, None).unwrap()
+    };
+    assert_eq!(server.requests().len(), after_ingest);
+    let retriever = trellis::retrieve::Retriever::new(&version, embedder.as_ref()).unwrap();
+    let answer = retriever
+        .retrieve(
+            &route.spec,
+            "Which law governs the agreement?",
+            None,
+            &trellis::retrieve::Filter::default(),
+        )
+        .unwrap();
+    assert!(!answer.hits.is_empty());
+    let requests = server.requests();
+    assert_eq!(requests.len(), after_ingest + 1);
+    assert_eq!(
+        requests[after_ingest].texts(),
+        vec!["Which law governs the agreement?".to_string()]
+    );
+}
