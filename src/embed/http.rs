@@ -31,9 +31,10 @@
 //! profile does not give `dimensions`, building the embedder sends one
 //! probe request and learns it from the answer.
 //!
-//! The model id is `<provider>:<model>@<host>` (`openai:text-embedding-3-small@api.openai.com`),
-//! so that the embedding cache and index manifests never mix vectors of
-//! two providers, or of two servers that serve a model under one name.
+//! The model id is `<provider>:<model>@<host>`, such as
+//! `openai:text-embedding-3-small@api.openai.com`, so that the embedding
+//! cache and index manifests never mix vectors of two providers, or of two
+//! servers that serve a model under one name.
 
 use std::hash::BuildHasher;
 use std::io::Read;
@@ -343,11 +344,6 @@ impl<'a> HttpEmbedderBuilder<'a> {
         let mut url = Url::parse(endpoint).map_err(|e| {
             EmbedError::Config(format!("embedding.endpoint {endpoint:?} is not a URL: {e}"))
         })?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(EmbedError::Config(format!(
-                "embedding.endpoint {endpoint:?} must be an http:// or https:// URL with a host"
-            )));
-        }
         if !url.username().is_empty() || url.password().is_some() {
             // The endpoint is recorded in index manifests and named in
             // errors and logs; credentials belong in apiKeyEnv/apiKeyFile.
@@ -356,6 +352,11 @@ impl<'a> HttpEmbedderBuilder<'a> {
                  or embedding.apiKeyFile"
                     .to_string(),
             ));
+        }
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(EmbedError::Config(format!(
+                "embedding.endpoint {endpoint:?} must be an http:// or https:// URL with a host"
+            )));
         }
         let path = provider.call_path(url.path());
         url.set_path(&path);

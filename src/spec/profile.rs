@@ -356,9 +356,9 @@ pub struct EmbeddingSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key_file: Option<String>,
     /// Length of the service's vectors (HTTP providers); every vector
-    /// returned is checked against it. When unset, one probe request is
-    /// sent whenever the embedder starts, at ingest and at query time, to
-    /// learn it: set it to start without contacting the service.
+    /// returned is checked against it. When unset, an ingest sends one
+    /// probe request before embedding to learn it, and the index version
+    /// records it for queries. Default: unset (probed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dimensions: Option<u32>,
     /// Texts per request (HTTP providers). Default 64 (`openai`, `voyage`)
