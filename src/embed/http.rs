@@ -13,9 +13,9 @@
 //!   with `{"inputs", "normalize": true, "truncate": true}`, answering a bare
 //!   array of vectors.
 //!
-//! The [`Embedder`] trait is synchronous (ingest embeds from rayon workers,
-//! queries from plain threads), so this uses reqwest's blocking client
-//! rather than bringing an async runtime into every caller.
+//! The [`Embedder`] trait is synchronous and its callers (ingest, query)
+//! are plain threads, so this uses reqwest's blocking client rather than
+//! bringing an async runtime into every caller. Requests go one at a time.
 //!
 //! A service is remote and shared, so every request is bounded and checked:
 //! a timeout per request; retries with exponential backoff and jitter on
