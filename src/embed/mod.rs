@@ -2,13 +2,18 @@
 //!
 //! An [`Embedder`] turns texts into unit-length vectors. The `local`
 //! provider runs a BERT-family sentence-transformers directory in process
-//! ([`local::LocalEmbedder`]); the HTTP providers call an embeddings
-//! service. [`cache::EmbeddingCache`] sits in front of either, keyed by
-//! model id and text hash, so that re-ingesting a corpus embeds only new or
-//! changed sentences.
+//! ([`local::LocalEmbedder`]); the HTTP providers `openai` (any
+//! OpenAI-compatible `/v1/embeddings`), `voyage` (Voyage AI) and `tei`
+//! (Hugging Face Text Embeddings Inference) call an embeddings service
+//! ([`http::HttpEmbedder`]), with timeouts, retries of transient failures
+//! and checks on every answer. [`cache::EmbeddingCache`] sits in front of
+//! either, keyed by model id and text hash, so that re-ingesting a corpus
+//! embeds only new or changed sentences; model ids name the provider and,
+//! for a service, its host, so vectors of different origins never mix.
 
 pub mod bert;
 pub mod cache;
+pub mod http;
 pub mod local;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +23,7 @@ use thiserror::Error;
 use crate::spec::{EmbeddingProvider, EmbeddingSpec};
 
 pub use cache::EmbeddingCache;
+pub use http::HttpEmbedder;
 pub use local::LocalEmbedder;
 
 /// Why embedding failed.
@@ -78,7 +84,10 @@ pub trait Embedder: Send + Sync {
 }
 
 /// Builds the embedder a profile asks for. `base_dir` resolves relative
-/// model paths (the manifest's directory).
+/// model paths and API key files (the manifest's directory).
+///
+/// An HTTP provider whose profile does not give `dimensions` sends one
+/// probe request here to learn them.
 pub fn from_spec(
     spec: &EmbeddingSpec,
     base_dir: Option<&Path>,
@@ -88,21 +97,29 @@ pub fn from_spec(
             let dir = resolve_model_dir(spec, base_dir)?;
             Ok(Box::new(LocalEmbedder::load(&dir, spec)?))
         }
-        other => Err(EmbedError::Config(format!(
-            "provider {other:?} is not available in this build yet"
-        ))),
+        EmbeddingProvider::Openai | EmbeddingProvider::Voyage | EmbeddingProvider::Tei => {
+            Ok(Box::new(
+                HttpEmbedder::builder(spec)
+                    .with_base_dir(base_dir)
+                    .build()?,
+            ))
+        }
     }
 }
 
-/// The spec with a relative `path` made absolute against `base_dir` (the
-/// manifest's directory), so that it can be recorded with an index version
-/// and loaded again from anywhere.
+/// The spec with a relative `path` and `apiKeyFile` made absolute against
+/// `base_dir` (the manifest's directory), so that it can be recorded with
+/// an index version and loaded again from anywhere.
 pub fn with_resolved_path(spec: &EmbeddingSpec, base_dir: Option<&Path>) -> EmbeddingSpec {
     let mut spec = spec.clone();
-    if let (Some(path), Some(base)) = (&spec.path, base_dir)
-        && Path::new(path).is_relative()
-    {
-        spec.path = Some(base.join(path).display().to_string());
+    if let Some(base) = base_dir {
+        for field in [&mut spec.path, &mut spec.api_key_file] {
+            if let Some(path) = field.as_deref()
+                && Path::new(path).is_relative()
+            {
+                *field = Some(base.join(path).display().to_string());
+            }
+        }
     }
     spec
 }
@@ -186,5 +203,27 @@ mod tests {
         );
         let cached = EmbeddingSpec::default();
         assert_eq!(with_resolved_path(&cached, Some(base)), cached);
+        let key_file = EmbeddingSpec {
+            api_key_file: Some("secrets/openai.key".into()),
+            ..EmbeddingSpec::default()
+        };
+        assert_eq!(
+            with_resolved_path(&key_file, Some(base))
+                .api_key_file
+                .as_deref(),
+            Some("/etc/trellis/secrets/openai.key")
+        );
+    }
+
+    /// The embedding spec is part of every profile's canonical hash: the
+    /// HTTP providers' fields must not change the JSON (and so the index
+    /// version) of an existing `local` profile.
+    #[test]
+    fn default_embedding_spec_serialises_as_it_did_before_the_http_fields() {
+        let json = serde_json::to_string(&EmbeddingSpec::default()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"provider":"local","model":"all-MiniLM-L6-v2","queryPrefix":"","documentPrefix":"","batchTokens":4096}"#
+        );
     }
 }

@@ -5,7 +5,8 @@
 //!     current                 the served version's name (replaced atomically)
 //!     <version>/              one immutable index version
 //!         manifest.json       format version, profile hash, model, counts, timings
-//!         profile.json        the IndexProfile spec it was built with (model path made absolute)
+//!         profile.json        the IndexProfile spec it was built with (model path and
+//!                             key file made absolute, a service's dimensions filled in)
 //!         skeleton.json       the skeleton store (store.rs)
 //!         vectors.f32         sentence vectors (vectors.rs)
 //!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
@@ -37,7 +38,7 @@ use thiserror::Error;
 use crate::embed::{self, EmbedError, EmbeddingCache};
 use crate::pipeline::Pipeline;
 use crate::source::{self, CorpusDocument, SourceError};
-use crate::spec::{CorpusSpec, IndexProfileSpec};
+use crate::spec::{CorpusSpec, EmbeddingProvider, IndexProfileSpec};
 
 pub use links::RelatedEdge;
 pub use store::SkeletonStore;
@@ -324,6 +325,12 @@ fn build_version(
     recorded.embedding = embed::with_resolved_path(&profile.embedding, Some(profile_base));
     let embedder = embed::from_spec(&recorded.embedding, None)?;
     let dims = embedder.dimensions();
+    if recorded.embedding.provider != EmbeddingProvider::Local {
+        // A service's dimensions, probed when the profile leaves them out,
+        // are recorded too: queries then start without a probe request,
+        // and a service whose vectors changed length is caught.
+        recorded.embedding.dimensions.get_or_insert(dims as u32);
+    }
     let rows: Vec<u32> = (0..store.sentences.len() as u32)
         .filter(|&i| store.sentences[i as usize].indexed)
         .collect();

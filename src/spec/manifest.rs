@@ -19,7 +19,8 @@ const API_GROUP: &str = "trellis.dev";
 /// One Trellis resource read from a manifest.
 #[derive(Clone, Debug)]
 pub enum Manifest {
-    IndexProfile(IndexProfile),
+    /// Boxed: a profile is several times the size of the other kinds.
+    IndexProfile(Box<IndexProfile>),
     Corpus(Corpus),
     RetrievalRoute(RetrievalRoute),
 }
@@ -189,9 +190,9 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
             map.insert("spec".into(), serde_yaml::Mapping::new().into());
         }
         let manifest = match kind.as_str() {
-            "IndexProfile" => Manifest::IndexProfile(
+            "IndexProfile" => Manifest::IndexProfile(Box::new(
                 serde_yaml::from_value(value).map_err(|e| invalid(format!("IndexProfile: {e}")))?,
-            ),
+            )),
             "Corpus" => Manifest::Corpus(
                 serde_yaml::from_value(value).map_err(|e| invalid(format!("Corpus: {e}")))?,
             ),

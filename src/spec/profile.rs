@@ -311,7 +311,11 @@ pub struct EmbeddingSpec {
     pub provider: EmbeddingProvider,
     /// Model name. For `local`, the name of a directory in the model cache
     /// (`$TRELLIS_MODEL_DIR`, else `~/.cache/trellis/models`) unless `path`
-    /// is set. Default `all-MiniLM-L6-v2`.
+    /// is set. For `openai` and `voyage`, the model the service is asked
+    /// for (`text-embedding-3-small`, `voyage-3.5`). For `tei`, which
+    /// serves one model, the name of that model: it is not sent, but it
+    /// keys the embedding cache, so change it when the server's model
+    /// changes. Default `all-MiniLM-L6-v2`.
     pub model: String,
     /// A sentence-transformers directory (`local` only), relative to the
     /// manifest. Overrides the model cache lookup.
@@ -322,12 +326,69 @@ pub struct EmbeddingSpec {
     pub query_prefix: String,
     /// Text put before every document sentence. Default empty.
     pub document_prefix: String,
-    /// Longest input in tokens; longer sentences are truncated. Default:
-    /// the directory's `sentence_bert_config.json`, else 512.
+    /// Longest input in tokens (`local`); longer sentences are truncated.
+    /// Default: the directory's `sentence_bert_config.json`, else 512. Not
+    /// used by the HTTP providers: `tei` and `voyage` truncate at the
+    /// service's own limit, OpenAI rejects a longer input (status 400).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_seq_length: Option<u32>,
     /// Tokens per encoder batch (`local`). Default 4096.
     pub batch_tokens: u32,
+    /// Base URL of the embeddings service (`openai`, `voyage`, `tei`).
+    /// Texts are posted to `{endpoint}/v1/embeddings` (`openai`, `voyage`;
+    /// an endpoint already ending in `/v1` gets no second one) or to
+    /// `{endpoint}/embed` (`tei`). Default `https://api.openai.com`
+    /// (`openai`), `https://api.voyageai.com` (`voyage`); required for
+    /// `tei`. Must not carry credentials: use `apiKeyEnv` or `apiKeyFile`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Environment variable holding the API key, sent as
+    /// `Authorization: Bearer <key>`. Default `OPENAI_API_KEY` (`openai`),
+    /// `VOYAGE_API_KEY` (`voyage`), none (`tei`). When no key is found,
+    /// requests go without one, which suits a self-hosted `endpoint`; for
+    /// the public OpenAI or Voyage API, or when this variable is named but
+    /// unset, it is an error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// A file whose content, trimmed, is the API key (a mounted Secret, for
+    /// example), relative to the manifest. Takes precedence over
+    /// `apiKeyEnv`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_file: Option<String>,
+    /// Length of the service's vectors (HTTP providers); every vector
+    /// returned is checked against it. When unset, an ingest sends one
+    /// probe request before embedding to learn it, and the index version
+    /// records it for queries. Default: unset (probed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<u32>,
+    /// Texts per request (HTTP providers). Default 64 (`openai`, `voyage`)
+    /// or 32 (`tei`, whose default `--max-client-batch-size` is 32).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_batch: Option<u32>,
+    /// Seconds one request (HTTP providers) may take, connecting included,
+    /// before it fails and is retried. Default 30.
+    #[serde(skip_serializing_if = "is_default_timeout_seconds")]
+    pub timeout_seconds: u32,
+    /// Retries of a request (HTTP providers) that failed with status 429 or
+    /// 5xx, could not connect or timed out: after the service's
+    /// `Retry-After` seconds (at most 60) when it sends one, else after an
+    /// exponential backoff from 0.5 s with jitter. Other failures, such as
+    /// status 400 or 401, are not retried. Default 5.
+    #[serde(skip_serializing_if = "is_default_max_retries")]
+    pub max_retries: u32,
+}
+
+const DEFAULT_TIMEOUT_SECONDS: u32 = 30;
+const DEFAULT_MAX_RETRIES: u32 = 5;
+
+// Fields at their defaults are left out of the JSON, so that profiles
+// written before these fields existed keep their canonical hash.
+fn is_default_timeout_seconds(value: &u32) -> bool {
+    *value == DEFAULT_TIMEOUT_SECONDS
+}
+
+fn is_default_max_retries(value: &u32) -> bool {
+    *value == DEFAULT_MAX_RETRIES
 }
 
 impl Default for EmbeddingSpec {
@@ -340,6 +401,13 @@ impl Default for EmbeddingSpec {
             document_prefix: String::new(),
             max_seq_length: None,
             batch_tokens: 4096,
+            endpoint: None,
+            api_key_env: None,
+            api_key_file: None,
+            dimensions: None,
+            request_batch: None,
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            max_retries: DEFAULT_MAX_RETRIES,
         }
     }
 }
