@@ -418,7 +418,9 @@ fn read_squad(path: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
                     documents: vec![(name.clone(), 1.0)],
                     sentences: vec![(
                         name.clone(),
-                        Relevance::Spans(vec![base + start..base + end.max(start + 1)]),
+                        Relevance::Spans(
+                            std::iter::once(base + start..base + end.max(start + 1)).collect(),
+                        ),
                     )],
                     within: None,
                 });

@@ -9,6 +9,7 @@
 //!                             key file made absolute, a service's dimensions filled in)
 //!         skeleton.json       the skeleton store (store.rs)
 //!         vectors.f32         sentence vectors (vectors.rs)
+//!         headings.f32        one vector per section: its heading path embedded
 //!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
 //!         bm25/               tantivy index (bm25.rs)
 //!         related.json        RELATED_TO edges (links.rs)
@@ -45,7 +46,7 @@ pub use store::SkeletonStore;
 pub use vectors::{HnswGraph, Vectors};
 
 /// Version of the on-disk layout; part of every version hash.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 #[derive(Debug, Error)]
 pub enum IndexError {
@@ -365,8 +366,41 @@ fn build_version(
             rows.len() as u64,
         );
     }
+    // Each section's heading path, embedded once: the heading signal of
+    // scoring compares queries with the headings a sentence sits under.
+    let heading_texts: Vec<String> = store
+        .sections
+        .iter()
+        .map(|s| {
+            heading_text(
+                &s.path,
+                store.documents[s.document as usize].title.as_deref(),
+            )
+        })
+        .collect();
+    let mut headings = Vectors {
+        dims,
+        data: vec![0.0; store.sections.len() * dims],
+    };
+    for (n, batch) in heading_texts.chunks(EMBED_BATCH).enumerate() {
+        let present: Vec<(usize, &str)> = batch
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(k, t)| (n * EMBED_BATCH + k, t.as_str()))
+            .collect();
+        let texts: Vec<&str> = present.iter().map(|&(_, t)| t).collect();
+        let (batch_vectors, stats) = cache.embed(embedder.as_ref(), &texts)?;
+        embedded += stats.embedded;
+        cached += stats.hits;
+        for (&(row, _), v) in present.iter().zip(batch_vectors) {
+            headings.data[row * dims..(row + 1) * dims].copy_from_slice(&v);
+        }
+        cache.flush()?;
+    }
     timings.embed = t.elapsed().as_secs_f64();
     vectors.write(&dir.join("vectors.f32"))?;
+    headings.write(&dir.join("headings.f32"))?;
 
     let t = Instant::now();
     let bm25_dir = dir.join("bm25");
@@ -434,6 +468,19 @@ fn build_version(
     // is complete.
     write_json(&dir.join("manifest.json"), &manifest)?;
     Ok(manifest)
+}
+
+/// What a section's heading vector embeds: its heading path, outermost
+/// first (the document title leads when the path does not start with it).
+fn heading_text(path: &[String], title: Option<&str>) -> String {
+    let mut parts: Vec<&str> = Vec::with_capacity(path.len() + 1);
+    if let Some(title) = title
+        && path.first().is_none_or(|first| first != title)
+    {
+        parts.push(title);
+    }
+    parts.extend(path.iter().map(String::as_str));
+    parts.join(" › ")
 }
 
 fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), IndexError> {
@@ -538,6 +585,9 @@ pub struct IndexVersion {
     pub profile: IndexProfileSpec,
     pub store: SkeletonStore,
     pub vectors: Vectors,
+    /// One vector per section: its heading path embedded (zeros when the
+    /// path is empty).
+    pub headings: Vectors,
     pub graph: HnswGraph,
     pub bm25: bm25::Bm25Index,
     /// `RELATED_TO` edges leaving each sentence.
@@ -571,6 +621,15 @@ impl IndexVersion {
                 store.sentences.len()
             )));
         }
+        let headings = Vectors::read(&dir.join("headings.f32"), manifest.dims)?;
+        if headings.len() != store.sections.len() {
+            return Err(IndexError::Corrupt(format!(
+                "{}: {} heading vectors for {} sections",
+                dir.display(),
+                headings.len(),
+                store.sections.len()
+            )));
+        }
         let graph = HnswGraph::load(&dir)?;
         let bm25 = bm25::Bm25Index::open(&dir.join("bm25"))?;
         let edges: Vec<RelatedEdge> = read_json(&dir.join("related.json"))?;
@@ -586,6 +645,7 @@ impl IndexVersion {
             profile,
             store,
             vectors,
+            headings,
             graph,
             bm25,
             related,

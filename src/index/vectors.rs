@@ -199,3 +199,19 @@ impl HnswGraph {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_cosine_never_goes_negative_for_a_vector_with_itself() {
+        // Rounding makes this unit vector's dot product with itself
+        // exceed 1.
+        let mut v = vec![0.1f32; 100];
+        crate::embed::normalize(&mut v);
+        let v: Vec<f32> = v.iter().map(|x| x * 1.000001).collect();
+        assert!(dot(&v, &v) > 1.0);
+        assert_eq!(UnitCosine.eval(&v, &v), 0.0);
+    }
+}

@@ -59,6 +59,8 @@ pub struct Signals {
     pub dense: f32,
     pub lexical: f32,
     pub structure: f32,
+    pub context: f32,
+    pub heading: f32,
     pub provenance: f32,
     pub entity: f32,
 }
@@ -226,7 +228,12 @@ impl<'a> Retriever<'a> {
                         cand.dense = Some(crate::embed::dot(q, self.index.vectors.row(i)));
                     }
                 }
-                let f = features.insert(scoring::QueryFeatures::new(query, &candidates));
+                let f = features.insert(scoring::QueryFeatures::new(
+                    query,
+                    q,
+                    &route.scoring.weights,
+                    &candidates,
+                ));
                 sorted(scoring::score(self.index, route, f, &candidates).into_iter())
             }
         };

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use super::{Candidate, Signals};
 use crate::embed::dot;
 use crate::index::IndexVersion;
-use crate::spec::RetrievalRouteSpec;
+use crate::spec::{RetrievalRouteSpec, ScoringWeights};
 
 /// Words that carry no topic; left out of the structure and entity signals.
 const STOP: &[&str] = &[
@@ -33,10 +33,19 @@ pub(super) struct QueryFeatures {
     wanted: Vec<String>,
     /// The best fused score among the candidates, which scales the rest.
     max_fused: f32,
+    /// The query's vector (empty in BM25 mode).
+    vector: Vec<f32>,
+    /// Weights of fusion, dense and lexical, for the context signal.
+    relevance_weights: [f32; 3],
 }
 
 impl QueryFeatures {
-    pub(super) fn new(query: &str, candidates: &HashMap<u32, Candidate>) -> Self {
+    pub(super) fn new(
+        query: &str,
+        vector: &[f32],
+        weights: &ScoringWeights,
+        candidates: &HashMap<u32, Candidate>,
+    ) -> Self {
         let lower = query.to_lowercase();
         let wanted = lower
             .split(|c: char| c.is_whitespace() || ",;?()".contains(c))
@@ -45,6 +54,8 @@ impl QueryFeatures {
             .collect();
         Self {
             words: query_words(query),
+            vector: vector.to_vec(),
+            relevance_weights: [weights.fusion, weights.dense, weights.lexical],
             wanted,
             lower,
             max_fused: candidates
@@ -52,6 +63,20 @@ impl QueryFeatures {
                 .map(|c| c.fused)
                 .fold(f32::EPSILON, f32::max),
         }
+    }
+}
+
+impl QueryFeatures {
+    /// A candidate's fusion, dense and lexical scores combined with their
+    /// weights, scaled to [0, 1].
+    fn relevance(&self, c: &Candidate) -> f32 {
+        let [wf, wd, wl] = self.relevance_weights;
+        let total = wf + wd + wl;
+        if total <= 0.0 {
+            return 0.0;
+        }
+        (wf * c.fused / self.max_fused + wd * c.dense.unwrap_or(0.0).max(0.0) + wl * c.lexical)
+            / total
     }
 }
 
@@ -118,11 +143,34 @@ pub(super) fn signals(
             / query.wanted.len() as f32
     };
 
+    // Context: the better of the sentences just before and after, within
+    // the document.
+    let context = [i.checked_sub(1), i.checked_add(1)]
+        .into_iter()
+        .flatten()
+        .filter(|&j| {
+            store
+                .sentences
+                .get(j as usize)
+                .is_some_and(|o| o.document == s.document)
+        })
+        .filter_map(|j| candidates.get(&j).map(|c| query.relevance(c)))
+        .fold(0.0, f32::max);
+
+    // Heading: the query against the embedded heading path.
+    let heading = if query.vector.is_empty() {
+        0.0
+    } else {
+        dot(&query.vector, index.headings.row(s.section)).max(0.0)
+    };
+
     Signals {
         fusion: c.fused / query.max_fused,
         dense: c.dense.unwrap_or(0.0).max(0.0),
         lexical: c.lexical,
         structure,
+        context,
+        heading,
         provenance,
         entity,
     }
@@ -144,6 +192,8 @@ pub(super) fn score(
                 + w.dense * s.dense
                 + w.lexical * s.lexical
                 + w.structure * s.structure
+                + w.context * s.context
+                + w.heading * s.heading
                 + w.provenance * s.provenance
                 + w.entity * s.entity;
             (i, composite)

@@ -152,11 +152,11 @@ impl Default for ScoringSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ScoringWeights {
-    /// Fused rank of the sentence (RRF, scaled to [0, 1]). Default 1.0.
+    /// Fused rank of the sentence (RRF, scaled to [0, 1]). Default 0.2.
     pub fusion: f32,
-    /// Cosine similarity to the query. Default 0.5.
+    /// Cosine similarity to the query. Default 1.0.
     pub dense: f32,
-    /// BM25 score relative to the best one. Default 0.3.
+    /// BM25 score relative to the best one. Default 0.6.
     pub lexical: f32,
     /// Reranker score, when a reranker is set. Default 0.0.
     pub rerank: f32,
@@ -164,6 +164,15 @@ pub struct ScoringWeights {
     /// section path, definitions, clause id named in the query.
     /// Default 0.15.
     pub structure: f32,
+    /// Context: how relevant the sentence just before or after it (same
+    /// document) is, on the fusion/dense/lexical scale. Answers often sit
+    /// one sentence away from the words that match the question.
+    /// Default 0.25.
+    pub context: f32,
+    /// Heading: cosine similarity of the query to the sentence's heading
+    /// path (document title and section headings, embedded at ingest).
+    /// Default 0.3.
+    pub heading: f32,
     /// Provenance: annex sections count less. Default 0.05.
     pub provenance: f32,
     /// Entity: dates, amounts and organisations asked for are present.
@@ -174,11 +183,13 @@ pub struct ScoringWeights {
 impl Default for ScoringWeights {
     fn default() -> Self {
         Self {
-            fusion: 1.0,
-            dense: 0.5,
-            lexical: 0.3,
+            fusion: 0.2,
+            dense: 1.0,
+            lexical: 0.6,
             rerank: 0.0,
             structure: 0.15,
+            context: 0.25,
+            heading: 0.3,
             provenance: 0.05,
             entity: 0.05,
         }

@@ -1,0 +1,196 @@
+//! `trellis eval` on small slices of the development sets: each reader
+//! turns its set into documents and judged queries, every judged query is
+//! matched to indexed sentences, the metrics are sane, and a second run
+//! with another mode reuses the cached index.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+
+use trellis::eval::{DatasetKind, EvalReport, EvalSet, Evaluation};
+use trellis::spec::{self, AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
+
+fn route(mode: AnchorMode) -> RetrievalRouteSpec {
+    let loaded = spec::parse_str(
+        "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {name: r}\nspec:\n  corpusRef: {name: any}\n",
+        Path::new("route.yaml"),
+    )
+    .unwrap();
+    let (r, _) = spec::select_route(&loaded, None, Path::new("route.yaml")).unwrap();
+    let mut spec = r.spec.clone();
+    spec.anchors.mode = mode;
+    spec
+}
+
+fn run(set: &EvalSet, data_dir: &Path, mode: AnchorMode) -> EvalReport {
+    let profile = IndexProfileSpec::default();
+    let route = route(mode);
+    Evaluation {
+        set,
+        dataset: "slice".into(),
+        profile: &profile,
+        profile_base: data_dir,
+        route: &route,
+        data_dir,
+    }
+    .run(&|_, _, _| {})
+    .unwrap()
+}
+
+fn in_unit_range(x: f64) -> bool {
+    (0.0..=1.0).contains(&x)
+}
+
+/// The first `queries` SciFact train queries with evidence, their judged
+/// abstracts and as many other abstracts, as a BEIR directory.
+fn scifact_slice(dir: &Path, queries: usize) {
+    let source = common::eval_dir().join("scifact");
+    let qrels = std::fs::read_to_string(source.join("qrels/train.tsv")).unwrap();
+    let all_queries = std::fs::read_to_string(source.join("queries.jsonl")).unwrap();
+    let mut chosen = Vec::new();
+    let mut docs = std::collections::HashSet::new();
+    for line in all_queries.lines() {
+        let q: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = q["_id"].as_str().unwrap().to_string();
+        let judged: Vec<&str> = qrels
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                (f[0] == id).then_some(f[1])
+            })
+            .collect();
+        if judged.is_empty() || q["metadata"].as_object().is_none_or(|m| m.is_empty()) {
+            continue;
+        }
+        docs.extend(judged.iter().map(|d| d.to_string()));
+        chosen.push(line.to_string());
+        if chosen.len() == queries {
+            break;
+        }
+    }
+    std::fs::create_dir_all(dir.join("qrels")).unwrap();
+    std::fs::write(dir.join("queries.jsonl"), chosen.join("\n")).unwrap();
+    std::fs::write(dir.join("qrels/train.tsv"), qrels).unwrap();
+    let corpus = std::fs::read_to_string(source.join("corpus.jsonl")).unwrap();
+    let mut out = std::fs::File::create(dir.join("corpus.jsonl")).unwrap();
+    let mut others = 0;
+    for line in corpus.lines() {
+        let d: serde_json::Value = serde_json::from_str(line).unwrap();
+        let judged = docs.contains(d["_id"].as_str().unwrap());
+        if judged || others < queries {
+            others += usize::from(!judged);
+            writeln!(out, "{line}").unwrap();
+        }
+    }
+}
+
+#[test]
+fn scifact_slice_scores_documents_and_evidence_sentences_and_reuses_its_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    scifact_slice(&tmp.path().join("scifact"), 12);
+    let set = EvalSet::load(DatasetKind::Beir, &tmp.path().join("scifact"), None).unwrap();
+    assert_eq!(set.split, "train");
+    assert_eq!(set.queries.len(), 12);
+
+    let bm25 = run(&set, &data, AnchorMode::Bm25);
+    let full = run(&set, &data, AnchorMode::Full);
+    assert_eq!(bm25.index_version, full.index_version);
+    assert_eq!(full.index_seconds, 0.0, "the second run reuses the index");
+    for report in [&bm25, &full] {
+        let doc = report.document.as_ref().unwrap();
+        let sentence = report.sentence.as_ref().unwrap();
+        assert_eq!(report.coverage.unmatched, 0);
+        assert_eq!(doc.queries, 12);
+        assert_eq!(sentence.queries, 12, "every evidence sentence aligned");
+        // Twelve claims against their own abstracts and a dozen others.
+        assert!(doc.ndcg_10 > 0.6, "{report:?}");
+        assert!(in_unit_range(sentence.recall_10) && sentence.recall_10 > 0.3);
+    }
+    let json = serde_json::to_value(&full).unwrap();
+    for key in [
+        "dataset", "split", "mode", "queries", "document", "sentence", "seconds",
+    ] {
+        assert!(json.get(key).is_some(), "{key} missing from {json}");
+    }
+    for key in ["ndcg@10", "recall@1", "recall@5", "recall@10", "mrr", "p@5"] {
+        assert!(json["document"][key].is_number(), "document.{key}");
+    }
+    assert_eq!(json["mode"], "full");
+}
+
+#[test]
+fn squad_slice_finds_the_sentence_holding_each_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = common::eval_dir().join("squad/dev-v1.1-part1.json");
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(source).unwrap()).unwrap();
+    let data = file["data"].as_array_mut().unwrap();
+    data.truncate(1);
+    data[0]["paragraphs"].as_array_mut().unwrap().truncate(4);
+    let path = tmp.path().join("part.json");
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+
+    let set = EvalSet::load(DatasetKind::Squad, &path, None).unwrap();
+    assert!(set.queries.len() > 20);
+    let report = run(&set, &tmp.path().join("data"), AnchorMode::Hybrid);
+    assert_eq!(
+        report.coverage.unmatched, 0,
+        "every answer lies in a sentence"
+    );
+    let sentence = report.sentence.unwrap();
+    assert_eq!(sentence.queries, set.queries.len());
+    assert!(sentence.recall_10 > 0.7, "{sentence:?}");
+    assert!(sentence.recall_1 <= sentence.recall_5 && sentence.recall_5 <= sentence.recall_10);
+}
+
+#[test]
+fn cuad_slice_matches_excerpts_and_reports_the_unfiltered_setting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = common::eval_dir().join("cuad");
+    let dir = tmp.path().join("cuad");
+    std::fs::create_dir_all(dir.join("contracts")).unwrap();
+    std::fs::copy(source.join("categories.json"), dir.join("categories.json")).unwrap();
+    let csv = std::fs::read_to_string(source.join("master_clauses.csv")).unwrap();
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let row = reader
+        .records()
+        .map(Result::unwrap)
+        .find(|r| r[0].starts_with("WEBHELPCOMINC"))
+        .unwrap();
+    let mut writer = csv::Writer::from_path(dir.join("master_clauses.csv")).unwrap();
+    writer.write_record(&header).unwrap();
+    writer.write_record(&row).unwrap();
+    writer.flush().unwrap();
+    // The CSV names the PDF (`.pdf` or `.PDF`); the text has the same stem.
+    let stem = Path::new(&row[0]).file_stem().unwrap().to_string_lossy();
+    for name in [
+        format!("{stem}.txt"),
+        "SightLife Surgical, Inc. - STRATEGIC SALES _ MARKETING AGREEMENT.txt".to_string(),
+    ] {
+        std::fs::copy(
+            source.join("contracts").join(&name),
+            dir.join("contracts").join(&name),
+        )
+        .unwrap();
+    }
+
+    let set = EvalSet::load(DatasetKind::Cuad, &dir, None).unwrap();
+    assert_eq!(
+        set.documents.len(),
+        1,
+        "a contract without a row is skipped"
+    );
+    assert_eq!(set.skipped.len(), 1);
+    assert!(set.queries.len() >= 8);
+    let report = run(&set, &tmp.path().join("data"), AnchorMode::Full);
+    assert!(report.document.is_none(), "CUAD has no document level");
+    let sentence = report.sentence.unwrap();
+    assert!(sentence.queries + report.coverage.unmatched == set.queries.len());
+    assert!(report.coverage.unmatched <= 1, "{:?}", report.coverage);
+    assert!(sentence.hit_10 > 0.5, "{sentence:?}");
+    // One contract: filtered and unfiltered rank the same sentences.
+    assert_eq!(report.unfiltered.unwrap().recall_10, sentence.recall_10);
+}
