@@ -30,10 +30,10 @@ use std::time::Instant;
 
 use trellis::embed;
 use trellis::eval::{DatasetKind, EvalSet, Evaluation};
-use trellis::index::vectors::{HnswGraph, Vectors};
 use trellis::index::IndexVersion;
+use trellis::index::vectors::{HnswGraph, Vectors};
 use trellis::retrieve::{Filter, Retriever};
-use trellis::spec::{self, AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
+use trellis::spec::{AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -182,14 +182,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn default_route(mode: AnchorMode) -> RetrievalRouteSpec {
-    let origin = Path::new("route.yaml");
-    let loaded = spec::parse_str(
-        "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {name: r}\nspec:\n  corpusRef: {name: any}\n",
-        origin,
-    )
-    .expect("route manifest");
-    let (route, _) = spec::select_route(&loaded, None, origin).expect("route");
-    let mut spec = route.spec.clone();
+    let mut spec = RetrievalRouteSpec::for_corpus("any");
     spec.anchors.mode = mode;
     spec
 }

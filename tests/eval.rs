@@ -9,16 +9,10 @@ use std::io::Write;
 use std::path::Path;
 
 use trellis::eval::{DatasetKind, EvalReport, EvalSet, Evaluation};
-use trellis::spec::{self, AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
+use trellis::spec::{AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
 
 fn route(mode: AnchorMode) -> RetrievalRouteSpec {
-    let loaded = spec::parse_str(
-        "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {name: r}\nspec:\n  corpusRef: {name: any}\n",
-        Path::new("route.yaml"),
-    )
-    .unwrap();
-    let (r, _) = spec::select_route(&loaded, None, Path::new("route.yaml")).unwrap();
-    let mut spec = r.spec.clone();
+    let mut spec = RetrievalRouteSpec::for_corpus("any");
     spec.anchors.mode = mode;
     spec
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use trellis::eval::{EvalReport, EvalSet, Evaluation, Metrics, parse_dataset_arg};
-use trellis::spec::{self, AnchorMode, IndexProfileSpec, ObjectRef, RetrievalRouteSpec};
+use trellis::spec::{self, AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
 
 use super::manifest_dir;
 use super::retrieval::StageBars;
@@ -35,7 +35,7 @@ pub fn eval(args: &EvalArgs<'_>) -> Result<ExitCode> {
             let (profile, file) = spec::select_profile(&loaded, args.profile, manifests)?;
             let route = match spec::select_route(&loaded, args.route, manifests) {
                 Ok((route, _)) => route.spec.clone(),
-                Err(_) if args.route.is_none() => default_route(),
+                Err(_) if args.route.is_none() => RetrievalRouteSpec::for_corpus("evaluation"),
                 Err(e) => return Err(e.into()),
             };
             (profile.spec.clone(), manifest_dir(file), route)
@@ -43,7 +43,7 @@ pub fn eval(args: &EvalArgs<'_>) -> Result<ExitCode> {
         None => (
             IndexProfileSpec::default(),
             std::env::current_dir()?,
-            default_route(),
+            RetrievalRouteSpec::for_corpus("evaluation"),
         ),
     };
     if let Some(mode) = args.mode {
@@ -70,20 +70,6 @@ pub fn eval(args: &EvalArgs<'_>) -> Result<ExitCode> {
         print_report(&report);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn default_route() -> RetrievalRouteSpec {
-    RetrievalRouteSpec {
-        corpus_ref: ObjectRef {
-            name: "evaluation".to_string(),
-        },
-        anchors: Default::default(),
-        fusion: Default::default(),
-        expansion: Default::default(),
-        scoring: Default::default(),
-        selection: Default::default(),
-        reranker: Default::default(),
-    }
 }
 
 fn print_report(r: &EvalReport) {

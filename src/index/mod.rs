@@ -127,6 +127,9 @@ pub struct VersionManifest {
     pub related_edges_within_bound: bool,
     pub embedded_sentences: usize,
     pub cached_sentences: usize,
+    /// Heading paths embedded (not found in the cache) for `headings.f32`.
+    #[serde(default)]
+    pub embedded_headings: usize,
     pub timings: Timings,
     pub failed: Vec<FailedDocument>,
     /// Seconds since the Unix epoch when the build finished.
@@ -378,6 +381,7 @@ fn build_version(
             )
         })
         .collect();
+    let mut embedded_headings = 0;
     let mut headings = Vectors {
         dims,
         data: vec![0.0; store.sections.len() * dims],
@@ -391,8 +395,7 @@ fn build_version(
             .collect();
         let texts: Vec<&str> = present.iter().map(|&(_, t)| t).collect();
         let (batch_vectors, stats) = cache.embed(embedder.as_ref(), &texts)?;
-        embedded += stats.embedded;
-        cached += stats.hits;
+        embedded_headings += stats.embedded;
         for (&(row, _), v) in present.iter().zip(batch_vectors) {
             headings.data[row * dims..(row + 1) * dims].copy_from_slice(&v);
         }
@@ -458,6 +461,7 @@ fn build_version(
         related_edges_within_bound: related.len() <= bound,
         embedded_sentences: embedded,
         cached_sentences: cached,
+        embedded_headings,
         timings,
         failed,
         created: std::time::SystemTime::now()
@@ -481,6 +485,20 @@ fn heading_text(path: &[String], title: Option<&str>) -> String {
     }
     parts.extend(path.iter().map(String::as_str));
     parts.join(" › ")
+}
+
+/// Reads a vector file that must hold one row per sentence or section.
+fn read_rows(dir: &Path, file: &str, dims: usize, rows: usize) -> Result<Vectors, IndexError> {
+    let path = dir.join(file);
+    let vectors = Vectors::read(&path, dims)?;
+    if vectors.len() != rows {
+        return Err(IndexError::Corrupt(format!(
+            "{}: {} rows where the skeleton has {rows}",
+            path.display(),
+            vectors.len()
+        )));
+    }
+    Ok(vectors)
 }
 
 fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), IndexError> {
@@ -612,24 +630,8 @@ impl IndexVersion {
         }
         let profile: IndexProfileSpec = read_json(&dir.join("profile.json"))?;
         let store: SkeletonStore = read_json(&dir.join("skeleton.json"))?;
-        let vectors = Vectors::read(&dir.join("vectors.f32"), manifest.dims)?;
-        if vectors.len() != store.sentences.len() {
-            return Err(IndexError::Corrupt(format!(
-                "{}: {} vectors for {} sentences",
-                dir.display(),
-                vectors.len(),
-                store.sentences.len()
-            )));
-        }
-        let headings = Vectors::read(&dir.join("headings.f32"), manifest.dims)?;
-        if headings.len() != store.sections.len() {
-            return Err(IndexError::Corrupt(format!(
-                "{}: {} heading vectors for {} sections",
-                dir.display(),
-                headings.len(),
-                store.sections.len()
-            )));
-        }
+        let vectors = read_rows(&dir, "vectors.f32", manifest.dims, store.sentences.len())?;
+        let headings = read_rows(&dir, "headings.f32", manifest.dims, store.sections.len())?;
         let graph = HnswGraph::load(&dir)?;
         let bm25 = bm25::Bm25Index::open(&dir.join("bm25"))?;
         let edges: Vec<RelatedEdge> = read_json(&dir.join("related.json"))?;

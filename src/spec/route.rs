@@ -39,6 +39,23 @@ pub struct RetrievalRouteSpec {
     pub reranker: RerankerSpec,
 }
 
+impl RetrievalRouteSpec {
+    /// The documented defaults, serving `corpus`.
+    pub fn for_corpus(corpus: &str) -> Self {
+        Self {
+            corpus_ref: ObjectRef {
+                name: corpus.to_string(),
+            },
+            anchors: AnchorSpec::default(),
+            fusion: FusionSpec::default(),
+            expansion: ExpansionSpec::default(),
+            scoring: ScoringSpec::default(),
+            selection: SelectionSpec::default(),
+            reranker: RerankerSpec::default(),
+        }
+    }
+}
+
 /// Which signals produce anchors.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
