@@ -25,33 +25,12 @@ import pathlib
 import subprocess
 import sys
 import time
-import venv
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from benchlib import ROOT, ensure_venv, eval_dir
+
 VENV = pathlib.Path(os.environ.get("TRELLIS_BENCH_VENV", ROOT / "target" / "bench-venv"))
 PINNED = ["pysbd==0.3.4", "chonkie==1.7.0", "langchain-text-splitters==1.1.3"]
 MIN_SECONDS = 2.0
-
-
-def eval_dir():
-    if "TRELLIS_EVAL_DIR" in os.environ:
-        return pathlib.Path(os.environ["TRELLIS_EVAL_DIR"])
-    for candidate in [ROOT.parent / "shared" / "eval", ROOT.parent.parent / "shared" / "eval"]:
-        if (candidate / "README.md").is_file():
-            return candidate
-    sys.exit("evaluation data not found; set TRELLIS_EVAL_DIR")
-
-
-def ensure_venv():
-    """Re-executes this script inside the benchmark venv, creating it first."""
-    python = VENV / "bin" / "python"
-    if pathlib.Path(sys.prefix).resolve() == VENV.resolve():
-        return
-    if not python.exists():
-        print(f"creating {VENV} with {', '.join(PINNED)}", file=sys.stderr)
-        venv.create(VENV, with_pip=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PINNED], check=True)
-    os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
 
 
 def fastest(work):
@@ -66,7 +45,7 @@ def fastest(work):
 
 
 def main():
-    ensure_venv()
+    ensure_venv(VENV, PINNED, __file__)
     import pysbd
     from chonkie import RecursiveChunker
     from langchain_text_splitters import RecursiveCharacterTextSplitter

@@ -22,34 +22,13 @@ import pathlib
 import subprocess
 import sys
 import time
-import venv
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from benchlib import ROOT, ensure_venv, eval_dir
+
 VENV = pathlib.Path(
     os.environ.get("TRELLIS_BENCH_EMBED_VENV", ROOT / "target" / "bench-embed-venv")
 )
 PINNED = ["sentence-transformers==6.2.0"]
-
-
-def ensure_venv():
-    """Re-executes this script inside the benchmark venv, creating it first."""
-    python = VENV / "bin" / "python"
-    if pathlib.Path(sys.prefix).resolve() == VENV.resolve():
-        return
-    if not python.exists():
-        print(f"creating {VENV} with {', '.join(PINNED)}", file=sys.stderr)
-        venv.create(VENV, with_pip=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PINNED], check=True)
-    os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
-
-
-def eval_dir():
-    if "TRELLIS_EVAL_DIR" in os.environ:
-        return pathlib.Path(os.environ["TRELLIS_EVAL_DIR"])
-    for candidate in [ROOT.parent / "shared" / "eval", ROOT.parent.parent / "shared" / "eval"]:
-        if (candidate / "README.md").is_file():
-            return candidate
-    sys.exit("evaluation data not found; set TRELLIS_EVAL_DIR")
 
 
 def sentences(n):
@@ -66,7 +45,7 @@ def sentences(n):
 
 
 def main():
-    ensure_venv()
+    ensure_venv(VENV, PINNED, __file__)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import numpy as np
     import torch
