@@ -111,12 +111,13 @@ impl LocalEmbedder {
         self.pooling
     }
 
-    fn encode(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Embeds `texts`, each with `prefix` put before it.
+    fn encode(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings: Vec<Vec<u32>> = texts
             .par_iter()
             .map(|text| {
                 self.tokenizer
-                    .encode(text.as_str(), true)
+                    .encode(format!("{prefix}{text}"), true)
                     .map(|e| e.get_ids().to_vec())
                     .map_err(|e| EmbedError::Tokenizer(e.to_string()))
             })
@@ -171,24 +172,16 @@ impl Embedder for LocalEmbedder {
     }
 
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let prefixed: Vec<String> = texts
-            .iter()
-            .map(|t| format!("{}{t}", self.document_prefix))
-            .collect();
-        self.encode(&prefixed)
+        self.encode(&self.document_prefix, texts)
     }
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        let mut vectors = self.encode(&[format!("{}{text}", self.query_prefix)])?;
+        let mut vectors = self.encode(&self.query_prefix, &[text])?;
         Ok(vectors.pop().unwrap_or_default())
     }
 
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let prefixed: Vec<String> = texts
-            .iter()
-            .map(|t| format!("{}{t}", self.query_prefix))
-            .collect();
-        self.encode(&prefixed)
+        self.encode(&self.query_prefix, texts)
     }
 }
 
