@@ -56,8 +56,8 @@ pub struct EvalDocument {
     pub file: String,
     /// The file's content.
     pub content: Vec<u8>,
-    /// The dataset's own text of the document, which [`Relevance::Spans`]
-    /// refer to (empty when the set states no spans).
+    /// The dataset's own text of the document: what [`Relevance::Spans`]
+    /// refer to, and where Trellis' sentences are placed to judge them.
     pub reference: String,
 }
 
@@ -526,8 +526,8 @@ fn read_cuad(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
         }
         documents.push(EvalDocument {
             file,
+            reference: String::from_utf8_lossy(&content).into_owned(),
             content,
-            reference: String::new(),
         });
     }
     Ok(EvalSet {

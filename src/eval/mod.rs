@@ -209,7 +209,10 @@ impl Evaluation<'_> {
                         })
                 };
                 let filter = Filter {
-                    documents: q.within.as_ref().map(|file| vec![relevance.key_of(file)]),
+                    documents: q
+                        .within
+                        .as_ref()
+                        .map(|file| vec![relevance.key_of(&index, file)]),
                     ..Filter::default()
                 };
                 let answer = run(&filter)?;
@@ -332,8 +335,8 @@ fn materialise(set: &EvalSet, dir: &Path) -> Result<(), EvalError> {
 struct Judgements {
     /// Per query (in the set's order).
     queries: Vec<QueryJudgement>,
-    /// Document file name → its key in the index.
-    keys: HashMap<String, String>,
+    /// Document file name → its number in the index version.
+    by_file: HashMap<String, u32>,
     unmatched: usize,
 }
 
@@ -356,11 +359,6 @@ impl Judgements {
                 let file = d.key.rsplit('/').next()?;
                 Some((file.to_string(), n as u32))
             })
-            .collect();
-        let keys = store
-            .documents
-            .iter()
-            .filter_map(|d| Some((d.key.rsplit('/').next()?.to_string(), d.key.clone())))
             .collect();
         let references: HashMap<&str, &crate::eval::dataset::EvalDocument> =
             set.documents.iter().map(|d| (d.file.as_str(), d)).collect();
@@ -415,16 +413,18 @@ impl Judgements {
         }
         Self {
             queries,
-            keys,
+            by_file,
             unmatched,
         }
     }
 
-    fn key_of(&self, file: &str) -> String {
-        self.keys
-            .get(file)
-            .cloned()
-            .unwrap_or_else(|| file.to_string())
+    /// The index key of a document file (the file name itself, which
+    /// matches no document, when it was not indexed).
+    fn key_of(&self, index: &IndexVersion, file: &str) -> String {
+        match self.by_file.get(file) {
+            Some(&d) => index.store.documents[d as usize].key.clone(),
+            None => file.to_string(),
+        }
     }
 }
 
@@ -441,12 +441,7 @@ impl Aligned {
         let texts: Vec<&str> = (start..end)
             .map(|i| store.sentences[i as usize].text.as_str())
             .collect();
-        let reference = if doc.reference.is_empty() {
-            String::from_utf8_lossy(&doc.content).into_owned()
-        } else {
-            doc.reference.clone()
-        };
-        let folded = FoldedText::new(&reference);
+        let folded = FoldedText::new(&doc.reference);
         let ranges = folded.align(&texts);
         Self { folded, ranges }
     }
