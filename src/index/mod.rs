@@ -343,32 +343,17 @@ fn build_version(
         embedder.model_id(),
         dims,
     )?;
-    let mut vectors = Vectors {
-        dims,
-        data: vec![0.0; store.sentences.len() * dims],
-    };
-    let (mut embedded, mut cached) = (0, 0);
-    const EMBED_BATCH: usize = 2048;
-    for (n, batch) in rows.chunks(EMBED_BATCH).enumerate() {
-        let texts: Vec<&str> = batch
-            .iter()
-            .map(|&i| store.sentences[i as usize].text.as_str())
-            .collect();
-        let (batch_vectors, stats) = cache.embed(embedder.as_ref(), &texts)?;
-        embedded += stats.embedded;
-        cached += stats.hits;
-        for (&row, v) in batch.iter().zip(batch_vectors) {
-            let at = row as usize * dims;
-            vectors.data[at..at + dims].copy_from_slice(&v);
-        }
-        // Flushed per batch: an interrupted ingest keeps what it embedded.
-        cache.flush()?;
-        progress(
-            "embed",
-            ((n + 1) * EMBED_BATCH).min(rows.len()) as u64,
-            rows.len() as u64,
-        );
-    }
+    let sentence_texts: Vec<(usize, &str)> = rows
+        .iter()
+        .map(|&i| (i as usize, store.sentences[i as usize].text.as_str()))
+        .collect();
+    let (vectors, sentence_stats) = embed_rows(
+        &mut cache,
+        embedder.as_ref(),
+        &sentence_texts,
+        store.sentences.len(),
+        &|done, total| progress("embed", done, total),
+    )?;
     // Each section's heading path, embedded once: the heading signal of
     // scoring compares queries with the headings a sentence sits under.
     let heading_texts: Vec<String> = store
@@ -381,26 +366,19 @@ fn build_version(
             )
         })
         .collect();
-    let mut embedded_headings = 0;
-    let mut headings = Vectors {
-        dims,
-        data: vec![0.0; store.sections.len() * dims],
-    };
-    for (n, batch) in heading_texts.chunks(EMBED_BATCH).enumerate() {
-        let present: Vec<(usize, &str)> = batch
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| !t.is_empty())
-            .map(|(k, t)| (n * EMBED_BATCH + k, t.as_str()))
-            .collect();
-        let texts: Vec<&str> = present.iter().map(|&(_, t)| t).collect();
-        let (batch_vectors, stats) = cache.embed(embedder.as_ref(), &texts)?;
-        embedded_headings += stats.embedded;
-        for (&(row, _), v) in present.iter().zip(batch_vectors) {
-            headings.data[row * dims..(row + 1) * dims].copy_from_slice(&v);
-        }
-        cache.flush()?;
-    }
+    let present: Vec<(usize, &str)> = heading_texts
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(n, t)| (n, t.as_str()))
+        .collect();
+    let (headings, heading_stats) = embed_rows(
+        &mut cache,
+        embedder.as_ref(),
+        &present,
+        store.sections.len(),
+        &|_, _| {},
+    )?;
     timings.embed = t.elapsed().as_secs_f64();
     vectors.write(&dir.join("vectors.f32"))?;
     headings.write(&dir.join("headings.f32"))?;
@@ -459,9 +437,9 @@ fn build_version(
             related_edges: related.len(),
         },
         related_edges_within_bound: related.len() <= bound,
-        embedded_sentences: embedded,
-        cached_sentences: cached,
-        embedded_headings,
+        embedded_sentences: sentence_stats.embedded,
+        cached_sentences: sentence_stats.hits,
+        embedded_headings: heading_stats.embedded,
         timings,
         failed,
         created: std::time::SystemTime::now()
@@ -472,6 +450,39 @@ fn build_version(
     // is complete.
     write_json(&dir.join("manifest.json"), &manifest)?;
     Ok(manifest)
+}
+
+/// Embeds `texts` (row number, text) through the cache into a table of
+/// `rows` vectors; rows without a text stay zero. The cache is flushed per
+/// batch, so an interrupted ingest keeps what it embedded.
+fn embed_rows(
+    cache: &mut EmbeddingCache,
+    embedder: &dyn embed::Embedder,
+    texts: &[(usize, &str)],
+    rows: usize,
+    progress: &dyn Fn(u64, u64),
+) -> Result<(Vectors, embed::cache::CacheStats), IndexError> {
+    const EMBED_BATCH: usize = 2048;
+    let dims = embedder.dimensions();
+    let mut vectors = Vectors {
+        dims,
+        data: vec![0.0; rows * dims],
+    };
+    let mut stats = embed::cache::CacheStats::default();
+    let mut done = 0;
+    for batch in texts.chunks(EMBED_BATCH) {
+        let batch_texts: Vec<&str> = batch.iter().map(|&(_, t)| t).collect();
+        let (batch_vectors, batch_stats) = cache.embed(embedder, &batch_texts)?;
+        stats.embedded += batch_stats.embedded;
+        stats.hits += batch_stats.hits;
+        for (&(row, _), v) in batch.iter().zip(batch_vectors) {
+            vectors.data[row * dims..(row + 1) * dims].copy_from_slice(&v);
+        }
+        cache.flush()?;
+        done += batch.len();
+        progress(done as u64, texts.len() as u64);
+    }
+    Ok((vectors, stats))
 }
 
 /// What a section's heading vector embeds: its heading path, outermost
