@@ -25,7 +25,7 @@ fn query_words(query: &str) -> Vec<String> {
 
 /// What scoring needs of the query, worked out once per query rather than
 /// once per candidate.
-pub(super) struct QueryFeatures {
+pub(super) struct QueryFeatures<'q> {
     /// Topic words (three letters or more, stop words left out).
     words: Vec<String>,
     lower: String,
@@ -34,15 +34,15 @@ pub(super) struct QueryFeatures {
     /// The best fused score among the candidates, which scales the rest.
     max_fused: f32,
     /// The query's vector (empty in BM25 mode).
-    vector: Vec<f32>,
+    vector: &'q [f32],
     /// Weights of fusion, dense and lexical, for the context signal.
     relevance_weights: [f32; 3],
 }
 
-impl QueryFeatures {
+impl<'q> QueryFeatures<'q> {
     pub(super) fn new(
         query: &str,
-        vector: &[f32],
+        vector: &'q [f32],
         weights: &ScoringWeights,
         candidates: &HashMap<u32, Candidate>,
     ) -> Self {
@@ -54,7 +54,7 @@ impl QueryFeatures {
             .collect();
         Self {
             words: query_words(query),
-            vector: vector.to_vec(),
+            vector,
             relevance_weights: [weights.fusion, weights.dense, weights.lexical],
             wanted,
             lower,
@@ -64,9 +64,7 @@ impl QueryFeatures {
                 .fold(f32::EPSILON, f32::max),
         }
     }
-}
 
-impl QueryFeatures {
     /// A candidate's fusion, dense and lexical scores combined with their
     /// weights, scaled to [0, 1].
     fn relevance(&self, c: &Candidate) -> f32 {
@@ -83,7 +81,7 @@ impl QueryFeatures {
 /// Signals of one candidate.
 pub(super) fn signals(
     index: &IndexVersion,
-    query: &QueryFeatures,
+    query: &QueryFeatures<'_>,
     i: u32,
     candidates: &HashMap<u32, Candidate>,
 ) -> Signals {
@@ -161,7 +159,7 @@ pub(super) fn signals(
     let heading = if query.vector.is_empty() {
         0.0
     } else {
-        dot(&query.vector, index.headings.row(s.section)).max(0.0)
+        dot(query.vector, index.headings.row(s.section)).max(0.0)
     };
 
     Signals {
@@ -180,7 +178,7 @@ pub(super) fn signals(
 pub(super) fn score(
     index: &IndexVersion,
     route: &RetrievalRouteSpec,
-    query: &QueryFeatures,
+    query: &QueryFeatures<'_>,
     candidates: &HashMap<u32, Candidate>,
 ) -> Vec<(u32, f32)> {
     let w = &route.scoring.weights;
