@@ -93,11 +93,6 @@ fn folded_chars(text: &str) -> Vec<char> {
         .collect()
 }
 
-/// Aligns `sentences` with `reference`; see [`FoldedText::align`].
-pub fn align(reference: &str, sentences: &[&str]) -> Vec<Option<Range<usize>>> {
-    FoldedText::new(reference).align(sentences)
-}
-
 fn find(haystack: &[char], needle: &[char], from: usize) -> Option<usize> {
     if needle.is_empty() || from >= haystack.len() {
         return None;
@@ -111,6 +106,10 @@ fn find(haystack: &[char], needle: &[char], from: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn align(text: &str, sentences: &[&str]) -> Vec<Option<Range<usize>>> {
+        FoldedText::new(text).align(sentences)
+    }
 
     #[test]
     fn sentences_map_back_to_their_ranges() {
