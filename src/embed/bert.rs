@@ -4,8 +4,13 @@
 //! of being padded to the longest one: every linear layer is then a single
 //! matrix product over all tokens of the batch (no work wasted on padding),
 //! and only attention looks at sequence boundaries. The matrix products run
-//! on the `matrixmultiply` crate's kernels (runtime-dispatched
-//! AVX2/FMA, multi-threaded), the rest is plain loops parallel over rows.
+//! on the `matrixmultiply` crate's kernels (runtime-dispatched AVX-512 or
+//! AVX2/FMA), the rest is plain loops.
+//!
+//! One forward pass runs on the calling thread: the embedder runs whole
+//! batches side by side, one per core, which keeps every core busy without
+//! the fork-join and spin-wait costs of splitting each matrix product and
+//! each element-wise pass across threads.
 //!
 //! Weights are read from a `model.safetensors` in the Hugging Face BERT
 //! layout (`embeddings.*`, `encoder.layer.N.*`, optionally prefixed with
@@ -13,7 +18,6 @@
 
 use std::path::Path;
 
-use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
@@ -426,35 +430,26 @@ impl Linear {
     }
 }
 
-/// Rows per rayon task for the element-wise passes.
-const ROWS_PER_TASK: usize = 32;
-
 fn layer_norm_rows(x: &mut [f32], norm: &LayerNorm, eps: f32) {
     let h = norm.gamma.len();
-    x.par_chunks_mut(h * ROWS_PER_TASK).for_each(|block| {
-        for row in block.chunks_exact_mut(h) {
-            let mean = row.iter().sum::<f32>() / h as f32;
-            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
-            let inv = 1.0 / (var + eps).sqrt();
-            for ((v, g), b) in row.iter_mut().zip(&norm.gamma).zip(&norm.beta) {
-                *v = (*v - mean) * inv * g + b;
-            }
+    for row in x.chunks_exact_mut(h) {
+        let mean = row.iter().sum::<f32>() / h as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(&norm.gamma).zip(&norm.beta) {
+            *v = (*v - mean) * inv * g + b;
         }
-    });
+    }
 }
 
 fn add_rows(x: &mut [f32], residual: &[f32]) {
-    x.par_chunks_mut(4096)
-        .zip(residual.par_chunks(4096))
-        .for_each(|(a, b)| {
-            for (a, b) in a.iter_mut().zip(b) {
-                *a += b;
-            }
-        });
+    for (a, b) in x.iter_mut().zip(residual) {
+        *a += b;
+    }
 }
 
-fn activate(x: &mut [f32], activation: Activation) {
-    x.par_chunks_mut(4096).for_each(|block| match activation {
+fn activate(block: &mut [f32], activation: Activation) {
+    match activation {
         Activation::Gelu => {
             for v in block {
                 *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
@@ -472,7 +467,7 @@ fn activate(x: &mut [f32], activation: Activation) {
                 *v = v.max(0.0);
             }
         }
-    });
+    }
 }
 
 /// The error function as a rational approximation on [-4, 4] (outside it
@@ -504,24 +499,12 @@ fn attention(qkv: &[f32], context: &mut [f32], segments: &[Segment], hidden: usi
     let scale = 1.0 / (head_dim as f32).sqrt();
     let stride = 3 * hidden;
 
-    // Split `context` into each segment's own rows so that segments can be
-    // processed in parallel.
-    let mut parts: Vec<(Segment, &mut [f32])> = Vec::with_capacity(segments.len());
-    let mut rest = &mut context[..];
-    let mut consumed = 0;
+    let mut scores = Vec::new();
     for segment in segments {
-        let skip = (segment.offset - consumed) * hidden;
-        let (_, tail) = rest.split_at_mut(skip);
-        let (mine, tail) = tail.split_at_mut(segment.len * hidden);
-        parts.push((*segment, mine));
-        rest = tail;
-        consumed = segment.offset + segment.len;
-    }
-
-    parts.into_par_iter().for_each(|(segment, out)| {
         let len = segment.len;
         let rows = &qkv[segment.offset * stride..(segment.offset + len) * stride];
-        let mut scores = vec![0f32; len];
+        let out = &mut context[segment.offset * hidden..(segment.offset + len) * hidden];
+        scores.resize(len, 0f32);
         for head in 0..heads {
             let q_at = head * head_dim;
             let k_at = hidden + head * head_dim;
@@ -552,7 +535,7 @@ fn attention(qkv: &[f32], context: &mut [f32], segments: &[Segment], hidden: usi
                 }
             }
         }
-    });
+    }
 }
 
 #[cfg(test)]

@@ -128,35 +128,54 @@ impl LocalEmbedder {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
 
-        let hidden = self.model.hidden_size();
-        let mut out = vec![Vec::new(); texts.len()];
+        // Batches run side by side, one per thread, so a call splits into
+        // at least as many batches as there are threads when it can.
+        let total: usize = encodings.iter().map(Vec::len).sum();
+        let threads = rayon::current_num_threads().max(1);
+        let batch_tokens = self.batch_tokens.min(total.div_ceil(threads)).max(1);
+        let mut batches: Vec<&[usize]> = Vec::new();
         let mut start = 0;
         while start < order.len() {
             let mut end = start;
             let mut tokens = 0;
             while end < order.len()
-                && (end == start || tokens + encodings[order[end]].len() <= self.batch_tokens)
+                && (end == start || tokens + encodings[order[end]].len() <= batch_tokens)
             {
                 tokens += encodings[order[end]].len();
                 end += 1;
             }
-            let batch = &order[start..end];
-            let mut ids = Vec::with_capacity(tokens);
-            let mut segments = Vec::with_capacity(batch.len());
-            for &i in batch {
-                segments.push(Segment {
-                    offset: ids.len(),
-                    len: encodings[i].len(),
-                });
-                ids.extend_from_slice(&encodings[i]);
-            }
-            let states = self.model.forward(&ids, &segments);
-            for (&i, segment) in batch.iter().zip(&segments) {
-                let mut v = pool(&states, *segment, hidden, self.pooling);
-                normalize(&mut v);
-                out[i] = v;
-            }
+            batches.push(&order[start..end]);
             start = end;
+        }
+
+        let hidden = self.model.hidden_size();
+        let encoded: Vec<Vec<(usize, Vec<f32>)>> = batches
+            .par_iter()
+            .map(|batch| {
+                let mut ids = Vec::new();
+                let mut segments = Vec::with_capacity(batch.len());
+                for &i in batch.iter() {
+                    segments.push(Segment {
+                        offset: ids.len(),
+                        len: encodings[i].len(),
+                    });
+                    ids.extend_from_slice(&encodings[i]);
+                }
+                let states = self.model.forward(&ids, &segments);
+                batch
+                    .iter()
+                    .zip(&segments)
+                    .map(|(&i, segment)| {
+                        let mut v = pool(&states, *segment, hidden, self.pooling);
+                        normalize(&mut v);
+                        (i, v)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut out = vec![Vec::new(); texts.len()];
+        for (i, v) in encoded.into_iter().flatten() {
+            out[i] = v;
         }
         Ok(out)
     }
