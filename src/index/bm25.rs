@@ -1,9 +1,13 @@
 //! The BM25 index over sentences (tantivy).
 //!
-//! Three fields are searched: the sentence text with English stemming, the
-//! section path (at a lower weight) and an identifier field that keeps
-//! tokens such as "TK-421", "5.1" or "§ 12(b)" whole, so that an exact
-//! identifier in a query matches exactly. Queries are analysed with the
+//! Four fields are searched: the sentence text with English stemming, the
+//! section path and the text of the sentence's whole paragraph (each at a
+//! lower weight), and an identifier field that keeps tokens such as
+//! "TK-421", "5.1" or "§ 12(b)" whole, so that an exact identifier in a
+//! query matches exactly. The paragraph field lets a query whose words are
+//! spread over neighbouring sentences still find them: every sentence of
+//! the paragraph shares that part of the score, and the sentence's own
+//! text decides between them. Queries are analysed with the
 //! same tokenizers and turned into term queries directly, never through a
 //! query language, so no user input is ever syntax.
 
@@ -33,6 +37,7 @@ struct Fields {
     sentence: Field,
     text: Field,
     section: Field,
+    paragraph: Field,
     ids: Field,
 }
 
@@ -51,7 +56,8 @@ fn schema() -> (Schema, Fields) {
     let fields = Fields {
         sentence: builder.add_u64_field("sentence", INDEXED | STORED),
         text: builder.add_text_field("text", stemmed.clone()),
-        section: builder.add_text_field("section", stemmed),
+        section: builder.add_text_field("section", stemmed.clone()),
+        paragraph: builder.add_text_field("paragraph", stemmed),
         ids: builder.add_text_field("ids", ids),
     };
     (builder.build(), fields)
@@ -86,6 +92,8 @@ pub struct Bm25Input<'a> {
     pub sentence: u32,
     pub text: &'a str,
     pub section_path: String,
+    /// The text of the sentence's paragraph (empty to leave it out).
+    pub paragraph: &'a str,
 }
 
 /// Builds the index in `dir` (which must exist and be empty).
@@ -109,6 +117,7 @@ pub fn build<'a>(
                 fields.sentence => u64::from(s.sentence),
                 fields.text => s.text,
                 fields.section => section,
+                fields.paragraph => s.paragraph,
                 fields.ids => s.text,
             ))
             .map_err(bm25_error)?;
@@ -139,19 +148,26 @@ impl Bm25Index {
     }
 
     /// The `limit` best sentences for `query`, best first, with scores.
-    /// `allowed` filters sentences (ACL, document filters) before ranking.
+    /// `paragraph_boost` weighs a match in the sentence's paragraph against
+    /// one in its own text (0 leaves the paragraph out). `allowed` filters
+    /// sentences (ACL, document filters) before ranking.
     pub fn search(
         &self,
         query: &str,
         limit: usize,
+        paragraph_boost: f32,
         allowed: &dyn Fn(u32) -> bool,
     ) -> Result<Vec<(u32, f32)>, IndexError> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for (field, tokenizer, boost) in [
             (self.fields.text, TEXT_TOKENIZER, 1.0),
             (self.fields.section, TEXT_TOKENIZER, SECTION_BOOST),
+            (self.fields.paragraph, TEXT_TOKENIZER, paragraph_boost),
             (self.fields.ids, ID_TOKENIZER, ID_BOOST),
         ] {
+            if boost <= 0.0 {
+                continue;
+            }
             let mut analyzer = self
                 .index
                 .tokenizers()
@@ -209,4 +225,64 @@ impl Bm25Index {
 
 fn bm25_error(e: tantivy::TantivyError) -> IndexError {
     IndexError::Bm25(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index_of(sentences: &[(&str, &str)]) -> (tempfile::TempDir, Bm25Index) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        build(
+            dir.path(),
+            sentences
+                .iter()
+                .enumerate()
+                .map(|(n, &(text, paragraph))| Bm25Input {
+                    sentence: n as u32,
+                    text,
+                    section_path: String::new(),
+                    paragraph,
+                }),
+            true,
+        )
+        .expect("build");
+        let index = Bm25Index::open(dir.path()).expect("open");
+        (dir, index)
+    }
+
+    #[test]
+    fn paragraph_words_reach_every_sentence_of_the_paragraph() {
+        let first = "The tenant pays the rent monthly.";
+        let second = "Payment is due on the first day.";
+        let paragraph = format!("{first} {second}");
+        let other = "Deposits are held in escrow by the landlord.";
+        let (_dir, index) = index_of(&[(first, &paragraph), (second, &paragraph), (other, other)]);
+        let all = |_: u32| true;
+
+        // "tenant" appears only in the first sentence: without the
+        // paragraph field the second cannot match it.
+        let alone = index
+            .search("tenant payment", 10, 0.0, &all)
+            .expect("search");
+        assert_eq!(alone.len(), 2);
+        let with_paragraph = index
+            .search("tenant payment", 10, 1.5, &all)
+            .expect("search");
+        assert_eq!(with_paragraph.len(), 2);
+        let second_score = |hits: &[(u32, f32)]| hits.iter().find(|h| h.0 == 1).map(|h| h.1);
+        assert!(second_score(&with_paragraph) > second_score(&alone));
+        // The unrelated paragraph stays out either way.
+        assert!(with_paragraph.iter().all(|&(i, _)| i != 2));
+    }
+
+    #[test]
+    fn identifiers_stay_whole() {
+        let (_dir, index) = index_of(&[
+            ("See clause 5.1 for the fee.", ""),
+            ("See clause 5 for the term.", ""),
+        ]);
+        let hits = index.search("5.1", 10, 1.0, &|_| true).expect("search");
+        assert_eq!(hits.first().map(|h| h.0), Some(0));
+    }
 }

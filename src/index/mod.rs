@@ -46,7 +46,7 @@ pub use store::SkeletonStore;
 pub use vectors::{HnswGraph, Vectors};
 
 /// Version of the on-disk layout; part of every version hash.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 #[derive(Debug, Error)]
 pub enum IndexError {
@@ -386,12 +386,22 @@ fn build_version(
     let t = Instant::now();
     let bm25_dir = dir.join("bm25");
     std::fs::create_dir_all(&bm25_dir).map_err(|e| IndexError::io(&bm25_dir, e))?;
+    let paragraphs: Vec<String> = if profile.index.bm25_paragraph {
+        store
+            .paragraphs
+            .iter()
+            .map(|p| store.paragraph_text(p))
+            .collect()
+    } else {
+        vec![String::new(); store.paragraphs.len()]
+    };
     bm25::build(
         &bm25_dir,
         rows.iter().map(|&i| bm25::Bm25Input {
             sentence: i,
             text: &store.sentences[i as usize].text,
             section_path: store.section_path(i).join(" "),
+            paragraph: &paragraphs[store.sentences[i as usize].paragraph as usize],
         }),
         profile.index.bm25_section_path,
     )?;
@@ -617,6 +627,9 @@ pub struct IndexVersion {
     /// One vector per section: its heading path embedded (zeros when the
     /// path is empty).
     pub headings: Vectors,
+    /// One vector per paragraph: the normalised mean of its indexed
+    /// sentences' vectors, derived at load.
+    pub paragraphs: Vectors,
     pub graph: HnswGraph,
     pub bm25: bm25::Bm25Index,
     /// `RELATED_TO` edges leaving each sentence.
@@ -643,6 +656,7 @@ impl IndexVersion {
         let store: SkeletonStore = read_json(&dir.join("skeleton.json"))?;
         let vectors = read_rows(&dir, "vectors.f32", manifest.dims, store.sentences.len())?;
         let headings = read_rows(&dir, "headings.f32", manifest.dims, store.sections.len())?;
+        let paragraphs = paragraph_centroids(&store, &vectors);
         let graph = HnswGraph::load(&dir)?;
         let bm25 = bm25::Bm25Index::open(&dir.join("bm25"))?;
         let edges: Vec<RelatedEdge> = read_json(&dir.join("related.json"))?;
@@ -659,9 +673,29 @@ impl IndexVersion {
             store,
             vectors,
             headings,
+            paragraphs,
             graph,
             bm25,
             related,
         })
     }
+}
+
+/// Each paragraph's centroid: the mean of its indexed sentences' vectors,
+/// normalised (zeros for a paragraph with none).
+fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> Vectors {
+    let dims = vectors.dims;
+    let mut data = vec![0f32; store.paragraphs.len() * dims];
+    for (p, out) in store.paragraphs.iter().zip(data.chunks_exact_mut(dims)) {
+        let [start, end] = p.sentences;
+        for i in start..end {
+            if store.sentences[i as usize].indexed {
+                for (o, x) in out.iter_mut().zip(vectors.row(i)) {
+                    *o += x;
+                }
+            }
+        }
+        crate::embed::normalize(out);
+    }
+    Vectors { dims, data }
 }

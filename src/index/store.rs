@@ -152,6 +152,21 @@ impl SkeletonStore {
         });
     }
 
+    /// The indexed sentences of a paragraph, joined by spaces.
+    pub fn paragraph_text(&self, paragraph: &ParagraphRecord) -> String {
+        let [start, end] = paragraph.sentences;
+        let mut text = String::new();
+        for s in &self.sentences[start as usize..end as usize] {
+            if s.indexed {
+                if !text.is_empty() {
+                    text.push(' ');
+                }
+                text.push_str(&s.text);
+            }
+        }
+        text
+    }
+
     pub fn section_path(&self, sentence: u32) -> &[String] {
         let s = &self.sentences[sentence as usize];
         &self.sections[s.section as usize].path

@@ -61,6 +61,7 @@ pub struct Signals {
     pub structure: f32,
     pub context: f32,
     pub heading: f32,
+    pub paragraph: f32,
     pub provenance: f32,
     pub entity: f32,
 }
@@ -181,20 +182,26 @@ impl<'a> Retriever<'a> {
             }
         };
         let dense = match query_vector {
-            Some(q) => vectors::nearest(
-                &self.index.vectors,
-                &self.index.graph,
+            Some(q) => self.with_paragraphs(
                 q,
-                c,
-                route.anchors.ef_search as usize,
-                &allowed,
+                vectors::nearest(
+                    &self.index.vectors,
+                    &self.index.graph,
+                    q,
+                    c,
+                    route.anchors.ef_search as usize,
+                    &allowed,
+                ),
+                route.anchors.paragraph_mix,
             ),
             None => Vec::new(),
         };
         let lexical = if mode == AnchorMode::Dense {
             Vec::new()
         } else {
-            self.index.bm25.search(query, c, &allowed)?
+            self.index
+                .bm25
+                .search(query, c, route.anchors.paragraph_boost, &allowed)?
         };
 
         let mut candidates: HashMap<u32, Candidate> = HashMap::new();
@@ -315,6 +322,22 @@ impl<'a> Retriever<'a> {
                 candidates.entry(j).or_default();
             }
         }
+    }
+
+    /// Mixes each dense hit's similarity with its paragraph's, `mix` of
+    /// the way, and re-ranks: a sentence in a paragraph about the query
+    /// rises above an equally similar one in an unrelated paragraph.
+    fn with_paragraphs(&self, q: &[f32], hits: Vec<(u32, f32)>, mix: f32) -> Vec<(u32, f32)> {
+        let mix = mix.clamp(0.0, 1.0);
+        if mix == 0.0 {
+            return hits;
+        }
+        let store = &self.index.store;
+        sorted(hits.into_iter().map(|(i, score)| {
+            let p = store.sentences[i as usize].paragraph;
+            let paragraph = crate::embed::dot(q, self.index.paragraphs.row(p));
+            (i, (1.0 - mix) * score + mix * paragraph)
+        }))
     }
 
     fn allowed_documents(&self, filter: &Filter) -> Vec<bool> {

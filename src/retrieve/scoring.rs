@@ -162,6 +162,13 @@ pub(super) fn signals(
         dot(query.vector, index.headings.row(s.section)).max(0.0)
     };
 
+    // Paragraph: the query against the paragraph's centroid.
+    let paragraph = if query.vector.is_empty() {
+        0.0
+    } else {
+        dot(query.vector, index.paragraphs.row(s.paragraph)).max(0.0)
+    };
+
     Signals {
         fusion: c.fused / query.max_fused,
         dense: c.dense.unwrap_or(0.0).max(0.0),
@@ -169,6 +176,7 @@ pub(super) fn signals(
         structure,
         context,
         heading,
+        paragraph,
         provenance,
         entity,
     }
@@ -192,6 +200,7 @@ pub(super) fn score(
                 + w.structure * s.structure
                 + w.context * s.context
                 + w.heading * s.heading
+                + w.paragraph * s.paragraph
                 + w.provenance * s.provenance
                 + w.entity * s.entity;
             (i, composite)

@@ -423,6 +423,11 @@ pub struct IndexSpec {
     /// Index the heading path of each sentence for BM25 as well (at a lower
     /// weight than its text). Default true.
     pub bm25_section_path: bool,
+    /// Index the text of each sentence's paragraph for BM25 as well, so
+    /// that query words spread over neighbouring sentences still match
+    /// (weighed at query time by the route's `anchors.paragraphBoost`).
+    /// Default true.
+    pub bm25_paragraph: bool,
 }
 
 impl Default for IndexSpec {
@@ -431,6 +436,7 @@ impl Default for IndexSpec {
             hnsw_m: 16,
             hnsw_ef_construction: 200,
             bm25_section_path: true,
+            bm25_paragraph: true,
         }
     }
 }

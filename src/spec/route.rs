@@ -77,18 +77,29 @@ pub enum AnchorMode {
 pub struct AnchorSpec {
     /// `bm25`, `dense`, `hybrid` or `full` (default).
     pub mode: AnchorMode,
-    /// Sentences taken from each of HNSW and BM25. Default 100.
+    /// Sentences taken from each of HNSW and BM25. Default 200.
     pub candidates: u32,
     /// HNSW search list size (at least `candidates`). Default 200.
     pub ef_search: u32,
+    /// BM25: weight of a match in the sentence's paragraph against one in
+    /// the sentence itself (0 to match the sentence alone; needs the
+    /// profile's `index.bm25Paragraph`). Default 1.5.
+    pub paragraph_boost: f32,
+    /// Dense: share of a candidate's dense score that comes from the
+    /// query's similarity to its paragraph (the normalised mean of the
+    /// paragraph's sentence vectors) rather than to the sentence alone;
+    /// in [0, 1]. Default 0.4.
+    pub paragraph_mix: f32,
 }
 
 impl Default for AnchorSpec {
     fn default() -> Self {
         Self {
             mode: AnchorMode::Full,
-            candidates: 100,
+            candidates: 200,
             ef_search: 200,
+            paragraph_boost: 1.5,
+            paragraph_mix: 0.4,
         }
     }
 }
@@ -190,6 +201,10 @@ pub struct ScoringWeights {
     /// path (document title and section headings, embedded at ingest).
     /// Default 0.3.
     pub heading: f32,
+    /// Paragraph: cosine similarity of the query to the sentence's whole
+    /// paragraph (the normalised mean of its sentence vectors), for
+    /// questions a paragraph answers as a whole. Default 0.3.
+    pub paragraph: f32,
     /// Provenance: annex sections count less. Default 0.05.
     pub provenance: f32,
     /// Entity: dates, amounts and organisations asked for are present.
@@ -207,6 +222,7 @@ impl Default for ScoringWeights {
             structure: 0.15,
             context: 0.25,
             heading: 0.3,
+            paragraph: 0.3,
             provenance: 0.05,
             entity: 0.05,
         }
