@@ -91,6 +91,7 @@ fn register_tokenizers(index: &Index) -> Result<(), IndexError> {
 pub struct Bm25Input<'a> {
     pub sentence: u32,
     pub text: &'a str,
+    /// The sentence's heading path (empty to leave it out).
     pub section_path: String,
     /// The text of the sentence's paragraph (empty to leave it out).
     pub paragraph: &'a str,
@@ -100,23 +101,17 @@ pub struct Bm25Input<'a> {
 pub fn build<'a>(
     dir: &Path,
     sentences: impl Iterator<Item = Bm25Input<'a>>,
-    with_section_path: bool,
 ) -> Result<(), IndexError> {
     let (schema, fields) = schema();
     let index = Index::create_in_dir(dir, schema).map_err(bm25_error)?;
     register_tokenizers(&index)?;
     let mut writer = index.writer(64 * 1024 * 1024).map_err(bm25_error)?;
     for s in sentences {
-        let section = if with_section_path {
-            s.section_path
-        } else {
-            String::new()
-        };
         writer
             .add_document(doc!(
                 fields.sentence => u64::from(s.sentence),
                 fields.text => s.text,
-                fields.section => section,
+                fields.section => s.section_path,
                 fields.paragraph => s.paragraph,
                 fields.ids => s.text,
             ))
@@ -244,7 +239,6 @@ mod tests {
                     section_path: String::new(),
                     paragraph,
                 }),
-            true,
         )
         .expect("build");
         let index = Bm25Index::open(dir.path()).expect("open");

@@ -386,6 +386,7 @@ fn build_version(
     let t = Instant::now();
     let bm25_dir = dir.join("bm25");
     std::fs::create_dir_all(&bm25_dir).map_err(|e| IndexError::io(&bm25_dir, e))?;
+    // A field the profile leaves out is indexed empty.
     let paragraphs: Vec<String> = if profile.index.bm25_paragraph {
         store
             .paragraphs
@@ -393,17 +394,25 @@ fn build_version(
             .map(|p| store.paragraph_text(p))
             .collect()
     } else {
-        vec![String::new(); store.paragraphs.len()]
+        Vec::new()
     };
     bm25::build(
         &bm25_dir,
-        rows.iter().map(|&i| bm25::Bm25Input {
-            sentence: i,
-            text: &store.sentences[i as usize].text,
-            section_path: store.section_path(i).join(" "),
-            paragraph: &paragraphs[store.sentences[i as usize].paragraph as usize],
+        rows.iter().map(|&i| {
+            let sentence = &store.sentences[i as usize];
+            bm25::Bm25Input {
+                sentence: i,
+                text: &sentence.text,
+                section_path: if profile.index.bm25_section_path {
+                    store.section_path(i).join(" ")
+                } else {
+                    String::new()
+                },
+                paragraph: paragraphs
+                    .get(sentence.paragraph as usize)
+                    .map_or("", String::as_str),
+            }
         }),
-        profile.index.bm25_section_path,
     )?;
     timings.bm25 = t.elapsed().as_secs_f64();
     progress("bm25", 1, 1);
