@@ -105,7 +105,13 @@ pub fn build<'a>(
     let (schema, fields) = schema();
     let index = Index::create_in_dir(dir, schema).map_err(bm25_error)?;
     register_tokenizers(&index)?;
-    let mut writer = index.writer(64 * 1024 * 1024).map_err(bm25_error)?;
+    // One indexing thread: with several, sentences land in segments in
+    // whatever order the threads take them, and BM25 ties (and which of
+    // them a limit cuts off) then differ from one build of the same input
+    // to the next.
+    let mut writer = index
+        .writer_with_num_threads(1, 64 * 1024 * 1024)
+        .map_err(bm25_error)?;
     for s in sentences {
         writer
             .add_document(doc!(
