@@ -156,6 +156,11 @@ enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Also write one JSON line per judged query (id, relevant
+        /// sentences, how many the top ten found, first relevant rank) to
+        /// this file, for breakdowns by category.
+        #[arg(long)]
+        per_query: Option<PathBuf>,
     },
 }
 
@@ -307,6 +312,7 @@ fn run(command: Command) -> Result<ExitCode> {
             route,
             data_dir,
             json,
+            per_query,
         } => eval::eval(&eval::EvalArgs {
             dataset: &dataset,
             split: split.as_deref(),
@@ -316,6 +322,7 @@ fn run(command: Command) -> Result<ExitCode> {
             route: route.as_deref(),
             data_dir: retrieval::data_dir(data_dir),
             json,
+            per_query: per_query.as_deref(),
         }),
     }
 }

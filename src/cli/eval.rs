@@ -23,6 +23,8 @@ pub struct EvalArgs<'a> {
     pub route: Option<&'a str>,
     pub data_dir: PathBuf,
     pub json: bool,
+    /// Where to write one JSON line per judged query.
+    pub per_query: Option<&'a Path>,
 }
 
 pub fn eval(args: &EvalArgs<'_>) -> Result<ExitCode> {
@@ -64,6 +66,14 @@ pub fn eval(args: &EvalArgs<'_>) -> Result<ExitCode> {
     let bars = StageBars::new();
     let report = evaluation.run(&|stage: &str, done, total| bars.update(stage, done, total))?;
     bars.finish();
+    if let Some(file) = args.per_query {
+        let mut lines = String::new();
+        for q in &report.per_query {
+            lines.push_str(&serde_json::to_string(q)?);
+            lines.push('\n');
+        }
+        std::fs::write(file, lines).with_context(|| format!("writing {}", file.display()))?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -105,6 +105,10 @@ pub struct EvalReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unfiltered: Option<Metrics>,
     pub coverage: Coverage,
+    /// Sentence-level outcome of each judged query (filtered to its
+    /// document where the set filters).
+    #[serde(skip)]
+    pub per_query: Vec<QueryResult>,
     pub index_version: String,
     pub indexed_sentences: usize,
     /// Seconds spent indexing (0 when the cached index was reused).
@@ -113,6 +117,18 @@ pub struct EvalReport {
     pub query_seconds: f64,
     /// Seconds in all.
     pub seconds: f64,
+}
+
+/// How one judged query fared at sentence level.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryResult {
+    pub id: String,
+    /// Sentences judged relevant.
+    pub relevant: usize,
+    /// Relevant sentences among the top ten results.
+    pub found: usize,
+    /// Rank (1-based) of the first relevant result in the top ten.
+    pub first: Option<usize>,
 }
 
 /// Runs an evaluation set through a profile and route.
@@ -240,8 +256,24 @@ impl Evaluation<'_> {
         let mut document = Accumulator::default();
         let mut sentence = Accumulator::default();
         let mut unfiltered = Accumulator::default();
+        let mut per_query = Vec::new();
         for (n, outcome) in outcomes.iter().enumerate() {
             let judged = &relevance.queries[n];
+            if !judged.sentences.is_empty() {
+                let top = &outcome.sentences[..outcome.sentences.len().min(RESULTS)];
+                per_query.push(QueryResult {
+                    id: self.set.queries[n].id.clone(),
+                    relevant: judged.sentences.len(),
+                    found: top
+                        .iter()
+                        .filter(|i| judged.sentences.contains_key(i))
+                        .count(),
+                    first: top
+                        .iter()
+                        .position(|i| judged.sentences.contains_key(i))
+                        .map(|r| r + 1),
+                });
+            }
             if self.set.document_level {
                 document.add(&outcome.documents, &judged.documents);
             }
@@ -268,6 +300,7 @@ impl Evaluation<'_> {
             sentence: sentence.finish(),
             unfiltered: unfiltered.finish(),
             coverage,
+            per_query,
             index_version: report.manifest.version.clone(),
             indexed_sentences: index.manifest.counts.indexed_sentences,
             index_seconds,
