@@ -193,3 +193,50 @@ fn a_bad_document_is_counted_and_the_rest_are_indexed() {
     assert!(m.failed.iter().all(|f| !f.reason.is_empty()));
     IndexVersion::open(&dir.join("data"), "c", None).unwrap();
 }
+
+#[test]
+fn a_question_about_a_defined_term_reaches_its_definition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, route) = setup(dir);
+    std::fs::write(
+        dir.join("docs/supply.txt"),
+        "SUPPLY AGREEMENT\n\n\
+         This Supply Agreement (the \"Agreement\") is entered into as of May 6, 2019 (the \"Effective Date\") by Acme Corp. and Widget Ltd.\n\n\
+         1. Orders\n\nWidget Ltd. ships each order within ten days. Prices are reviewed every year.\n",
+    )
+    .unwrap();
+    let report = ingest(dir, &corpus, &profile);
+    let version = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    assert_eq!(version.terms.len(), version.term_sentences.len());
+    let defining = version
+        .store
+        .sentences
+        .iter()
+        .position(|s| s.terms.iter().any(|t| t == "Effective Date"))
+        .expect("the preamble defines its terms") as u32;
+    assert!(version.term_sentences.contains(&defining));
+    assert!(report.manifest.embedded_terms >= 2);
+
+    let embedder = embed::from_spec(&version.profile.embedding, None).unwrap();
+    let retriever = Retriever::new(&version, embedder.as_ref()).unwrap();
+    let answer = retriever
+        .retrieve(
+            &route.spec,
+            "On what date does the contract become effective?",
+            None,
+            &Filter::default(),
+        )
+        .unwrap();
+    let first = &answer.hits[0];
+    assert_eq!(first.sentence, defining, "{:?}", answer.hits);
+    assert!(first.signals.definition > 0.5, "{:?}", first.signals);
+    // Other sentences carry no definition signal.
+    assert!(
+        answer
+            .hits
+            .iter()
+            .filter(|h| h.sentence != defining)
+            .all(|h| h.signals.definition == 0.0)
+    );
+}

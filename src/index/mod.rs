@@ -10,6 +10,7 @@
 //!         skeleton.json       the skeleton store (store.rs)
 //!         vectors.f32         sentence vectors (vectors.rs)
 //!         headings.f32        one vector per section: its heading path embedded
+//!         terms.f32           one vector per defined term, in sentence order
 //!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
 //!         bm25/               tantivy index (bm25.rs)
 //!         related.json        RELATED_TO edges (links.rs)
@@ -46,7 +47,7 @@ pub use store::SkeletonStore;
 pub use vectors::{HnswGraph, Vectors};
 
 /// Version of the on-disk layout; part of every version hash.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 #[derive(Debug, Error)]
 pub enum IndexError {
@@ -130,6 +131,9 @@ pub struct VersionManifest {
     /// Heading paths embedded (not found in the cache) for `headings.f32`.
     #[serde(default)]
     pub embedded_headings: usize,
+    /// Defined terms embedded (not found in the cache) for `terms.f32`.
+    #[serde(default)]
+    pub embedded_terms: usize,
     pub timings: Timings,
     pub failed: Vec<FailedDocument>,
     /// Seconds since the Unix epoch when the build finished.
@@ -379,9 +383,25 @@ fn build_version(
         store.sections.len(),
         &|_, _| {},
     )?;
+    // Each defined term, embedded alone: the definition signal compares
+    // queries with the terms a sentence defines.
+    let terms = defined_terms(&store);
+    let term_texts: Vec<(usize, &str)> = terms
+        .iter()
+        .enumerate()
+        .map(|(row, &(_, term))| (row, term))
+        .collect();
+    let (term_vectors, term_stats) = embed_rows(
+        &mut cache,
+        embedder.as_ref(),
+        &term_texts,
+        terms.len(),
+        &|_, _| {},
+    )?;
     timings.embed = t.elapsed().as_secs_f64();
     vectors.write(&dir.join("vectors.f32"))?;
     headings.write(&dir.join("headings.f32"))?;
+    term_vectors.write(&dir.join("terms.f32"))?;
 
     let t = Instant::now();
     let bm25_dir = dir.join("bm25");
@@ -459,6 +479,7 @@ fn build_version(
         embedded_sentences: sentence_stats.embedded,
         cached_sentences: sentence_stats.hits,
         embedded_headings: heading_stats.embedded,
+        embedded_terms: term_stats.embedded,
         timings,
         failed,
         created: std::time::SystemTime::now()
@@ -504,6 +525,18 @@ fn embed_rows(
     Ok((vectors, stats))
 }
 
+/// The defined terms of the indexed sentences, in sentence order: row
+/// `n` of `terms.f32` is the `n`th (sentence, term).
+fn defined_terms(store: &SkeletonStore) -> Vec<(u32, &str)> {
+    store
+        .sentences
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.indexed)
+        .flat_map(|(i, s)| s.terms.iter().map(move |t| (i as u32, t.as_str())))
+        .collect()
+}
+
 /// What a section's heading vector embeds: its heading path, outermost
 /// first (the document title leads when the path does not start with it).
 fn heading_text(path: &[String], title: Option<&str>) -> String {
@@ -517,7 +550,8 @@ fn heading_text(path: &[String], title: Option<&str>) -> String {
     parts.join(" › ")
 }
 
-/// Reads a vector file that must hold one row per sentence or section.
+/// Reads a vector file that must hold one row per sentence, section or
+/// defined term.
 fn read_rows(dir: &Path, file: &str, dims: usize, rows: usize) -> Result<Vectors, IndexError> {
     let path = dir.join(file);
     let vectors = Vectors::read(&path, dims)?;
@@ -639,6 +673,10 @@ pub struct IndexVersion {
     /// One vector per paragraph: the normalised mean of its indexed
     /// sentences' vectors, derived at load.
     pub paragraphs: Vectors,
+    /// One vector per defined term of an indexed sentence (the term
+    /// embedded alone), and the sentence defining it.
+    pub terms: Vectors,
+    pub term_sentences: Vec<u32>,
     pub graph: HnswGraph,
     pub bm25: bm25::Bm25Index,
     /// `RELATED_TO` edges leaving each sentence.
@@ -666,6 +704,8 @@ impl IndexVersion {
         let vectors = read_rows(&dir, "vectors.f32", manifest.dims, store.sentences.len())?;
         let headings = read_rows(&dir, "headings.f32", manifest.dims, store.sections.len())?;
         let paragraphs = paragraph_centroids(&store, &vectors);
+        let term_sentences: Vec<u32> = defined_terms(&store).iter().map(|&(i, _)| i).collect();
+        let terms = read_rows(&dir, "terms.f32", manifest.dims, term_sentences.len())?;
         let graph = HnswGraph::load(&dir)?;
         let bm25 = bm25::Bm25Index::open(&dir.join("bm25"))?;
         let edges: Vec<RelatedEdge> = read_json(&dir.join("related.json"))?;
@@ -683,6 +723,8 @@ impl IndexVersion {
             vectors,
             headings,
             paragraphs,
+            terms,
+            term_sentences,
             graph,
             bm25,
             related,

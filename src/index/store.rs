@@ -73,6 +73,10 @@ pub struct SentenceRecord {
     pub clause: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub definition: bool,
+    /// The terms it defines, as written (`Agreement`, `Effective Date`);
+    /// each has a row in the version's `terms.f32`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<String>,
     /// Dates, amounts, percentages, periods and organisations it mentions,
     /// lower-cased, for the entity signal.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -140,6 +144,7 @@ impl SkeletonStore {
                 indexed: sentence.indexable,
                 clause: notes.and_then(|n| n.clause.clone()),
                 definition: notes.is_some_and(|n| n.definition.is_some()),
+                terms: notes.map(|n| n.defined_terms.clone()).unwrap_or_default(),
                 entities,
             });
         }

@@ -62,6 +62,7 @@ pub struct Signals {
     pub context: f32,
     pub heading: f32,
     pub paragraph: f32,
+    pub definition: f32,
     pub provenance: f32,
     pub entity: f32,
 }
@@ -220,6 +221,24 @@ impl<'a> Retriever<'a> {
             e.anchor = true;
         }
 
+        // Full mode: definitions of terms close to the query join the
+        // anchors, and every definition's similarity is kept for scoring.
+        let definitions = match (mode, query_vector) {
+            (AnchorMode::Full, Some(q))
+                if route.scoring.weights.definition > 0.0
+                    || route.anchors.definition_similarity <= 1.0 =>
+            {
+                let found = self.definitions(q, &allowed);
+                for (&i, &similarity) in &found {
+                    if similarity >= route.anchors.definition_similarity {
+                        candidates.entry(i).or_default().anchor = true;
+                    }
+                }
+                found
+            }
+            _ => HashMap::new(),
+        };
+
         // Full mode scores with query features; the other modes rank by
         // their anchor lists alone.
         let mut features = None;
@@ -240,6 +259,7 @@ impl<'a> Retriever<'a> {
                     q,
                     &route.scoring.weights,
                     &candidates,
+                    definitions,
                 ));
                 sorted(scoring::score(self.index, route, f, &candidates).into_iter())
             }
@@ -322,6 +342,20 @@ impl<'a> Retriever<'a> {
                 candidates.entry(j).or_default();
             }
         }
+    }
+
+    /// The sentences that define a term, each with the best cosine
+    /// similarity of the query to one of its terms.
+    fn definitions(&self, q: &[f32], allowed: &dyn Fn(u32) -> bool) -> HashMap<u32, f32> {
+        let mut best: HashMap<u32, f32> = HashMap::new();
+        for (row, &i) in self.index.term_sentences.iter().enumerate() {
+            if allowed(i) {
+                let similarity = crate::embed::dot(q, self.index.terms.row(row as u32));
+                let e = best.entry(i).or_insert(f32::MIN);
+                *e = e.max(similarity);
+            }
+        }
+        best
     }
 
     /// Mixes each dense hit's similarity with its paragraph's, `mix` of

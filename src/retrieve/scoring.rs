@@ -37,6 +37,9 @@ pub(super) struct QueryFeatures<'q> {
     vector: &'q [f32],
     /// Weights of fusion, dense and lexical, for the context signal.
     relevance_weights: [f32; 3],
+    /// Sentences that define terms, with the query's best similarity to
+    /// one of them.
+    definitions: HashMap<u32, f32>,
 }
 
 impl<'q> QueryFeatures<'q> {
@@ -45,6 +48,7 @@ impl<'q> QueryFeatures<'q> {
         vector: &'q [f32],
         weights: &ScoringWeights,
         candidates: &HashMap<u32, Candidate>,
+        definitions: HashMap<u32, f32>,
     ) -> Self {
         let lower = query.to_lowercase();
         let wanted = lower
@@ -58,6 +62,7 @@ impl<'q> QueryFeatures<'q> {
             relevance_weights: [weights.fusion, weights.dense, weights.lexical],
             wanted,
             lower,
+            definitions,
             max_fused: candidates
                 .values()
                 .map(|c| c.fused)
@@ -169,6 +174,9 @@ pub(super) fn signals(
         dot(query.vector, index.paragraphs.row(s.paragraph)).max(0.0)
     };
 
+    // Definition: the query against the terms the sentence defines.
+    let definition = query.definitions.get(&i).map_or(0.0, |&s| s.max(0.0));
+
     Signals {
         fusion: c.fused / query.max_fused,
         dense: c.dense.unwrap_or(0.0).max(0.0),
@@ -177,6 +185,7 @@ pub(super) fn signals(
         context,
         heading,
         paragraph,
+        definition,
         provenance,
         entity,
     }
@@ -201,6 +210,7 @@ pub(super) fn score(
                 + w.context * s.context
                 + w.heading * s.heading
                 + w.paragraph * s.paragraph
+                + w.definition * s.definition
                 + w.provenance * s.provenance
                 + w.entity * s.entity;
             (i, composite)

@@ -90,6 +90,12 @@ pub struct AnchorSpec {
     /// paragraph's sentence vectors) rather than to the sentence alone;
     /// in [0, 1]. Default 0.4.
     pub paragraph_mix: f32,
+    /// Full mode: a sentence that defines a term (`(the "Agreement")`,
+    /// `"Effective Date" means …`) joins the anchors when the embedded term
+    /// is at least this similar to the query, so that a question about a
+    /// defined concept reaches its definition even when the definition
+    /// shares no word with it. Above 1 turns it off. Default 0.5.
+    pub definition_similarity: f32,
 }
 
 impl Default for AnchorSpec {
@@ -100,6 +106,7 @@ impl Default for AnchorSpec {
             ef_search: 200,
             paragraph_boost: 1.5,
             paragraph_mix: 0.4,
+            definition_similarity: 0.5,
         }
     }
 }
@@ -205,6 +212,12 @@ pub struct ScoringWeights {
     /// paragraph (the normalised mean of its sentence vectors), for
     /// questions a paragraph answers as a whole. Default 0.3.
     pub paragraph: f32,
+    /// Definition: for a sentence that defines terms, the best cosine
+    /// similarity of the query to one of its terms (embedded at ingest);
+    /// 0 for other sentences. Carries questions about what a document
+    /// defines ("the date when the contract is effective" → `(the
+    /// "Effective Date")`). Default 1.0.
+    pub definition: f32,
     /// Provenance: annex sections count less. Default 0.05.
     pub provenance: f32,
     /// Entity: dates, amounts and organisations asked for are present.
@@ -223,6 +236,7 @@ impl Default for ScoringWeights {
             context: 0.25,
             heading: 0.3,
             paragraph: 0.3,
+            definition: 1.0,
             provenance: 0.05,
             entity: 0.05,
         }
