@@ -14,6 +14,24 @@ use serde::Serialize;
 /// Cut-off of MRR and nDCG.
 const CUTOFF: usize = 10;
 
+/// Relevant items among the first `k` of a ranking.
+pub fn found<T: Eq + Hash>(ranking: &[T], relevant: &HashMap<T, f64>, k: usize) -> usize {
+    ranking
+        .iter()
+        .take(k)
+        .filter(|x| relevant.contains_key(x))
+        .count()
+}
+
+/// Rank (1-based) of the first relevant item within the MRR cut-off.
+pub fn first_relevant<T: Eq + Hash>(ranking: &[T], relevant: &HashMap<T, f64>) -> Option<usize> {
+    ranking
+        .iter()
+        .take(CUTOFF)
+        .position(|x| relevant.contains_key(x))
+        .map(|rank| rank + 1)
+}
+
 /// Sums of per-query metrics; divided by the query count at the end.
 #[derive(Clone, Debug, Default)]
 pub struct Accumulator {
@@ -56,24 +74,14 @@ impl Accumulator {
         }
         self.queries += 1;
         let n = relevant.len() as f64;
-        let found = |k: usize| {
-            ranking
-                .iter()
-                .take(k)
-                .filter(|x| relevant.contains_key(x))
-                .count() as f64
-        };
+        let found = |k: usize| found(ranking, relevant, k) as f64;
         self.recall_1 += found(1) / n;
         self.recall_5 += found(5) / n;
         self.recall_10 += found(10) / n;
         self.p_5 += found(5) / 5.0;
         self.hit_10 += f64::from(u8::from(found(10) > 0.0));
-        if let Some(rank) = ranking
-            .iter()
-            .take(CUTOFF)
-            .position(|x| relevant.contains_key(x))
-        {
-            self.mrr += 1.0 / (rank as f64 + 1.0);
+        if let Some(rank) = first_relevant(ranking, relevant) {
+            self.mrr += 1.0 / rank as f64;
         }
         let dcg: f64 = ranking
             .iter()

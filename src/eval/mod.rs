@@ -260,18 +260,11 @@ impl Evaluation<'_> {
         for (n, outcome) in outcomes.iter().enumerate() {
             let judged = &relevance.queries[n];
             if !judged.sentences.is_empty() {
-                let top = &outcome.sentences[..outcome.sentences.len().min(RESULTS)];
                 per_query.push(QueryResult {
                     id: self.set.queries[n].id.clone(),
                     relevant: judged.sentences.len(),
-                    found: top
-                        .iter()
-                        .filter(|i| judged.sentences.contains_key(i))
-                        .count(),
-                    first: top
-                        .iter()
-                        .position(|i| judged.sentences.contains_key(i))
-                        .map(|r| r + 1),
+                    found: metrics::found(&outcome.sentences, &judged.sentences, RESULTS),
+                    first: metrics::first_relevant(&outcome.sentences, &judged.sentences),
                 });
             }
             if self.set.document_level {
