@@ -129,6 +129,9 @@ pub struct QueryResult {
     pub found: usize,
     /// Rank (1-based) of the first relevant result in the top ten.
     pub first: Option<usize>,
+    /// CUAD: relevant sentences among the top ten over all contracts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_unfiltered: Option<usize>,
 }
 
 /// Runs an evaluation set through a profile and route.
@@ -265,6 +268,10 @@ impl Evaluation<'_> {
                     relevant: judged.sentences.len(),
                     found: metrics::found(&outcome.sentences, &judged.sentences, RESULTS),
                     first: metrics::first_relevant(&outcome.sentences, &judged.sentences),
+                    found_unfiltered: outcome
+                        .unfiltered
+                        .as_ref()
+                        .map(|ranked| metrics::found(ranked, &judged.sentences, RESULTS)),
                 });
             }
             if self.set.document_level {
