@@ -122,6 +122,14 @@ enum Command {
         /// Query this index version instead of the current one.
         #[arg(long)]
         index_version: Option<String>,
+        /// Only this document (its key, the path under the source, or its
+        /// id); repeat for several.
+        #[arg(long = "document", value_name = "KEY")]
+        documents: Vec<String>,
+        /// Only sentences under this heading path, its headings separated
+        /// by " > " (`"Terms > Payment"`).
+        #[arg(long, value_name = "PATH")]
+        section: Option<String>,
         /// Print results, signals, context and citations as JSON.
         #[arg(long)]
         json: bool,
@@ -235,10 +243,28 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes joined by ": ", leaving out a cause that its
+/// parent's message already spells out (library errors name their path and
+/// their source in one message, and also return that source).
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
 }
 
 fn init_tracing(format: LogFormat, verbose: u8) {
@@ -292,17 +318,20 @@ fn run(command: Command) -> Result<ExitCode> {
             k,
             mode,
             index_version,
+            documents,
+            section,
             json,
-        } => retrieval::query(
-            &manifests,
-            route.as_deref(),
-            &retrieval::data_dir(data_dir),
-            &question,
+        } => retrieval::query(&retrieval::QueryArgs {
+            manifests: &manifests,
+            route_name: route.as_deref(),
+            data_dir: &retrieval::data_dir(data_dir),
+            question: &question,
             k,
-            mode.map(Into::into),
-            index_version.as_deref(),
+            mode: mode.map(Into::into),
+            index_version: index_version.as_deref(),
+            filter: retrieval::filter(documents, section.as_deref()),
             json,
-        ),
+        }),
         Command::Eval {
             dataset,
             split,
@@ -570,5 +599,28 @@ impl OutputSink {
                 .with_context(|| format!("moving {} to {}", tmp.display(), path.display()))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_its_parents_message_is_printed_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("data/x.json: {source}")]
+        struct Read {
+            #[source]
+            source: std::io::Error,
+        }
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let error = anyhow::Error::new(Read { source: io }).context("reading squad:x");
+        assert_eq!(
+            error_chain(&error),
+            "reading squad:x: data/x.json: no such file"
+        );
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_chain(&plain), "outer: inner");
     }
 }

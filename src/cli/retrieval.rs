@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use trellis::embed;
@@ -102,28 +102,62 @@ pub fn ingest(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn query(
-    manifests: &Path,
-    route_name: Option<&str>,
-    data_dir: &Path,
-    question: &str,
-    k: Option<usize>,
-    mode: Option<AnchorMode>,
-    index_version: Option<&str>,
-    json: bool,
-) -> Result<ExitCode> {
-    let loaded = spec::load_path(manifests)?;
-    let (route, _) = spec::select_route(&loaded, route_name, manifests)?;
+/// What `trellis query` was asked.
+pub struct QueryArgs<'a> {
+    pub manifests: &'a Path,
+    pub route_name: Option<&'a str>,
+    pub data_dir: &'a Path,
+    pub question: &'a str,
+    pub k: Option<usize>,
+    pub mode: Option<AnchorMode>,
+    pub index_version: Option<&'a str>,
+    pub filter: Filter,
+    pub json: bool,
+}
+
+/// The filter of `--document` and `--section`: no restriction when both
+/// are absent; a section path's headings are separated by `>`.
+pub fn filter(documents: Vec<String>, section: Option<&str>) -> Filter {
+    Filter {
+        documents: (!documents.is_empty()).then_some(documents),
+        section_prefix: section.map(|path| {
+            path.split('>')
+                .map(|heading| heading.trim().to_string())
+                .filter(|heading| !heading.is_empty())
+                .collect()
+        }),
+        ..Filter::default()
+    }
+}
+
+pub fn query(args: &QueryArgs<'_>) -> Result<ExitCode> {
+    let loaded = spec::load_path(args.manifests)?;
+    let (route, _) = spec::select_route(&loaded, args.route_name, args.manifests)?;
     let mut route_spec = route.spec.clone();
-    if let Some(mode) = mode {
+    if let Some(mode) = args.mode {
         route_spec.anchors.mode = mode;
     }
     let corpus = &route_spec.corpus_ref.name;
-    let index = IndexVersion::open(data_dir, corpus, index_version)?;
+    let index = IndexVersion::open(args.data_dir, corpus, args.index_version)?;
+    // A mistyped document would otherwise read as "no results".
+    for wanted in args.filter.documents.iter().flatten() {
+        let documents = &index.store.documents;
+        if !documents
+            .iter()
+            .any(|d| d.key == *wanted || d.id == *wanted)
+        {
+            bail!(
+                "no document {wanted:?} in index version {} of corpus {corpus} \
+                 (its documents are named by their key, such as {:?}, or id)",
+                index.manifest.version,
+                documents.first().map_or("", |d| d.key.as_str()),
+            );
+        }
+    }
     let embedder = embed::from_spec(&index.profile.embedding, None)?;
     let retriever = Retriever::new(&index, embedder.as_ref())?;
-    let answer = retriever.retrieve(&route_spec, question, k, &Filter::default())?;
+    let answer = retriever.retrieve(&route_spec, args.question, args.k, &args.filter)?;
+    let json = args.json;
     if json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
         return Ok(ExitCode::SUCCESS);
