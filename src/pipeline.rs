@@ -10,6 +10,12 @@ use crate::segment::{Segmenter, SentenceFilter};
 use crate::skeleton::Skeleton;
 use crate::spec::IndexProfileSpec;
 
+/// Revision of how bytes become a skeleton (parsing, segmentation, chunking,
+/// enrichment). Part of every index version hash: bump it whenever the same
+/// input and profile yield a different skeleton, so that an index built by
+/// an older build is rebuilt rather than reused as if it were current.
+pub const SKELETON_REVISION: u32 = 2;
+
 /// Everything Trellis derives from one document.
 #[derive(Clone, Debug)]
 pub struct ProcessedDocument {

@@ -244,6 +244,7 @@ fn version_hash(
 ) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(&FORMAT_VERSION.to_le_bytes());
+    hasher.update(&crate::pipeline::SKELETON_REVISION.to_le_bytes());
     hasher.update(&serde_json::to_vec(profile).unwrap_or_default());
     // Retention does not change what is indexed.
     let mut corpus = corpus.clone();

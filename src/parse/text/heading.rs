@@ -294,7 +294,8 @@ fn contents_heading(text: &str) -> Option<&str> {
 /// Warranties of the Agent").
 const TITLE_SMALL_WORDS: &[&str] = &[
     "a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "its", "of", "on", "or",
-    "per", "the", "to", "upon", "under", "via", "vs", "with", "and/or",
+    "per", "the", "to", "upon", "under", "via", "vs", "with", "and/or", "this", "these", "each",
+    "any", "all", "other", "such",
 ];
 
 /// Verbs that make a short line a sentence rather than a title.
@@ -342,9 +343,11 @@ fn is_title(text: &str) -> bool {
     let lowercase_words = words
         .iter()
         .filter(|w| {
-            let bare = bare_word(w);
-            bare.chars().next().is_some_and(char::is_lowercase)
-                && !TITLE_SMALL_WORDS.contains(&bare.as_str())
+            // The case as written: `bare_word` lower-cases.
+            w.chars()
+                .find(|c| c.is_alphanumeric())
+                .is_some_and(char::is_lowercase)
+                && !TITLE_SMALL_WORDS.contains(&bare_word(w).as_str())
         })
         .count();
     if lowercase_words == 0 {
@@ -567,6 +570,16 @@ mod tests {
         assert_eq!(
             kind("IV. Remedies"),
             Some(HeadingKind::Numbered { depth: 1 })
+        );
+        // Title case over more than four words: every word capitalised or
+        // small ("of", "each"), none lowercase as written.
+        assert_eq!(
+            kind("9. Representations and Warranties of Each Party"),
+            Some(HeadingKind::Numbered { depth: 1 })
+        );
+        assert_eq!(
+            kind("9. Representations and warranties of each party"),
+            None
         );
         assert_eq!(
             kind("1.3 HDI shall host and maintain the Site on a server provided by HDI."),
