@@ -231,6 +231,8 @@ fn a_question_about_a_defined_term_reaches_its_definition() {
     let first = &answer.hits[0];
     assert_eq!(first.sentence, defining, "{:?}", answer.hits);
     assert!(first.signals.definition > 0.5, "{:?}", first.signals);
+    // It states a date, which the question asks for.
+    assert_eq!(first.signals.answer_type, 1.0, "{:?}", first.signals);
     // Other sentences carry no definition signal.
     assert!(
         answer
@@ -238,5 +240,57 @@ fn a_question_about_a_defined_term_reaches_its_definition() {
             .iter()
             .filter(|h| h.sentence != defining)
             .all(|h| h.signals.definition == 0.0)
+    );
+}
+
+#[test]
+fn spreading_over_documents_puts_other_documents_first_and_never_empties_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, route) = setup(dir);
+    ingest(dir, &corpus, &profile);
+    let version = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    let embedder = embed::from_spec(&version.profile.embedding, None).unwrap();
+    let retriever = Retriever::new(&version, embedder.as_ref()).unwrap();
+    let mut spread = route.spec.clone();
+    spread.selection.spread_per_document = 1;
+    let question = "When are fees due and which law governs?";
+    let documents = |hits: &[trellis::retrieve::Hit]| {
+        hits.iter()
+            .map(|h| h.citation.document.clone())
+            .collect::<Vec<_>>()
+    };
+
+    // Over the corpus: one result per document before a second from either.
+    let plain = retriever
+        .retrieve(&route.spec, question, Some(4), &Filter::default())
+        .unwrap();
+    let spread_hits = retriever
+        .retrieve(&spread, question, Some(4), &Filter::default())
+        .unwrap();
+    let docs = documents(&spread_hits.hits);
+    assert_eq!(docs.len(), 4, "{docs:?}");
+    assert_ne!(docs[0], docs[1], "{docs:?}");
+    assert_eq!(plain.hits[0].sentence, spread_hits.hits[0].sentence);
+
+    // Filtered to one document: nothing to spread over, results as before.
+    let only = Filter {
+        documents: Some(vec!["docs/contract.txt".to_string()]),
+        ..Filter::default()
+    };
+    let plain = retriever
+        .retrieve(&route.spec, question, Some(3), &only)
+        .unwrap();
+    let spread_hits = retriever
+        .retrieve(&spread, question, Some(3), &only)
+        .unwrap();
+    assert_eq!(plain.hits.len(), 3);
+    assert_eq!(
+        plain.hits.iter().map(|h| h.sentence).collect::<Vec<_>>(),
+        spread_hits
+            .hits
+            .iter()
+            .map(|h| h.sentence)
+            .collect::<Vec<_>>()
     );
 }

@@ -65,6 +65,7 @@ pub struct Signals {
     pub definition: f32,
     pub provenance: f32,
     pub entity: f32,
+    pub answer_type: f32,
 }
 
 /// Where a result comes from.

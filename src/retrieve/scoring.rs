@@ -31,6 +31,9 @@ pub(super) struct QueryFeatures<'q> {
     lower: String,
     /// Tokens with a digit: numbers, dates, amounts, clause ids.
     wanted: Vec<String>,
+    /// The query asks for a date ("the date of the contract", "when
+    /// does …"), so a sentence that states one may hold the answer.
+    asks_date: bool,
     /// The best fused score among the candidates, which scales the rest.
     max_fused: f32,
     /// The query's vector (empty in BM25 mode).
@@ -56,8 +59,11 @@ impl<'q> QueryFeatures<'q> {
             .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
             .map(str::to_string)
             .collect();
+        let words = query_words(query);
+        let asks_date = asks_for_date(&lower, &words);
         Self {
-            words: query_words(query),
+            asks_date,
+            words,
             vector,
             relevance_weights: [weights.fusion, weights.dense, weights.lexical],
             wanted,
@@ -146,6 +152,11 @@ pub(super) fn signals(
             / query.wanted.len() as f32
     };
 
+    // Answer type: the query asks for a date and the sentence states one.
+    let answer_type = f32::from(u8::from(
+        query.asks_date && s.entities.iter().any(|e| is_iso_date(e)),
+    ));
+
     // Context: the better of the sentences just before and after, within
     // the document.
     let context = [i.checked_sub(1), i.checked_add(1)]
@@ -188,7 +199,26 @@ pub(super) fn signals(
         definition,
         provenance,
         entity,
+        answer_type,
     }
+}
+
+/// Whether a (lower-cased) query asks for a date: it names one ("the
+/// date of the contract", "dated") or opens with "when".
+fn asks_for_date(lower: &str, words: &[String]) -> bool {
+    words.iter().any(|w| w == "date" || w == "dated")
+        || lower.split_whitespace().next() == Some("when")
+}
+
+/// Whether an entity is a date as enrichment writes one (`YYYY-MM-DD`).
+fn is_iso_date(entity: &str) -> bool {
+    let b = entity.as_bytes();
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
 /// The composite score of every candidate.
@@ -212,7 +242,8 @@ pub(super) fn score(
                 + w.paragraph * s.paragraph
                 + w.definition * s.definition
                 + w.provenance * s.provenance
-                + w.entity * s.entity;
+                + w.entity * s.entity
+                + w.answer_type * s.answer_type;
             (i, composite)
         })
         .collect()
@@ -237,6 +268,7 @@ pub(super) fn select(
     let mut chosen: Vec<(u32, f32)> = Vec::with_capacity(k);
     let mut per_doc: HashMap<u32, u32> = HashMap::new();
     let mut seen_text: HashSet<&str> = HashSet::new();
+    let mut deferred: Vec<(u32, f32)> = Vec::new();
     let lambda = spec.mmr_lambda.clamp(0.0, 1.0);
     while chosen.len() < k && !pool.is_empty() {
         let pick = if lambda < 1.0 && query.is_some() {
@@ -258,19 +290,57 @@ pub(super) fn select(
         };
         let (i, s) = pool.remove(pick);
         let sentence = &store.sentences[i as usize];
-        if spec.max_per_document > 0 {
-            let n = per_doc.entry(sentence.document).or_default();
-            if *n >= spec.max_per_document {
-                continue;
-            }
-            *n += 1;
+        let n = per_doc.entry(sentence.document).or_default();
+        if spec.max_per_document > 0 && *n >= spec.max_per_document {
+            continue;
+        }
+        if spec.spread_per_document > 0 && *n >= spec.spread_per_document {
+            // Other documents first; this one's turn comes if they run out.
+            deferred.push((i, s));
+            continue;
         }
         // The same sentence text twice (boilerplate, repeated clauses) is
         // one result.
         if !seen_text.insert(sentence.text.as_str()) {
             continue;
         }
+        *n += 1;
         chosen.push((i, s));
     }
+    for (i, s) in deferred {
+        if chosen.len() >= k {
+            break;
+        }
+        let sentence = &store.sentences[i as usize];
+        let n = per_doc.entry(sentence.document).or_default();
+        if spec.max_per_document > 0 && *n >= spec.max_per_document {
+            continue;
+        }
+        if seen_text.insert(sentence.text.as_str()) {
+            *n += 1;
+            chosen.push((i, s));
+        }
+    }
     chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn date_questions_and_date_entities() {
+        let asks = |q: &str| asks_for_date(&q.to_lowercase(), &query_words(q));
+        assert!(asks("The date of the contract"));
+        assert!(asks("When does the initial term expire?"));
+        assert!(asks("On what date is the agreement dated?"));
+        assert!(!asks("Who are the parties to the agreement?"));
+        assert!(!asks("Is there a cap on liability? (consolidated)"));
+        assert!(!asks("What are the candidates to update?"));
+
+        assert!(is_iso_date("2012-05-07"));
+        for entity in ["2012-05", "$5,000", "acme corp.", "fy2019", "2012-05-0a"] {
+            assert!(!is_iso_date(entity), "{entity}");
+        }
+    }
 }

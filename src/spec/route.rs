@@ -223,6 +223,11 @@ pub struct ScoringWeights {
     /// Entity: dates, amounts and organisations asked for are present.
     /// Default 0.05.
     pub entity: f32,
+    /// Answer type: the query asks for a date ("the date of the
+    /// contract", "when …") and the sentence states one. Short questions
+    /// about a date share no word with the sentence that answers them
+    /// ("This Agreement is entered into as of May 7, 2012"). Default 0.4.
+    pub answer_type: f32,
 }
 
 impl Default for ScoringWeights {
@@ -239,6 +244,7 @@ impl Default for ScoringWeights {
             definition: 1.0,
             provenance: 0.05,
             entity: 0.05,
+            answer_type: 0.4,
         }
     }
 }
@@ -256,6 +262,12 @@ pub struct SelectionSpec {
     pub neighbours: u32,
     /// Most results from one document; 0 for no limit. Default 0.
     pub max_per_document: u32,
+    /// Results from one document after which other documents' results
+    /// come first; only when no other document has any left do the rest
+    /// of this one's follow, in rank order. Spreads a query over a whole
+    /// corpus across documents without limiting one filtered to a single
+    /// document. 0 for off. Default 0.
+    pub spread_per_document: u32,
     /// MMR trade-off between relevance (1.0) and diversity; 1.0 turns
     /// diversity off. Default 1.0.
     pub mmr_lambda: f32,
@@ -268,6 +280,7 @@ impl Default for SelectionSpec {
             threshold: 0.0,
             neighbours: 1,
             max_per_document: 0,
+            spread_per_document: 0,
             mmr_lambda: 1.0,
         }
     }
