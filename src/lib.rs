@@ -19,6 +19,7 @@ pub mod parse;
 pub mod pipeline;
 pub mod retrieve;
 pub mod segment;
+pub mod serve;
 pub mod skeleton;
 pub mod source;
 pub mod spec;

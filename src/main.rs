@@ -22,6 +22,8 @@ use trellis::spec::{self, AnchorMode, IndexProfileSpec};
 mod eval;
 #[path = "cli/retrieval.rs"]
 mod retrieval;
+#[path = "cli/serve.rs"]
+mod serve;
 
 /// Exit status when some documents failed and the others were processed.
 const EXIT_PARTIAL: u8 = 3;
@@ -133,6 +135,43 @@ enum Command {
         /// Print results, signals, context and citations as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve a RetrievalRoute over HTTP (POST /v1/retrieve, GET /v1/info,
+    /// /healthz, /readyz, /metrics) until SIGTERM or Ctrl-C.
+    Serve {
+        /// Manifests holding the RetrievalRoute.
+        #[arg(short = 'f', long = "file")]
+        manifests: PathBuf,
+        /// Which RetrievalRoute, when the manifests hold several.
+        #[arg(long)]
+        route: Option<String>,
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+        /// Serve this index version instead of the current one.
+        #[arg(long)]
+        index_version: Option<String>,
+        /// Largest request body, in bytes.
+        #[arg(long, default_value_t = 65_536)]
+        max_body_bytes: usize,
+        /// Longest query, in characters.
+        #[arg(long, default_value_t = 2_000)]
+        max_query_chars: usize,
+        /// Largest k a request may ask for.
+        #[arg(long, default_value_t = 50)]
+        max_k: usize,
+        /// Time one retrieval may take, in milliseconds (then 504).
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// Retrievals running at once (more get 503 with Retry-After).
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// Bearer tokens, one line each: `TOKEN TAG[,TAG…]` (the ACL tags
+        /// it may see) or `TOKEN *`. Without it the service is open.
+        #[arg(long)]
+        token_file: Option<PathBuf>,
     },
     /// Measure retrieval on a public dataset: index it (cached under the
     /// data directory by content and profile) and score its queries.
@@ -331,6 +370,33 @@ fn run(command: Command) -> Result<ExitCode> {
             index_version: index_version.as_deref(),
             filter: retrieval::filter(documents, section.as_deref()),
             json,
+        }),
+        Command::Serve {
+            manifests,
+            route,
+            data_dir,
+            listen,
+            index_version,
+            max_body_bytes,
+            max_query_chars,
+            max_k,
+            timeout_ms,
+            concurrency,
+            token_file,
+        } => serve::serve(serve::ServeArgs {
+            manifests: &manifests,
+            route_name: route.as_deref(),
+            data_dir: &retrieval::data_dir(data_dir),
+            listen,
+            index_version: index_version.as_deref(),
+            limits: trellis::serve::Limits {
+                body_bytes: max_body_bytes,
+                query_chars: max_query_chars,
+                max_k,
+                timeout: std::time::Duration::from_millis(timeout_ms),
+                concurrency,
+            },
+            token_file: token_file.as_deref(),
         }),
         Command::Eval {
             dataset,

@@ -111,6 +111,48 @@ pub struct Retriever<'a> {
     embedder: &'a dyn Embedder,
 }
 
+/// Whether a section with heading path `path` lies under `prefix`. Each
+/// heading of the prefix matches its heading in the path case-insensitively,
+/// with or without the path heading's numbering ("Governing Law" matches
+/// "2. Governing Law"), so that a caller need not know how a document
+/// numbers its sections.
+fn section_under(path: &[String], prefix: &[String]) -> bool {
+    prefix.len() <= path.len()
+        && path
+            .iter()
+            .zip(prefix)
+            .all(|(heading, wanted)| heading_matches(heading, wanted))
+}
+
+fn heading_matches(heading: &str, wanted: &str) -> bool {
+    let heading = heading.trim();
+    let wanted = wanted.trim();
+    if heading.eq_ignore_ascii_case(wanted) {
+        return true;
+    }
+    // Strip a leading numbering token ("2.", "4.1", "(a)", "IV.", "A)"),
+    // with the word that introduces it ("Article IV.", "Section 5").
+    let Some((first, rest)) = heading.split_once(char::is_whitespace) else {
+        return false;
+    };
+    const LABELS: [&str; 9] = [
+        "article", "section", "chapter", "part", "clause", "schedule", "annex", "appendix",
+        "exhibit",
+    ];
+    let (number, rest) = if LABELS.iter().any(|l| first.eq_ignore_ascii_case(l)) {
+        match rest.trim_start().split_once(char::is_whitespace) {
+            Some(split) => split,
+            None => return false,
+        }
+    } else {
+        (first, rest)
+    };
+    let numbering = number.chars().any(|c| c.is_ascii_digit())
+        || number.ends_with('.')
+        || number.ends_with(')');
+    numbering && rest.trim().eq_ignore_ascii_case(wanted)
+}
+
 /// A candidate sentence and what is known of it.
 #[derive(Clone, Copy, Debug, Default)]
 struct Candidate {
@@ -161,14 +203,21 @@ impl<'a> Retriever<'a> {
         let _span = tracing::info_span!("query", mode = ?route.anchors.mode).entered();
         let store = &self.index.store;
         let allowed_docs = self.allowed_documents(filter);
+        let allowed_sections = filter.section_prefix.as_ref().map(|prefix| {
+            store
+                .sections
+                .iter()
+                .map(|section| section_under(&section.path, prefix))
+                .collect::<Vec<bool>>()
+        });
         let allowed = |i: u32| {
             let s = &store.sentences[i as usize];
             s.indexed
                 && allowed_docs[s.document as usize]
                 && s.confidence >= route.scoring.confidence_floor
-                && filter.section_prefix.as_ref().is_none_or(|prefix| {
-                    store.sections[s.section as usize].path.starts_with(prefix)
-                })
+                && allowed_sections
+                    .as_ref()
+                    .is_none_or(|sections| sections[s.section as usize])
         };
         let mode = route.anchors.mode;
         let c = route.anchors.candidates.max(1) as usize;
@@ -436,4 +485,39 @@ fn sorted(items: impl Iterator<Item = (u32, f32)>) -> Vec<(u32, f32)> {
     let mut v: Vec<(u32, f32)> = items.collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::section_under;
+
+    fn path(headings: &[&str]) -> Vec<String> {
+        headings.iter().map(|h| h.to_string()).collect()
+    }
+
+    #[test]
+    fn a_section_prefix_matches_with_or_without_numbering() {
+        let section = path(&["ARTICLE IV. Payment", "4.1 Fees", "(a) Late fees"]);
+        assert!(section_under(&section, &path(&["Payment"])));
+        assert!(section_under(
+            &section,
+            &path(&["article iv. payment", "Fees"])
+        ));
+        assert!(section_under(
+            &section,
+            &path(&["Payment", "4.1 Fees", "Late fees"])
+        ));
+        assert!(section_under(&section, &[]));
+        assert!(!section_under(&section, &path(&["Fees"])));
+        assert!(!section_under(
+            &section,
+            &path(&["Payment", "Fees", "Late", "More"])
+        ));
+        assert!(!section_under(&path(&["Payments"]), &path(&["Payment"])));
+        // A heading whose first word is not numbering keeps it.
+        assert!(!section_under(
+            &path(&["General Provisions"]),
+            &path(&["Provisions"])
+        ));
+    }
 }

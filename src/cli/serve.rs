@@ -1,0 +1,110 @@
+//! `trellis serve`: the retrieval service from the command line.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use trellis::embed;
+use trellis::index::IndexVersion;
+use trellis::serve::{self, Limits, Loaded, Service, Tokens};
+use trellis::spec;
+
+/// What `trellis serve` was asked.
+pub struct ServeArgs<'a> {
+    pub manifests: &'a Path,
+    pub route_name: Option<&'a str>,
+    pub data_dir: &'a Path,
+    pub listen: SocketAddr,
+    pub index_version: Option<&'a str>,
+    pub limits: Limits,
+    pub token_file: Option<&'a Path>,
+}
+
+pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
+    let loaded = spec::load_path(args.manifests)?;
+    let (route, _) = spec::select_route(&loaded, args.route_name, args.manifests)?;
+    let route_name = route.metadata.name.clone().unwrap_or_default();
+    let tokens = args.token_file.map(Tokens::load).transpose()?;
+    let open = tokens.is_none();
+    let token_count = tokens.as_ref().map_or(0, Tokens::len);
+    let service = Arc::new(Service::new(
+        &route_name,
+        route.spec.clone(),
+        args.limits,
+        tokens,
+    ));
+    let corpus = route.spec.corpus_ref.name.clone();
+    let data_dir = args.data_dir.to_path_buf();
+    let index_version = args.index_version.map(str::to_string);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = serve::bind(args.listen).await?;
+        tracing::info!(
+            listen = %listener.local_addr()?,
+            route = %route_name,
+            corpus = %corpus,
+            "serving; liveness at /healthz, readiness at /readyz once the index is loaded"
+        );
+        if open {
+            tracing::warn!(
+                "no --token-file: the service is OPEN, every client may query every document of corpus {corpus}"
+            );
+        } else {
+            tracing::info!(tokens = token_count, "bearer tokens required on /v1/*");
+        }
+
+        // Load in the background: the port answers liveness probes at once.
+        let loading = Arc::clone(&service);
+        let loader = tokio::task::spawn_blocking(move || -> Result<()> {
+            let index = IndexVersion::open(&data_dir, &corpus, index_version.as_deref())?;
+            let embedder = embed::from_spec(&index.profile.embedding, None)?;
+            let version = index.manifest.version.clone();
+            loading.set_loaded(Loaded { index, embedder })?;
+            tracing::info!(%version, "index loaded and query embedder warm; ready");
+            Ok(())
+        });
+        let server = tokio::spawn(serve::run(listener, service, shutdown_signal()));
+        // A failed load ends the process: a pod that can never become
+        // ready should restart rather than sit unready.
+        match loader.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e.context("loading the index")),
+            Err(e) => return Err(anyhow::anyhow!("loading the index: {e}")),
+        }
+        server.await.context("server task")??;
+        tracing::info!("drained; stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Completes on SIGTERM (Kubernetes stopping the pod) or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down: no new connections, draining requests in flight");
+}

@@ -1,0 +1,489 @@
+//! The retrieval service: one RetrievalRoute over one index version, over
+//! HTTP. It is what every retrieval pod runs, so it starts listening at
+//! once (liveness), loads the index and warms the query embedder in the
+//! background (readiness), bounds every request and drains in-flight ones
+//! on shutdown.
+//!
+//! Endpoints: `POST /v1/retrieve`, `GET /v1/info`, `GET /healthz`,
+//! `GET /readyz`, `GET /metrics` (Prometheus text).
+
+pub mod auth;
+mod metrics;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use tokio::sync::Semaphore;
+
+use crate::embed::Embedder;
+use crate::index::{Counts, IndexVersion};
+use crate::retrieve::{Filter, Hit, RetrieveError, Retriever};
+use crate::spec::{AnchorMode, RetrievalRouteSpec};
+
+pub use auth::{Access, Tokens};
+pub use metrics::Metrics;
+
+/// Bounds on what one request may ask for.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest request body, in bytes.
+    pub body_bytes: usize,
+    /// Longest query, in characters.
+    pub query_chars: usize,
+    /// Largest `k`.
+    pub max_k: usize,
+    /// Time one retrieval may take before the request fails with 504.
+    pub timeout: Duration,
+    /// Retrievals running at once; more get 503 with `Retry-After`.
+    pub concurrency: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            body_bytes: 64 * 1024,
+            query_chars: 2_000,
+            max_k: 50,
+            timeout: Duration::from_secs(10),
+            concurrency: 16,
+        }
+    }
+}
+
+/// Why the service could not start.
+#[derive(Debug, Error)]
+pub enum ServeError {
+    #[error("{addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What a ready service answers with: the loaded index version and the
+/// query embedder.
+pub struct Loaded {
+    pub index: IndexVersion,
+    pub embedder: Box<dyn Embedder>,
+}
+
+/// The shared state of every request.
+pub struct Service {
+    route_name: String,
+    route: RetrievalRouteSpec,
+    limits: Limits,
+    /// Bearer tokens and what each may see; `None` serves everyone
+    /// everything.
+    tokens: Option<Tokens>,
+    loaded: OnceLock<Arc<Loaded>>,
+    /// Held by a retrieval until its work ends, even past its timeout, so
+    /// that abandoned work still counts against the limit.
+    permits: Arc<Semaphore>,
+    metrics: Metrics,
+}
+
+impl Service {
+    pub fn new(
+        route_name: &str,
+        route: RetrievalRouteSpec,
+        limits: Limits,
+        tokens: Option<Tokens>,
+    ) -> Self {
+        Self {
+            tokens,
+            route_name: route_name.to_string(),
+            permits: Arc::new(Semaphore::new(limits.concurrency.max(1))),
+            metrics: Metrics::new(),
+            route,
+            limits,
+            loaded: OnceLock::new(),
+        }
+    }
+
+    /// Makes the service ready: checks that the embedder matches the index
+    /// and embeds one query, so that the first request does not pay for
+    /// loading the model.
+    pub fn set_loaded(&self, loaded: Loaded) -> Result<(), RetrieveError> {
+        Retriever::new(&loaded.index, loaded.embedder.as_ref())?;
+        if self.route.anchors.mode != AnchorMode::Bm25 {
+            loaded.embedder.embed_query("warm-up")?;
+        }
+        self.metrics.index_loaded(
+            &loaded.index.manifest.corpus,
+            &loaded.index.manifest.version,
+            &loaded.index.manifest.model_id,
+        );
+        // A second load is a programming error; the first one stays.
+        let _ = self.loaded.set(Arc::new(loaded));
+        Ok(())
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.loaded.get().is_some()
+    }
+
+    /// The ACL tags a request may see (`None`: all), from its bearer
+    /// token when the service has a token file.
+    fn authorize(&self, headers: &HeaderMap) -> Result<Option<Vec<String>>, ApiError> {
+        let Some(tokens) = &self.tokens else {
+            return Ok(None);
+        };
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let Some(presented) = presented else {
+            return Err(ApiError::unauthorized("a bearer token is required"));
+        };
+        match tokens.check(presented) {
+            Some(Access::All) => Ok(None),
+            Some(Access::Tags(tags)) => Ok(Some(tags.clone())),
+            None => Err(ApiError::unauthorized("the bearer token is not valid")),
+        }
+    }
+}
+
+/// The service's routes.
+pub fn router(service: Arc<Service>) -> Router {
+    let body_limit = service.limits.body_bytes;
+    Router::new()
+        .route("/v1/retrieve", post(retrieve))
+        .route("/v1/info", get(info))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+        })
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(service)
+}
+
+/// Serves `service` on `listener` until `shutdown` completes, then stops
+/// accepting connections and lets in-flight requests finish.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    service: Arc<Service>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    axum::serve(listener, router(service))
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+/// Binds `addr`, naming it in the error.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })
+}
+
+/// A JSON error with a stable code; never an internal path or a trace.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    retry_after: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    fn unauthorized(message: &str) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    fn unavailable(code: &'static str, message: &str) -> Self {
+        Self {
+            retry_after: Some(1),
+            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: &self.message,
+            },
+        };
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+/// A retrieval request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveRequest {
+    pub query: String,
+    /// Results wanted; the route's `topK` when absent.
+    #[serde(default)]
+    pub k: Option<usize>,
+    #[serde(default)]
+    pub filters: RequestFilters,
+}
+
+/// Restrictions a request adds; they apply before scoring and expansion.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestFilters {
+    /// Only these documents (key or id).
+    #[serde(default)]
+    pub documents: Option<Vec<String>>,
+    /// Only sentences under this heading path.
+    #[serde(default)]
+    pub section_prefix: Option<Vec<String>>,
+}
+
+/// A retrieval answer.
+#[derive(Debug, Serialize)]
+pub struct RetrieveResponse {
+    pub route: String,
+    pub index_version: String,
+    pub hits: Vec<Hit>,
+    /// The results' paragraphs in reading order, duplicates removed.
+    pub context: String,
+}
+
+async fn retrieve(
+    State(service): State<Arc<Service>>,
+    headers: HeaderMap,
+    body: Result<Json<RetrieveRequest>, JsonRejection>,
+) -> Response {
+    let started = Instant::now();
+    let result = match service.authorize(&headers) {
+        Ok(acl) => answer(&service, acl, body).await,
+        Err(e) => Err(e),
+    };
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(e) => e.code,
+    };
+    service
+        .metrics
+        .request(&service.route_name, outcome, started.elapsed());
+    match result {
+        Ok(response) => {
+            tracing::info!(
+                route = %service.route_name,
+                results = response.hits.len(),
+                ms = started.elapsed().as_millis() as u64,
+                "retrieve"
+            );
+            Json(response).into_response()
+        }
+        Err(e) => {
+            tracing::info!(route = %service.route_name, code = e.code, "retrieve failed");
+            e.into_response()
+        }
+    }
+}
+
+async fn answer(
+    service: &Arc<Service>,
+    acl: Option<Vec<String>>,
+    body: Result<Json<RetrieveRequest>, JsonRejection>,
+) -> Result<RetrieveResponse, ApiError> {
+    let Json(request) = body.map_err(|rejection| match rejection {
+        JsonRejection::BytesRejection(_) => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("request body over {} bytes", service.limits.body_bytes),
+        ),
+        other => ApiError::bad_request("invalid_request", other.body_text()),
+    })?;
+    let query = request.query.trim();
+    if query.is_empty() {
+        return Err(ApiError::bad_request("empty_query", "the query is empty"));
+    }
+    let chars = query.chars().count();
+    if chars > service.limits.query_chars {
+        return Err(ApiError::bad_request(
+            "query_too_long",
+            format!(
+                "the query has {chars} characters; at most {} are accepted",
+                service.limits.query_chars
+            ),
+        ));
+    }
+    let k = request.k.unwrap_or(service.route.selection.top_k as usize);
+    if k == 0 || k > service.limits.max_k {
+        return Err(ApiError::bad_request(
+            "invalid_k",
+            format!("k must be between 1 and {}", service.limits.max_k),
+        ));
+    }
+    let Some(loaded) = service.loaded.get().cloned() else {
+        return Err(ApiError::unavailable(
+            "not_ready",
+            "the index is still loading",
+        ));
+    };
+    let Ok(permit) = Arc::clone(&service.permits).try_acquire_owned() else {
+        return Err(ApiError::unavailable(
+            "overloaded",
+            "too many requests in flight; retry shortly",
+        ));
+    };
+    let filter = Filter {
+        acl,
+        documents: request.filters.documents,
+        section_prefix: request.filters.section_prefix,
+    };
+    let query = query.to_string();
+    let route = service.route.clone();
+    let metrics = service.metrics.clone();
+    let work = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let retriever = Retriever::new(&loaded.index, loaded.embedder.as_ref())?;
+        let vector = if route.anchors.mode == AnchorMode::Bm25 {
+            None
+        } else {
+            let started = Instant::now();
+            let vector = loaded.embedder.embed_query(&query)?;
+            metrics.query_embedded(started.elapsed());
+            Some(vector)
+        };
+        let answer =
+            retriever.retrieve_embedded(&route, &query, vector.as_deref(), Some(k), &filter)?;
+        Ok::<_, RetrieveError>((answer, loaded.index.manifest.version.clone()))
+    });
+    let outcome = tokio::time::timeout(service.limits.timeout, work).await;
+    let (answer, version) = match outcome {
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "timeout",
+                format!(
+                    "retrieval took longer than {} ms",
+                    service.limits.timeout.as_millis()
+                ),
+            ));
+        }
+        Ok(Err(join)) => {
+            tracing::error!(error = %join, "retrieval task failed");
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "retrieval failed",
+            ));
+        }
+        Ok(Ok(Err(e))) => {
+            tracing::error!(error = %e, "retrieval failed");
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "retrieval failed",
+            ));
+        }
+        Ok(Ok(Ok(done))) => done,
+    };
+    Ok(RetrieveResponse {
+        route: service.route_name.clone(),
+        index_version: version,
+        hits: answer.hits,
+        context: answer.context,
+    })
+}
+
+/// What `GET /v1/info` says.
+#[derive(Debug, Serialize)]
+pub struct Info {
+    pub route: String,
+    pub corpus: String,
+    pub mode: AnchorMode,
+    pub index_version: String,
+    pub model: String,
+    pub dimensions: usize,
+    pub counts: Counts,
+}
+
+async fn info(State(service): State<Arc<Service>>, headers: HeaderMap) -> Response {
+    if let Err(e) = service.authorize(&headers) {
+        return e.into_response();
+    }
+    let Some(loaded) = service.loaded.get() else {
+        return ApiError::unavailable("not_ready", "the index is still loading").into_response();
+    };
+    let m = &loaded.index.manifest;
+    Json(Info {
+        route: service.route_name.clone(),
+        corpus: m.corpus.clone(),
+        mode: service.route.anchors.mode,
+        index_version: m.version.clone(),
+        model: m.model_id.clone(),
+        dimensions: m.dims,
+        counts: m.counts.clone(),
+    })
+    .into_response()
+}
+
+async fn readyz(State(service): State<Arc<Service>>) -> Response {
+    if service.is_ready() {
+        "ready".into_response()
+    } else {
+        ApiError::unavailable("not_ready", "the index is still loading").into_response()
+    }
+}
+
+async fn metrics_text(State(service): State<Arc<Service>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        service.metrics.encode(),
+    )
+        .into_response()
+}

@@ -1,0 +1,555 @@
+//! The retrieval service on a loopback port over a small index: liveness
+//! before readiness, retrieve with filters, info, metrics, the request
+//! limits, JSON errors, and a graceful stop.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use trellis::embed;
+use trellis::index::{self, IndexVersion};
+use trellis::serve::{self, Limits, Loaded, Service};
+use trellis::spec::{self, RetrievalRoute};
+
+const MANIFESTS: &str = r#"
+apiVersion: trellis.dev/v1alpha1
+kind: IndexProfile
+metadata: {name: p}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: Corpus
+metadata: {name: c}
+spec:
+  profileRef: {name: p}
+  sources: [{path: docs}]
+---
+apiVersion: trellis.dev/v1alpha1
+kind: RetrievalRoute
+metadata: {name: contracts}
+spec:
+  corpusRef: {name: c}
+  selection: {topK: 3}
+"#;
+
+/// Ingests two small documents and returns the route.
+fn index(dir: &Path) -> RetrievalRoute {
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(
+        dir.join("docs/contract.txt"),
+        "1. Payment\n\nFees are due within thirty days of the invoice date. Late payments accrue interest of 1.5% per month.\n\n\
+         2. Governing Law\n\nThis Agreement is governed by the laws of the State of New York. The courts of New York County have jurisdiction.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("docs/manual.md"),
+        "# Reset\n\nHold the reset button for five seconds until the light blinks green. The device then restarts.\n",
+    )
+    .unwrap();
+    let origin = dir.join("trellis.yaml");
+    let loaded = spec::parse_str(MANIFESTS, &origin).unwrap();
+    let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
+    let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
+    index::ingest(
+        "c",
+        &corpus.spec,
+        dir,
+        &profile.spec,
+        dir,
+        &dir.join("data"),
+        &|_, _, _| {},
+    )
+    .unwrap();
+    spec::select_route(&loaded, None, &origin)
+        .unwrap()
+        .0
+        .clone()
+}
+
+fn load(dir: &Path) -> Loaded {
+    let index = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    let embedder = embed::from_spec(&index.profile.embedding, None).unwrap();
+    Loaded { index, embedder }
+}
+
+/// A server on a free loopback port, stopped by dropping `stop`.
+struct Server {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(service: Arc<Service>) -> Self {
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = serve::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                serve::run(listener, service, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+            });
+        });
+        let addr = addr_rx.recv().unwrap();
+        Self {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Asks for a graceful stop and waits until the server has ended.
+    fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+    }
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+fn post(server: &Server, body: &Value) -> (u16, Value) {
+    let response = client()
+        .post(server.url("/v1/retrieve"))
+        .json(body)
+        .send()
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().unwrap_or(Value::Null))
+}
+
+#[test]
+fn live_at_once_ready_once_loaded_then_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let route = index(dir);
+    let service = Arc::new(Service::new(
+        "contracts",
+        route.spec,
+        Limits::default(),
+        None,
+    ));
+    let server = Server::start(Arc::clone(&service));
+    let http = client();
+
+    // Before the index is loaded: live, not ready, retrieval refused.
+    assert_eq!(
+        http.get(server.url("/healthz")).send().unwrap().status(),
+        200
+    );
+    let ready = http.get(server.url("/readyz")).send().unwrap();
+    assert_eq!(ready.status(), 503);
+    let (status, body) = post(&server, &json!({"query": "When are fees due?"}));
+    assert_eq!(status, 503);
+    assert_eq!(body["error"]["code"], "not_ready");
+
+    service.set_loaded(load(dir)).unwrap();
+    assert_eq!(
+        http.get(server.url("/readyz")).send().unwrap().status(),
+        200
+    );
+
+    let (status, body) = post(&server, &json!({"query": "When are fees due?", "k": 2}));
+    assert_eq!(status, 200, "{body}");
+    let hits = body["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(hits[0]["text"].as_str().unwrap().contains("thirty days"));
+    assert_eq!(hits[0]["citation"]["document"], "docs/contract.txt");
+    assert!(hits[0]["signals"]["dense"].as_f64().unwrap() > 0.0);
+    assert!(body["context"].as_str().unwrap().contains("Fees are due"));
+    assert_eq!(body["route"], "contracts");
+
+    // Filters: a document, a section.
+    let (status, body) = post(
+        &server,
+        &json!({"query": "When are fees due?", "filters": {"documents": ["docs/manual.md"]}}),
+    );
+    assert_eq!(status, 200);
+    let hits = body["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter()
+            .all(|h| h["citation"]["document"] == "docs/manual.md")
+    );
+    let (_, body) = post(
+        &server,
+        &json!({"query": "Which law governs?", "filters": {"section_prefix": ["Governing Law"]}}),
+    );
+    let hits = body["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    for hit in hits {
+        let path = hit["citation"]["section_path"].as_array().unwrap();
+        assert_eq!(path[0], "2. Governing Law", "{hit}");
+    }
+
+    // Info and metrics.
+    let info: Value = http
+        .get(server.url("/v1/info"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(info["route"], "contracts");
+    assert_eq!(info["corpus"], "c");
+    assert_eq!(info["counts"]["documents"], 2);
+    assert_eq!(info["index_version"], body["index_version"]);
+    let metrics = http
+        .get(server.url("/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains(r#"trellis_retrieve_requests_total{route="contracts",outcome="ok"} 3"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"outcome="not_ready""#));
+    assert!(metrics.contains("trellis_retrieve_request_seconds_bucket"));
+    assert!(metrics.contains("trellis_query_embed_seconds_count 3"));
+    let version = info["index_version"].as_str().unwrap();
+    assert!(metrics.contains(&format!(r#"version="{version}""#)));
+
+    server.stop();
+}
+
+#[test]
+fn limits_and_bad_requests_get_json_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let route = index(dir);
+    let limits = Limits {
+        body_bytes: 1_024,
+        query_chars: 100,
+        max_k: 5,
+        ..Limits::default()
+    };
+    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
+    service.set_loaded(load(dir)).unwrap();
+    let server = Server::start(service);
+
+    let cases = [
+        (json!({"query": "x".repeat(2_000)}), 413, "body_too_large"),
+        (json!({"query": "fee ".repeat(30)}), 400, "query_too_long"),
+        (json!({"query": "fees", "k": 6}), 400, "invalid_k"),
+        (json!({"query": "fees", "k": 0}), 400, "invalid_k"),
+        (json!({"query": "   "}), 400, "empty_query"),
+        (
+            json!({"query": "fees", "colour": "red"}),
+            400,
+            "invalid_request",
+        ),
+        (json!({"k": 2}), 400, "invalid_request"),
+    ];
+    for (body, status, code) in cases {
+        let (got, answer) = post(&server, &body);
+        assert_eq!(got, status, "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(!message.contains(dir.to_str().unwrap()), "{message}");
+    }
+    // Not JSON at all, and an unknown endpoint.
+    let response = client()
+        .post(server.url("/v1/retrieve"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().unwrap();
+    assert_eq!(body["error"]["code"], "invalid_request");
+    let response = client().get(server.url("/v2/nothing")).send().unwrap();
+    assert_eq!(response.status(), 404);
+    let body: Value = response.json().unwrap();
+    assert_eq!(body["error"]["code"], "not_found");
+
+    server.stop();
+}
+
+#[test]
+fn a_retrieval_over_its_time_limit_is_a_504() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let route = index(dir);
+    let limits = Limits {
+        timeout: Duration::ZERO,
+        ..Limits::default()
+    };
+    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
+    service.set_loaded(load(dir)).unwrap();
+    let server = Server::start(service);
+    let (status, body) = post(&server, &json!({"query": "When are fees due?"}));
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["code"], "timeout");
+    server.stop();
+}
+
+/// The real embedder, except that a query containing "hold" waits for the
+/// test to release it: a request kept in flight on purpose.
+struct GatedEmbedder {
+    inner: Box<dyn embed::Embedder>,
+    entered: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl embed::Embedder for GatedEmbedder {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, embed::EmbedError> {
+        self.inner.embed_documents(texts)
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, embed::EmbedError> {
+        if text.contains("hold") {
+            self.entered.lock().unwrap().send(()).unwrap();
+            self.release.lock().unwrap().recv().unwrap();
+        }
+        self.inner.embed_query(text)
+    }
+}
+
+#[test]
+fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let route = index(dir);
+    let limits = Limits {
+        concurrency: 1,
+        ..Limits::default()
+    };
+    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let Loaded { index, embedder } = load(dir);
+    service
+        .set_loaded(Loaded {
+            index,
+            embedder: Box::new(GatedEmbedder {
+                inner: embedder,
+                entered: std::sync::Mutex::new(entered_tx),
+                release: std::sync::Mutex::new(release_rx),
+            }),
+        })
+        .unwrap();
+    let server = Server::start(service);
+
+    // One request holds the only slot.
+    let url = server.url("/v1/retrieve");
+    let held = std::thread::spawn(move || {
+        let response = client()
+            .post(url)
+            .json(&json!({"query": "hold: when are fees due?"}))
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().unwrap())
+    });
+    entered.recv_timeout(Duration::from_secs(30)).unwrap();
+
+    // A second one is turned away with a hint when to retry.
+    let response = client()
+        .post(server.url("/v1/retrieve"))
+        .json(&json!({"query": "Which law governs?"}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let body: Value = response.json().unwrap();
+    assert_eq!(body["error"]["code"], "overloaded");
+
+    // Stop while the first is in flight: it still gets its answer, and the
+    // server ends only after that.
+    let Server {
+        addr,
+        mut stop,
+        mut thread,
+    } = server;
+    stop.take().unwrap().send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!thread.as_ref().unwrap().is_finished());
+    release.send(()).unwrap();
+    let (status, body) = held.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(!body["hits"].as_array().unwrap().is_empty());
+    thread.take().unwrap().join().unwrap();
+    // Closed for new connections.
+    assert!(
+        client()
+            .get(format!("http://{addr}/healthz"))
+            .send()
+            .is_err()
+    );
+}
+
+const ACL_MANIFESTS: &str = r#"
+apiVersion: trellis.dev/v1alpha1
+kind: IndexProfile
+metadata: {name: p}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: Corpus
+metadata: {name: c}
+spec:
+  profileRef: {name: p}
+  sources:
+    - {path: docs/a, acl: [team-a]}
+    - {path: docs/b, acl: [team-b]}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: RetrievalRoute
+metadata: {name: shared}
+spec:
+  corpusRef: {name: c}
+  selection: {topK: 10}
+"#;
+
+const TOKENS: &str = "# who sees what\n\
+                      token-for-team-a-0001 team-a\n\
+                      token-for-team-b-0002 team-b\n\
+                      token-for-everyone-03 *\n";
+
+#[test]
+fn a_token_sees_only_its_tags_through_anchors_expansion_and_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("docs/a")).unwrap();
+    std::fs::create_dir_all(dir.join("docs/b")).unwrap();
+    // Near-identical clauses, so that RELATED_TO links cross the two.
+    std::fs::write(
+        dir.join("docs/a/alpha.txt"),
+        "Payment\n\nFees are due within thirty days of the invoice date. Alpha pays by wire transfer.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("docs/b/beta.txt"),
+        "Payment\n\nFees are due within thirty days of the date of the invoice. Beta pays by cheque.\n",
+    )
+    .unwrap();
+    let origin = dir.join("trellis.yaml");
+    let loaded = spec::parse_str(ACL_MANIFESTS, &origin).unwrap();
+    let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
+    let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
+    index::ingest(
+        "c",
+        &corpus.spec,
+        dir,
+        &profile.spec,
+        dir,
+        &dir.join("data"),
+        &|_, _, _| {},
+    )
+    .unwrap();
+    let route = spec::select_route(&loaded, None, &origin)
+        .unwrap()
+        .0
+        .clone();
+    let loaded = load(dir);
+    // The test means something only if a link crosses the boundary.
+    let store = &loaded.index.store;
+    let crossing = loaded.index.related.iter().enumerate().any(|(i, edges)| {
+        edges
+            .iter()
+            .any(|&(j, _)| store.sentences[i].document != store.sentences[j as usize].document)
+    });
+    assert!(crossing, "no RELATED_TO link between the two documents");
+
+    let tokens = serve::Tokens::parse(TOKENS, Path::new("tokens")).unwrap();
+    let service = Arc::new(Service::new(
+        "shared",
+        route.spec,
+        Limits::default(),
+        Some(tokens),
+    ));
+    service.set_loaded(loaded).unwrap();
+    let server = Server::start(service);
+    let ask = |token: Option<&str>, query: &str| {
+        let mut request = client()
+            .post(server.url("/v1/retrieve"))
+            .json(&json!({"query": query}));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().unwrap())
+    };
+
+    for (token, own, other) in [
+        ("token-for-team-a-0001", "alpha", "beta"),
+        ("token-for-team-b-0002", "beta", "alpha"),
+    ] {
+        // Questions aimed at either document, and at the other one's words.
+        for query in [
+            "When are fees due?",
+            "Alpha pays by wire transfer",
+            "Beta pays by cheque",
+        ] {
+            let (status, body) = ask(Some(token), query);
+            assert_eq!(status, 200, "{body}");
+            let text = body.to_string().to_lowercase();
+            assert!(!text.contains(other), "{token} saw {other}: {body}");
+            for hit in body["hits"].as_array().unwrap() {
+                assert!(hit["citation"]["document"].as_str().unwrap().contains(own));
+            }
+        }
+    }
+    // A token for every tag sees both.
+    let (_, body) = ask(Some("token-for-everyone-03"), "When are fees due?");
+    let text = body.to_string().to_lowercase();
+    assert!(text.contains("alpha") && text.contains("beta"), "{body}");
+
+    // No token, a wrong one, another scheme: 401 with a challenge.
+    for token in [None, Some("token-for-team-a-0009")] {
+        let (status, body) = ask(token, "When are fees due?");
+        assert_eq!(status, 401);
+        assert_eq!(body["error"]["code"], "unauthorized");
+    }
+    let response = client()
+        .post(server.url("/v1/retrieve"))
+        .header("authorization", "Basic dXNlcjpwYXNz")
+        .json(&json!({"query": "fees"}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    let response = client().get(server.url("/v1/info")).send().unwrap();
+    assert_eq!(response.status(), 401);
+    // Probes and metrics stay open.
+    assert_eq!(
+        client().get(server.url("/readyz")).send().unwrap().status(),
+        200
+    );
+    assert_eq!(
+        client()
+            .get(server.url("/metrics"))
+            .send()
+            .unwrap()
+            .status(),
+        200
+    );
+    server.stop();
+}
