@@ -132,6 +132,11 @@ enum Command {
         /// by " > " (`"Terms > Payment"`).
         #[arg(long, value_name = "PATH")]
         section: Option<String>,
+        /// Only documents with this metadata value (`format=pdf`, or a
+        /// label of the document's source); repeat for several, all must
+        /// hold.
+        #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        metadata: Vec<(String, String)>,
         /// Print results, signals, context and citations as JSON.
         #[arg(long)]
         json: bool,
@@ -324,6 +329,16 @@ fn init_tracing(format: LogFormat, verbose: u8) {
     }
 }
 
+/// `KEY=VALUE` from the command line.
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_string(), value.trim().to_string()))
+        }
+        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
+    }
+}
+
 fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Parse {
@@ -359,6 +374,7 @@ fn run(command: Command) -> Result<ExitCode> {
             index_version,
             documents,
             section,
+            metadata,
             json,
         } => retrieval::query(&retrieval::QueryArgs {
             manifests: &manifests,
@@ -368,7 +384,7 @@ fn run(command: Command) -> Result<ExitCode> {
             k,
             mode: mode.map(Into::into),
             index_version: index_version.as_deref(),
-            filter: retrieval::filter(documents, section.as_deref()),
+            filter: retrieval::filter(documents, section.as_deref(), metadata),
             json,
         }),
         Command::Serve {

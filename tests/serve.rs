@@ -204,6 +204,63 @@ fn live_at_once_ready_once_loaded_then_answers() {
         assert_eq!(path[0], "2. Governing Law", "{hit}");
     }
 
+    // Metadata: every document carries its format.
+    let (status, body) = post(
+        &server,
+        &json!({"query": "When are fees due?", "filters": {"metadata": {"format": "markdown"}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let hits = body["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter()
+            .all(|h| h["citation"]["document"] == "docs/manual.md")
+    );
+    let (_, body) = post(
+        &server,
+        &json!({"query": "fees", "filters": {"metadata": {"format": "pdf"}}}),
+    );
+    assert!(body["hits"].as_array().unwrap().is_empty(), "{body}");
+
+    // Selection overrides: one result per document.
+    let (status, body) = post(
+        &server,
+        &json!({"query": "When are fees due?", "k": 3, "selection": {"max_per_document": 1}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let documents: Vec<&str> = body["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["citation"]["document"].as_str().unwrap())
+        .collect();
+    assert_eq!(documents.len(), 2, "{body}");
+    assert_ne!(documents[0], documents[1]);
+
+    // Request ids: the caller's is echoed, else one is made.
+    let response = http
+        .post(server.url("/v1/retrieve"))
+        .header("x-request-id", "caller-42")
+        .json(&json!({"query": "fees"}))
+        .send()
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "caller-42");
+    let response = http.get(server.url("/healthz")).send().unwrap();
+    assert_eq!(response.headers()["x-request-id"].len(), 16);
+
+    // The OpenAPI document.
+    let openapi: Value = http
+        .get(server.url("/openapi.json"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert!(openapi["paths"]["/v1/retrieve"]["post"].is_object());
+    assert_eq!(
+        openapi["components"]["schemas"]["RetrieveRequest"]["properties"]["k"]["maximum"],
+        50
+    );
+
     // Info and metrics.
     let info: Value = http
         .get(server.url("/v1/info"))
@@ -222,12 +279,12 @@ fn live_at_once_ready_once_loaded_then_answers() {
         .text()
         .unwrap();
     assert!(
-        metrics.contains(r#"trellis_retrieve_requests_total{route="contracts",outcome="ok"} 3"#),
+        metrics.contains(r#"trellis_retrieve_requests_total{route="contracts",outcome="ok"} 7"#),
         "{metrics}"
     );
     assert!(metrics.contains(r#"outcome="not_ready""#));
     assert!(metrics.contains("trellis_retrieve_request_seconds_bucket"));
-    assert!(metrics.contains("trellis_query_embed_seconds_count 3"));
+    assert!(metrics.contains("trellis_query_embed_seconds_count 7"));
     let version = info["index_version"].as_str().unwrap();
     assert!(metrics.contains(&format!(r#"version="{version}""#)));
 
@@ -261,6 +318,16 @@ fn limits_and_bad_requests_get_json_errors() {
             "invalid_request",
         ),
         (json!({"k": 2}), 400, "invalid_request"),
+        (
+            json!({"query": "fees", "selection": {"neighbours": 9}}),
+            400,
+            "invalid_selection",
+        ),
+        (
+            json!({"query": "fees", "selection": {"topK": 9}}),
+            400,
+            "invalid_request",
+        ),
     ];
     for (body, status, code) in cases {
         let (got, answer) = post(&server, &body);
@@ -521,6 +588,18 @@ fn a_token_sees_only_its_tags_through_anchors_expansion_and_links() {
     let (_, body) = ask(Some("token-for-everyone-03"), "When are fees due?");
     let text = body.to_string().to_lowercase();
     assert!(text.contains("alpha") && text.contains("beta"), "{body}");
+    // Counts describe every document: only for a token that sees them all.
+    let info = |token: &str| -> Value {
+        client()
+            .get(server.url("/v1/info"))
+            .bearer_auth(token)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    assert_eq!(info("token-for-everyone-03")["counts"]["documents"], 2);
+    assert!(info("token-for-team-a-0001")["counts"].is_null());
 
     // No token, a wrong one, another scheme: 401 with a challenge.
     for token in [None, Some("token-for-team-a-0009")] {

@@ -117,8 +117,13 @@ pub struct QueryArgs<'a> {
 
 /// The filter of `--document` and `--section`: no restriction when both
 /// are absent; a section path's headings are separated by `>`.
-pub fn filter(documents: Vec<String>, section: Option<&str>) -> Filter {
+pub fn filter(
+    documents: Vec<String>,
+    section: Option<&str>,
+    metadata: Vec<(String, String)>,
+) -> Filter {
     Filter {
+        metadata: (!metadata.is_empty()).then(|| metadata.into_iter().collect()),
         documents: (!documents.is_empty()).then_some(documents),
         section_prefix: section.map(|path| {
             path.split('>')

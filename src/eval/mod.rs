@@ -166,6 +166,7 @@ impl Evaluation<'_> {
                 include: Vec::new(),
                 exclude: Vec::new(),
                 acl: None,
+                metadata: Default::default(),
             }],
             include: Vec::new(),
             exclude: Vec::new(),

@@ -47,7 +47,7 @@ pub use store::SkeletonStore;
 pub use vectors::{HnswGraph, Vectors};
 
 /// Version of the on-disk layout; part of every version hash.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 #[derive(Debug, Error)]
 pub enum IndexError {
@@ -90,7 +90,7 @@ pub struct FailedDocument {
 }
 
 /// Counts recorded in the manifest and reported by every ingest.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Counts {
     pub documents: usize,
     pub failed_documents: usize,
@@ -314,7 +314,7 @@ fn build_version(
                     tracing::warn!(key = %doc.key, "{warning}");
                 }
                 chunks += p.chunks.len();
-                store.add(&p, &doc.acl);
+                store.add(&p, &doc.acl, &doc.metadata);
             }
             Err(reason) => {
                 tracing::warn!(key = %doc.key, %reason, "document failed");

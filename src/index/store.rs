@@ -6,6 +6,8 @@
 //! ids stored in the BM25 and HNSW indexes. Written once per index version
 //! as `skeleton.json`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::enrich::Enrichment;
@@ -29,6 +31,9 @@ pub struct DocumentRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     pub acl: Vec<String>,
+    /// Labels for exact-match filters: the source's, and `format`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
     /// Global sentence numbers of the document, `[start, end)`.
     pub sentences: [u32; 2],
 }
@@ -85,7 +90,12 @@ pub struct SentenceRecord {
 
 impl SkeletonStore {
     /// Appends one processed document.
-    pub fn add(&mut self, doc: &ProcessedDocument, acl: &[String]) {
+    pub fn add(
+        &mut self,
+        doc: &ProcessedDocument,
+        acl: &[String],
+        labels: &BTreeMap<String, String>,
+    ) {
         let skeleton = &doc.skeleton;
         let document = self.documents.len() as u32;
         let section_base = self.sections.len() as u32;
@@ -148,11 +158,17 @@ impl SkeletonStore {
                 entities,
             });
         }
+        let mut metadata = labels.clone();
+        metadata.insert(
+            "format".to_string(),
+            skeleton.document.format.name().to_string(),
+        );
         self.documents.push(DocumentRecord {
             id: skeleton.document.id.to_string(),
             key: skeleton.document.source.clone(),
             title: skeleton.document.title.clone(),
             acl: acl.to_vec(),
+            metadata,
             sentences: [sentence_base, self.sentences.len() as u32],
         });
     }

@@ -50,10 +50,12 @@ pub struct Filter {
     pub documents: Option<Vec<String>>,
     /// Only sentences under this heading path.
     pub section_prefix: Option<Vec<String>>,
+    /// Only documents whose metadata has every one of these values.
+    pub metadata: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The per-signal scores of one result, each in [0, 1].
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, utoipa::ToSchema)]
 pub struct Signals {
     pub fusion: f32,
     pub dense: f32,
@@ -69,7 +71,7 @@ pub struct Signals {
 }
 
 /// Where a result comes from.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Citation {
     pub document: String,
     pub document_id: String,
@@ -82,7 +84,7 @@ pub struct Citation {
 }
 
 /// One result: an anchor sentence shown inside its paragraph.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Hit {
     /// Global sentence number in the index version.
     pub sentence: u32,
@@ -437,7 +439,12 @@ impl<'a> Retriever<'a> {
                     .documents
                     .as_ref()
                     .is_none_or(|ids| ids.iter().any(|x| *x == d.key || *x == d.id));
-                acl_ok && doc_ok
+                let metadata_ok = filter.metadata.as_ref().is_none_or(|wanted| {
+                    wanted
+                        .iter()
+                        .all(|(key, value)| d.metadata.get(key) == Some(value))
+                });
+                acl_ok && doc_ok && metadata_ok
             })
             .collect()
     }

@@ -5,8 +5,12 @@
 //! on shutdown.
 //!
 //! Endpoints: `POST /v1/retrieve`, `GET /v1/info`, `GET /healthz`,
-//! `GET /readyz`, `GET /metrics` (Prometheus text).
+//! `GET /readyz`, `GET /metrics` (Prometheus text) and `GET /openapi.json`
+//! (see [`api`]). Every response carries an `x-request-id`, the caller's
+//! when it sent a usable one, and every request runs in a tracing span
+//! with that id.
 
+pub mod api;
 pub mod auth;
 mod metrics;
 
@@ -21,15 +25,16 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio::sync::Semaphore;
 
 use crate::embed::Embedder;
-use crate::index::{Counts, IndexVersion};
-use crate::retrieve::{Filter, Hit, RetrieveError, Retriever};
+use crate::index::IndexVersion;
+use crate::retrieve::{Filter, RetrieveError, Retriever};
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
+use api::{ErrorBody, ErrorDetail};
 
+pub use api::{Info, RequestFilters, RetrieveRequest, RetrieveResponse, SelectionOverrides};
 pub use auth::{Access, Tokens};
 pub use metrics::Metrics;
 
@@ -160,17 +165,75 @@ impl Service {
 /// The service's routes.
 pub fn router(service: Arc<Service>) -> Router {
     let body_limit = service.limits.body_bytes;
+    let openapi = Arc::new(api::openapi_json(
+        &service.limits,
+        env!("CARGO_PKG_VERSION"),
+    ));
     Router::new()
         .route("/v1/retrieve", post(retrieve))
         .route("/v1/info", get(info))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
+        .route(
+            "/openapi.json",
+            get(move || {
+                let openapi = Arc::clone(&openapi);
+                async move { Json(openapi.as_ref().clone()) }
+            }),
+        )
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
         })
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn(request_span))
         .with_state(service)
+}
+
+const REQUEST_ID: &str = "x-request-id";
+
+/// Runs each request in a span named by its request id (the caller's
+/// `x-request-id` when it is short printable ASCII, else a new one) and
+/// returns the id in the response.
+async fn request_span(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    use tracing::Instrument;
+    let id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_string)
+        .unwrap_or_else(new_request_id);
+    let span = tracing::info_span!(
+        "request",
+        id = %id,
+        method = %request.method(),
+        path = %request.uri().path(),
+    );
+    let mut response = next.run(request).instrument(span).await;
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
+}
+
+/// A request id unique within the process and unlikely to repeat across
+/// processes: a hash of the process id, its start and a counter.
+fn new_request_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    static START: OnceLock<u128> = OnceLock::new();
+    let start = START.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    });
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&std::process::id().to_le_bytes());
+    hasher.update(&start.to_le_bytes());
+    hasher.update(&n.to_le_bytes());
+    hasher.finalize().to_hex()[..16].to_string()
 }
 
 /// Serves `service` on `listener` until `shutdown` completes, then stops
@@ -200,17 +263,6 @@ struct ApiError {
     code: &'static str,
     message: String,
     retry_after: Option<u32>,
-}
-
-#[derive(Serialize)]
-struct ErrorBody<'a> {
-    error: ErrorDetail<'a>,
-}
-
-#[derive(Serialize)]
-struct ErrorDetail<'a> {
-    code: &'a str,
-    message: &'a str,
 }
 
 impl ApiError {
@@ -243,8 +295,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
             error: ErrorDetail {
-                code: self.code,
-                message: &self.message,
+                code: self.code.to_string(),
+                message: self.message,
             },
         };
         let mut response = (self.status, Json(body)).into_response();
@@ -260,40 +312,6 @@ impl IntoResponse for ApiError {
         }
         response
     }
-}
-
-/// A retrieval request.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetrieveRequest {
-    pub query: String,
-    /// Results wanted; the route's `topK` when absent.
-    #[serde(default)]
-    pub k: Option<usize>,
-    #[serde(default)]
-    pub filters: RequestFilters,
-}
-
-/// Restrictions a request adds; they apply before scoring and expansion.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RequestFilters {
-    /// Only these documents (key or id).
-    #[serde(default)]
-    pub documents: Option<Vec<String>>,
-    /// Only sentences under this heading path.
-    #[serde(default)]
-    pub section_prefix: Option<Vec<String>>,
-}
-
-/// A retrieval answer.
-#[derive(Debug, Serialize)]
-pub struct RetrieveResponse {
-    pub route: String,
-    pub index_version: String,
-    pub hits: Vec<Hit>,
-    /// The results' paragraphs in reading order, duplicates removed.
-    pub context: String,
 }
 
 async fn retrieve(
@@ -357,13 +375,20 @@ async fn answer(
             ),
         ));
     }
-    let k = request.k.unwrap_or(service.route.selection.top_k as usize);
+    let k = request
+        .k
+        .map_or(service.route.selection.top_k as usize, |k| k as usize);
     if k == 0 || k > service.limits.max_k {
         return Err(ApiError::bad_request(
             "invalid_k",
             format!("k must be between 1 and {}", service.limits.max_k),
         ));
     }
+    let mut route = service.route.clone();
+    route.selection = request
+        .selection
+        .apply(&route.selection, service.limits.max_k as u32)
+        .map_err(|reason| ApiError::bad_request("invalid_selection", reason))?;
     let Some(loaded) = service.loaded.get().cloned() else {
         return Err(ApiError::unavailable(
             "not_ready",
@@ -380,12 +405,15 @@ async fn answer(
         acl,
         documents: request.filters.documents,
         section_prefix: request.filters.section_prefix,
+        metadata: request.filters.metadata,
     };
     let query = query.to_string();
-    let route = service.route.clone();
     let metrics = service.metrics.clone();
+    // The request's span, so that the query span nests under it.
+    let span = tracing::Span::current();
     let work = tokio::task::spawn_blocking(move || {
         let _permit = permit;
+        let _span = span.entered();
         let retriever = Retriever::new(&loaded.index, loaded.embedder.as_ref())?;
         let vector = if route.anchors.mode == AnchorMode::Bm25 {
             None
@@ -437,22 +465,11 @@ async fn answer(
     })
 }
 
-/// What `GET /v1/info` says.
-#[derive(Debug, Serialize)]
-pub struct Info {
-    pub route: String,
-    pub corpus: String,
-    pub mode: AnchorMode,
-    pub index_version: String,
-    pub model: String,
-    pub dimensions: usize,
-    pub counts: Counts,
-}
-
 async fn info(State(service): State<Arc<Service>>, headers: HeaderMap) -> Response {
-    if let Err(e) = service.authorize(&headers) {
-        return e.into_response();
-    }
+    let acl = match service.authorize(&headers) {
+        Ok(acl) => acl,
+        Err(e) => return e.into_response(),
+    };
     let Some(loaded) = service.loaded.get() else {
         return ApiError::unavailable("not_ready", "the index is still loading").into_response();
     };
@@ -464,7 +481,7 @@ async fn info(State(service): State<Arc<Service>>, headers: HeaderMap) -> Respon
         index_version: m.version.clone(),
         model: m.model_id.clone(),
         dimensions: m.dims,
-        counts: m.counts.clone(),
+        counts: acl.is_none().then(|| m.counts.clone()),
     })
     .into_response()
 }

@@ -77,6 +77,8 @@ pub struct CorpusDocument {
     pub key: String,
     /// ACL tags: the source's own, else the corpus default.
     pub acl: Vec<String>,
+    /// The source's metadata labels.
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 /// Why a corpus' sources could not be listed.
@@ -131,6 +133,7 @@ pub fn corpus_documents(
                 path,
                 key,
                 acl: source.acl.clone().unwrap_or_else(|| spec.acl.clone()),
+                metadata: source.metadata.clone(),
             });
         }
     }

@@ -1,6 +1,8 @@
 //! `Corpus`: where a collection's documents come from and how its index
 //! versions are kept.
 
+use std::collections::BTreeMap;
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -59,6 +61,12 @@ pub struct SourceSpec {
     /// ACL tags of this source's documents, replacing the corpus default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acl: Option<Vec<String>>,
+    /// Labels given to this source's documents (`team: legal`), for
+    /// exact-match metadata filters at query time. Every document also
+    /// carries `format` (`pdf`, `docx`, `html`, `markdown`, `text`), which
+    /// a label cannot replace.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// How index versions are kept.

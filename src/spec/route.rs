@@ -57,7 +57,9 @@ impl RetrievalRouteSpec {
 }
 
 /// Which signals produce anchors.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, utoipa::ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum AnchorMode {
     /// BM25 only.

@@ -1,0 +1,340 @@
+//! The service's request and response types, and the OpenAPI document
+//! generated from them (`GET /openapi.json`).
+//!
+//! The document states the limits the server was started with (longest
+//! query, largest `k`, body size), so that a client or a schema-driven
+//! tester sees the bounds that are actually enforced.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
+
+use crate::index::Counts;
+use crate::retrieve::Hit;
+use crate::spec::{AnchorMode, SelectionSpec};
+
+use super::Limits;
+
+/// A retrieval request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveRequest {
+    /// The question. Must hold a character other than whitespace.
+    #[schema(min_length = 1, max_length = 2000, pattern = r"\S")]
+    pub query: String,
+    /// Results wanted; the route's `topK` when absent.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 50)]
+    pub k: Option<u32>,
+    /// Restrictions on what is searched.
+    #[serde(default)]
+    pub filters: RequestFilters,
+    /// Overrides of the route's selection for this request.
+    #[serde(default)]
+    pub selection: SelectionOverrides,
+}
+
+/// Restrictions a request adds to its token's ACL; like the ACL they apply
+/// before scoring and expansion, so nothing outside them is ever reached.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestFilters {
+    /// Only these documents (key or id).
+    #[serde(default)]
+    pub documents: Option<Vec<String>>,
+    /// Only sentences under this heading path; each heading matches with
+    /// or without its numbering, case-insensitively.
+    #[serde(default)]
+    pub section_prefix: Option<Vec<String>>,
+    /// Only documents whose metadata holds every one of these values
+    /// (`format`, and the labels of the document's Corpus source).
+    #[serde(default)]
+    pub metadata: Option<BTreeMap<String, String>>,
+}
+
+/// Per-request changes to the route's `selection`, each within bounds.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelectionOverrides {
+    /// Results under this composite score are dropped.
+    #[serde(default)]
+    #[schema(minimum = 0.0, maximum = 10.0)]
+    pub threshold: Option<f32>,
+    /// Neighbouring sentences shown around each result.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 5)]
+    pub neighbours: Option<u32>,
+    /// Most results from one document; 0 for no limit.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 50)]
+    pub max_per_document: Option<u32>,
+    /// Results from one document after which other documents' come first;
+    /// 0 for off.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 50)]
+    pub spread_per_document: Option<u32>,
+    /// MMR trade-off between relevance (1.0) and diversity.
+    #[serde(default)]
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub mmr_lambda: Option<f32>,
+}
+
+/// Largest `neighbours` a request may ask for.
+const MAX_NEIGHBOURS: u32 = 5;
+/// Largest `threshold` a request may set (composite scores stay below it).
+const MAX_THRESHOLD: f32 = 10.0;
+
+impl SelectionOverrides {
+    /// The route's selection with these overrides, or what is out of
+    /// bounds.
+    pub fn apply(&self, route: &SelectionSpec, max_k: u32) -> Result<SelectionSpec, String> {
+        let mut selection = route.clone();
+        if let Some(t) = self.threshold {
+            if !(0.0..=MAX_THRESHOLD).contains(&t) {
+                return Err(format!("threshold must be between 0 and {MAX_THRESHOLD}"));
+            }
+            selection.threshold = t;
+        }
+        if let Some(n) = self.neighbours {
+            if n > MAX_NEIGHBOURS {
+                return Err(format!("neighbours must be at most {MAX_NEIGHBOURS}"));
+            }
+            selection.neighbours = n;
+        }
+        if let Some(n) = self.max_per_document {
+            if n > max_k {
+                return Err(format!("max_per_document must be at most {max_k}"));
+            }
+            selection.max_per_document = n;
+        }
+        if let Some(n) = self.spread_per_document {
+            if n > max_k {
+                return Err(format!("spread_per_document must be at most {max_k}"));
+            }
+            selection.spread_per_document = n;
+        }
+        if let Some(l) = self.mmr_lambda {
+            if !(0.0..=1.0).contains(&l) {
+                return Err("mmr_lambda must be between 0 and 1".to_string());
+            }
+            selection.mmr_lambda = l;
+        }
+        Ok(selection)
+    }
+}
+
+/// A retrieval answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetrieveResponse {
+    /// The RetrievalRoute that answered.
+    pub route: String,
+    /// The index version searched.
+    pub index_version: String,
+    /// Results, best first: each an anchor sentence inside its paragraph,
+    /// with its per-signal scores and citation.
+    pub hits: Vec<Hit>,
+    /// The results' paragraphs in reading order, duplicates removed.
+    pub context: String,
+}
+
+/// What `GET /v1/info` says.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Info {
+    pub route: String,
+    pub corpus: String,
+    pub mode: AnchorMode,
+    pub index_version: String,
+    pub model: String,
+    pub dimensions: usize,
+    /// The index version's counts; only for callers who may see every
+    /// document, since they describe documents a restricted token may not
+    /// see.
+    pub counts: Option<Counts>,
+}
+
+/// Every error: a stable code and a message for people.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `invalid_request`, `empty_query`, `query_too_long`, `invalid_k`,
+    /// `invalid_selection`, `unauthorized`, `body_too_large`, `not_found`,
+    /// `not_ready`, `overloaded`, `timeout` or `internal`.
+    pub code: String,
+    pub message: String,
+}
+
+/// Answers a question over the route's corpus.
+#[utoipa::path(
+    post,
+    path = "/v1/retrieve",
+    request_body = RetrieveRequest,
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "Results", body = RetrieveResponse),
+        (status = 400, description = "The request is malformed or out of bounds", body = ErrorBody),
+        (status = 401, description = "A bearer token is required, or it is not valid", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 503, description = "Not ready, or too many requests in flight",
+            body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        (status = 504, description = "The retrieval took too long", body = ErrorBody),
+    )
+)]
+#[allow(dead_code)]
+fn retrieve_doc() {}
+
+/// The route, index version, model and counts served.
+#[utoipa::path(
+    get,
+    path = "/v1/info",
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "What is served", body = Info),
+        (status = 401, description = "A bearer token is required, or it is not valid", body = ErrorBody),
+        (status = 503, description = "Not ready",
+            body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    )
+)]
+#[allow(dead_code)]
+fn info_doc() {}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz",
+    responses((status = 200, description = "Alive", body = String, content_type = "text/plain")))]
+#[allow(dead_code)]
+fn healthz_doc() {}
+
+/// Readiness: the index is loaded and the query embedder warm.
+#[utoipa::path(get, path = "/readyz",
+    responses(
+        (status = 200, description = "Ready", body = String, content_type = "text/plain"),
+        (status = 503, description = "Still loading",
+            body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    ))]
+#[allow(dead_code)]
+fn readyz_doc() {}
+
+/// Prometheus metrics (OpenMetrics text).
+#[utoipa::path(get, path = "/metrics",
+    responses((status = 200, description = "Metrics", body = String,
+        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")))]
+#[allow(dead_code)]
+fn metrics_doc() {}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json",
+    responses((status = 200, description = "The OpenAPI document", body = Object)))]
+#[allow(dead_code)]
+fn openapi_doc() {}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Trellis retrieval service", description = "Sentence search, paragraph display: one RetrievalRoute over one index version."),
+    paths(retrieve_doc, info_doc, healthz_doc, readyz_doc, metrics_doc, openapi_doc),
+    modifiers(&BearerScheme),
+)]
+struct ApiDoc;
+
+struct BearerScheme;
+
+impl utoipa::Modify for BearerScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The OpenAPI document for a server with these limits, as JSON.
+pub fn openapi_json(limits: &Limits, version: &str) -> serde_json::Value {
+    let mut doc = ApiDoc::openapi();
+    doc.info.version = version.to_string();
+    let mut value = serde_json::to_value(&doc).unwrap_or_default();
+    let request = "/components/schemas/RetrieveRequest/properties";
+    if let Some(query) = value.pointer_mut(&format!("{request}/query")) {
+        query["maxLength"] = limits.query_chars.into();
+    }
+    if let Some(k) = value.pointer_mut(&format!("{request}/k")) {
+        k["maximum"] = limits.max_k.into();
+    }
+    let overrides = "/components/schemas/SelectionOverrides/properties";
+    for field in ["max_per_document", "spread_per_document"] {
+        if let Some(n) = value.pointer_mut(&format!("{overrides}/{field}")) {
+            n["maximum"] = limits.max_k.into();
+        }
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_stay_within_bounds() {
+        let route = SelectionSpec::default();
+        let none = SelectionOverrides::default();
+        assert_eq!(none.apply(&route, 50).unwrap(), route);
+        let some = SelectionOverrides {
+            neighbours: Some(0),
+            max_per_document: Some(2),
+            mmr_lambda: Some(0.5),
+            ..Default::default()
+        };
+        let applied = some.apply(&route, 50).unwrap();
+        assert_eq!(
+            (
+                applied.neighbours,
+                applied.max_per_document,
+                applied.mmr_lambda
+            ),
+            (0, 2, 0.5)
+        );
+        for bad in [
+            SelectionOverrides {
+                neighbours: Some(6),
+                ..Default::default()
+            },
+            SelectionOverrides {
+                threshold: Some(-0.1),
+                ..Default::default()
+            },
+            SelectionOverrides {
+                max_per_document: Some(51),
+                ..Default::default()
+            },
+            SelectionOverrides {
+                mmr_lambda: Some(1.5),
+                ..Default::default()
+            },
+        ] {
+            assert!(bad.apply(&route, 50).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_document_states_the_server_limits() {
+        let limits = Limits {
+            query_chars: 300,
+            max_k: 7,
+            ..Limits::default()
+        };
+        let doc = openapi_json(&limits, "1.2.3");
+        let props = &doc["components"]["schemas"]["RetrieveRequest"]["properties"];
+        assert_eq!(props["query"]["maxLength"], 300);
+        assert_eq!(props["k"]["maximum"], 7);
+        assert_eq!(doc["info"]["version"], "1.2.3");
+        assert!(doc["paths"]["/v1/retrieve"]["post"].is_object());
+        assert_eq!(
+            doc["components"]["schemas"]["RetrieveRequest"]["additionalProperties"],
+            false
+        );
+    }
+}
