@@ -24,14 +24,14 @@ pub struct RetrieveRequest {
     #[schema(min_length = 1, max_length = 2000, pattern = r"\S")]
     pub query: String,
     /// Results wanted; the route's `topK` when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     #[schema(minimum = 1, maximum = 50)]
     pub k: Option<u32>,
     /// Restrictions on what is searched.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub filters: RequestFilters,
     /// Overrides of the route's selection for this request.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub selection: SelectionOverrides,
 }
 
@@ -62,22 +62,78 @@ pub struct SelectionOverrides {
     #[schema(minimum = 0.0, maximum = 10.0)]
     pub threshold: Option<f32>,
     /// Neighbouring sentences shown around each result.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     #[schema(minimum = 0, maximum = 5)]
     pub neighbours: Option<u32>,
     /// Most results from one document; 0 for no limit.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     #[schema(minimum = 0, maximum = 50)]
     pub max_per_document: Option<u32>,
     /// Results from one document after which other documents' come first;
     /// 0 for off.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     #[schema(minimum = 0, maximum = 50)]
     pub spread_per_document: Option<u32>,
     /// MMR trade-off between relevance (1.0) and diversity.
     #[serde(default)]
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub mmr_lambda: Option<f32>,
+}
+
+impl RetrieveRequest {
+    /// Reads a request body: a JSON object (serde would also take a
+    /// struct from an array of its fields in order, which the schema does
+    /// not allow).
+    pub fn from_json(value: serde_json::Value) -> Result<Self, String> {
+        if !value.is_object() {
+            return Err("the body must be a JSON object".to_string());
+        }
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+}
+
+/// A struct field that must be a JSON object, never an array.
+fn object<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Object<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    deserializer.deserialize_map(Object(std::marker::PhantomData))
+}
+
+/// An optional count: JSON Schema counts `3.0` as the integer 3, so a
+/// number without a fractional part is taken as one.
+fn whole_number<'de, D>(deserializer: D) -> Result<Option<u32>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::Error;
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let whole = number.as_u64().or_else(|| {
+        number
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u32::MAX as f64)
+            .map(|f| f as u64)
+    });
+    match whole.and_then(|n| u32::try_from(n).ok()) {
+        Some(n) => Ok(Some(n)),
+        None => Err(D::Error::custom(format!(
+            "expected a whole number from 0 to {}, got {number}",
+            u32::MAX
+        ))),
+    }
 }
 
 /// Largest `neighbours` a request may ask for.

@@ -317,7 +317,7 @@ impl IntoResponse for ApiError {
 async fn retrieve(
     State(service): State<Arc<Service>>,
     headers: HeaderMap,
-    body: Result<Json<RetrieveRequest>, JsonRejection>,
+    body: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> Response {
     let started = Instant::now();
     let result = match service.authorize(&headers) {
@@ -351,7 +351,7 @@ async fn retrieve(
 async fn answer(
     service: &Arc<Service>,
     acl: Option<Vec<String>>,
-    body: Result<Json<RetrieveRequest>, JsonRejection>,
+    body: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> Result<RetrieveResponse, ApiError> {
     let Json(request) = body.map_err(|rejection| match rejection {
         JsonRejection::BytesRejection(_) => ApiError::new(
@@ -361,6 +361,8 @@ async fn answer(
         ),
         other => ApiError::bad_request("invalid_request", other.body_text()),
     })?;
+    let request = RetrieveRequest::from_json(request)
+        .map_err(|reason| ApiError::bad_request("invalid_request", reason))?;
     let query = request.query.trim();
     if query.is_empty() {
         return Err(ApiError::bad_request("empty_query", "the query is empty"));
