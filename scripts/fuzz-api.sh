@@ -70,6 +70,8 @@ while time.time() < deadline:
 sys.exit("trellis serve was not ready after 60 s")
 PY
 
+# From the scratch directory, where schemathesis keeps its example database.
+cd "$WORK"
 "$VENV/bin/schemathesis" --no-color run "http://127.0.0.1:$PORT/openapi.json" \
   --header "Authorization: Bearer $TOKEN" \
   --max-examples "$EXAMPLES" || {

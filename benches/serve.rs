@@ -1,0 +1,342 @@
+//! The retrieval service under load on loopback, against in-process
+//! retrieval in the same run.
+//!
+//! ```text
+//! cargo bench --bench serve                      # 20 s per level, 300 s soak
+//! SERVE_BENCH_SECONDS=5 SERVE_BENCH_SOAK_SECONDS=30 cargo bench --bench serve
+//! ```
+//!
+//! Starts `trellis serve` (the release-profile binary) over the SciFact
+//! index, building it first when the data directory (`$TRELLIS_DATA_DIR`,
+//! else `./.trellis`) has none, with the default route in full mode and a
+//! concurrency limit of 128, so that no client is turned away. Then:
+//!
+//! - **baseline**: the same queries through `Retriever` in this process, one
+//!   thread, query embedded per call: what a request costs without HTTP.
+//! - **load**: 1, 8 and 64 concurrent clients (one blocking HTTP client per
+//!   thread, SciFact's queries in turn, `k` 10) for the set time each:
+//!   queries/s, p50/p99 latency, errors (anything but 200), and the ratios
+//!   to the baseline and to one client.
+//! - **soak**: 8 clients for the soak time, the server's resident memory
+//!   sampled every 5 s: first sample after a 10 s warm-up, last, highest.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use trellis::embed;
+use trellis::eval::{DatasetKind, EvalSet, Evaluation};
+use trellis::index::IndexVersion;
+use trellis::retrieve::{Filter, Retriever};
+use trellis::spec::{AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
+
+fn seconds(var: &str, default: u64) -> Duration {
+    Duration::from_secs(
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default),
+    )
+}
+
+fn main() {
+    let level_time = seconds("SERVE_BENCH_SECONDS", 20);
+    let soak_time = seconds("SERVE_BENCH_SOAK_SECONDS", 300);
+    let data = std::env::var_os("TRELLIS_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(".trellis"));
+    let scifact = common::eval_dir().join("scifact");
+    let set = EvalSet::load(DatasetKind::Beir, &scifact, None).expect("SciFact");
+    let corpus = ensure_index(&set, &data);
+    let queries: Vec<String> = set.queries.iter().map(|q| q.text.clone()).collect();
+
+    let baseline = in_process(&data, &corpus, &queries);
+    println!(
+        "baseline (in process, 1 thread): {:.1} q/s, p50 {:.1} ms, p99 {:.1} ms over {} queries",
+        baseline.qps(),
+        baseline.percentile(0.5),
+        baseline.percentile(0.99),
+        baseline.latencies.len()
+    );
+
+    let server = Server::start(&data, &corpus);
+    println!(
+        "server: trellis serve on {} (pid {}), resident {:.0} MiB when ready",
+        server.addr,
+        server.child.id(),
+        mib(server.resident())
+    );
+    let queries = Arc::new(queries);
+    let mut one_client_qps = 0.0;
+    for clients in [1, 8, 64] {
+        let run = load(&server, &queries, clients, level_time, None);
+        if clients == 1 {
+            one_client_qps = run.qps();
+        }
+        println!(
+            "load {clients:>2} clients: {:.1} q/s ({:.2}x one client), p50 {:.1} ms ({:.2}x baseline p50), p99 {:.1} ms, errors {}",
+            run.qps(),
+            run.qps() / one_client_qps,
+            run.percentile(0.5),
+            run.percentile(0.5) / baseline.percentile(0.5),
+            run.percentile(0.99),
+            run.errors
+        );
+    }
+
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let run = load(&server, &queries, 8, soak_time, Some(Arc::clone(&samples)));
+    let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
+    let first = samples.first().copied().unwrap_or(0);
+    let last = samples.last().copied().unwrap_or(0);
+    let highest = samples.iter().copied().max().unwrap_or(0);
+    println!(
+        "soak 8 clients, {} s: {:.1} q/s, {} requests, errors {}; resident {:.0} MiB after warm-up, {:.0} MiB at the end ({:+.1}%), highest {:.0} MiB, {} samples",
+        soak_time.as_secs(),
+        run.qps(),
+        run.latencies.len(),
+        run.errors,
+        mib(first),
+        mib(last),
+        (last as f64 / first.max(1) as f64 - 1.0) * 100.0,
+        mib(highest),
+        samples.len()
+    );
+    server.stop();
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// The SciFact index's corpus name, building the index when it is missing.
+fn ensure_index(set: &EvalSet, data: &Path) -> String {
+    let corpus = format!("eval-beir-{}", set.content_hash());
+    if IndexVersion::open(data, &corpus, None).is_err() {
+        println!("building the SciFact index under {}", data.display());
+        let profile = IndexProfileSpec::default();
+        let route = RetrievalRouteSpec::for_corpus("evaluation");
+        let base = std::env::current_dir().expect("working directory");
+        Evaluation {
+            set,
+            dataset: "beir:scifact".to_string(),
+            profile: &profile,
+            profile_base: &base,
+            route: &route,
+            data_dir: data,
+        }
+        .run(&|_, _, _| {})
+        .expect("SciFact evaluation");
+    }
+    corpus
+}
+
+struct Run {
+    latencies: Vec<f64>,
+    errors: usize,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn qps(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, p: f64) -> f64 {
+        let mut sorted = self.latencies.clone();
+        sorted.sort_by(f64::total_cmp);
+        let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+        sorted
+            .get(at.min(sorted.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(f64::NAN)
+    }
+}
+
+fn route() -> RetrievalRouteSpec {
+    let mut route = RetrievalRouteSpec::for_corpus("any");
+    route.anchors.mode = AnchorMode::Full;
+    route
+}
+
+fn in_process(data: &Path, corpus: &str, queries: &[String]) -> Run {
+    let index = IndexVersion::open(data, corpus, None).expect("SciFact index");
+    let embedder = embed::from_spec(&index.profile.embedding, None).expect("embedder");
+    let retriever = Retriever::new(&index, embedder.as_ref()).expect("retriever");
+    let route = route();
+    let filter = Filter::default();
+    let started = Instant::now();
+    let latencies = queries
+        .iter()
+        .take(300)
+        .map(|q| {
+            let t = Instant::now();
+            retriever
+                .retrieve(&route, q, Some(10), &filter)
+                .expect("query");
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    Run {
+        latencies,
+        errors: 0,
+        elapsed: started.elapsed(),
+    }
+}
+
+struct Server {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(data: &Path, corpus: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let manifest = dir.path().join("route.yaml");
+        let mut file = std::fs::File::create(&manifest).expect("route manifest");
+        write!(
+            file,
+            "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: bench}}\n\
+             spec:\n  corpusRef: {{name: {corpus}}}\n  anchors: {{mode: full}}\n"
+        )
+        .expect("route manifest");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+            .args(["serve", "-f"])
+            .arg(&manifest)
+            .arg("--data-dir")
+            .arg(data)
+            .args(["--listen", &addr, "--concurrency", "128", "--max-k", "10"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting trellis serve");
+        let server = Self {
+            child,
+            addr,
+            _dir: dir,
+        };
+        let client = reqwest::blocking::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let ready = client
+                .get(format!("http://{}/readyz", server.addr))
+                .send()
+                .is_ok_and(|r| r.status().is_success());
+            if ready {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "trellis serve not ready after 120 s"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        server
+    }
+
+    fn resident(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .map_or(0, |kb| kb * 1024)
+    }
+
+    fn stop(mut self) {
+        // SIGTERM, as Kubernetes stops a pod; then wait for the drain.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// `clients` threads posting queries for `time`; with `samples`, the
+/// server's resident memory every 5 s after a 10 s warm-up.
+fn load(
+    server: &Server,
+    queries: &Arc<Vec<String>>,
+    clients: usize,
+    time: Duration,
+    samples: Option<Arc<Mutex<Vec<u64>>>>,
+) -> Run {
+    let url = format!("http://{}/v1/retrieve", server.addr);
+    let stop = Arc::new(AtomicBool::new(false));
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            let (url, stop, next, queries) = (
+                url.clone(),
+                Arc::clone(&stop),
+                Arc::clone(&next),
+                Arc::clone(queries),
+            );
+            std::thread::spawn(move || {
+                let client = reqwest::blocking::Client::builder()
+                    .timeout(Duration::from_secs(60))
+                    .build()
+                    .expect("HTTP client");
+                let mut latencies = Vec::new();
+                let mut errors = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let n = next.fetch_add(1, Ordering::Relaxed) % queries.len();
+                    let body = serde_json::json!({"query": queries[n], "k": 10});
+                    let t = Instant::now();
+                    let ok = client
+                        .post(&url)
+                        .json(&body)
+                        .send()
+                        .and_then(|r| r.error_for_status())
+                        .and_then(|r| r.bytes())
+                        .is_ok();
+                    if ok {
+                        latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                    } else {
+                        errors += 1;
+                    }
+                }
+                (latencies, errors)
+            })
+        })
+        .collect();
+    let warm_up = Duration::from_secs(10).min(time / 2);
+    while started.elapsed() < time {
+        std::thread::sleep(Duration::from_secs(5).min(time.saturating_sub(started.elapsed())));
+        if let Some(samples) = &samples
+            && started.elapsed() >= warm_up
+            && let Ok(mut samples) = samples.lock()
+        {
+            samples.push(server.resident());
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut run = Run {
+        latencies: Vec::new(),
+        errors: 0,
+        elapsed: Duration::ZERO,
+    };
+    for worker in workers {
+        let (latencies, errors) = worker.join().expect("client thread");
+        run.latencies.extend(latencies);
+        run.errors += errors;
+    }
+    run.elapsed = started.elapsed();
+    run
+}
