@@ -167,17 +167,6 @@ fn scifact_corpus(data_dir: &Path) -> Option<String> {
     names.pop()
 }
 
-fn resident_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[at.min(sorted.len() - 1)]
@@ -198,9 +187,9 @@ fn query_latency() {
         );
         return;
     };
-    let before = resident_bytes();
+    let before = common::resident_bytes("self");
     let index = IndexVersion::open(&data, &corpus, None).expect("SciFact index");
-    let after = resident_bytes();
+    let after = common::resident_bytes("self");
     let sentences = index.manifest.counts.indexed_sentences;
     let embedder = embed::from_spec(&index.profile.embedding, None).expect("embedder");
     let retriever = Retriever::new(&index, embedder.as_ref()).expect("retriever");

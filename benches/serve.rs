@@ -247,14 +247,7 @@ impl Server {
     }
 
     fn resident(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmRSS:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            })
-            .map_or(0, |kb| kb * 1024)
+        common::resident_bytes(&self.child.id().to_string())
     }
 
     fn stop(mut self) {

@@ -3,6 +3,8 @@
 //! re-embeds only new sentences, results are deterministic, and an
 //! unfinished build never becomes visible.
 
+mod common;
+
 use std::path::Path;
 
 use trellis::embed;
@@ -33,18 +35,7 @@ spec:
 "#;
 
 fn setup(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
-    std::fs::create_dir_all(dir.join("docs")).unwrap();
-    std::fs::write(
-        dir.join("docs/contract.txt"),
-        "1. Payment\n\nFees are due within thirty days of the invoice date. Late payments accrue interest of 1.5% per month.\n\n\
-         2. Governing Law\n\nThis Agreement is governed by the laws of the State of New York. The courts of New York County have jurisdiction.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("docs/manual.md"),
-        "# Reset\n\nHold the reset button for five seconds until the light blinks green. The device then restarts.\n",
-    )
-    .unwrap();
+    common::write_two_documents(dir);
     let loaded = spec::parse_str(MANIFESTS, &dir.join("trellis.yaml")).unwrap();
     let origin = dir.join("trellis.yaml");
     let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();

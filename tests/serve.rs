@@ -8,10 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+mod common;
+
 use trellis::embed;
-use trellis::index::{self, IndexVersion};
+use trellis::index::IndexVersion;
 use trellis::serve::{self, Limits, Loaded, Service};
-use trellis::spec::{self, RetrievalRoute};
+use trellis::spec::RetrievalRoute;
 
 const MANIFESTS: &str = r#"
 apiVersion: trellis.dev/v1alpha1
@@ -35,36 +37,8 @@ spec:
 
 /// Ingests two small documents and returns the route.
 fn index(dir: &Path) -> RetrievalRoute {
-    std::fs::create_dir_all(dir.join("docs")).unwrap();
-    std::fs::write(
-        dir.join("docs/contract.txt"),
-        "1. Payment\n\nFees are due within thirty days of the invoice date. Late payments accrue interest of 1.5% per month.\n\n\
-         2. Governing Law\n\nThis Agreement is governed by the laws of the State of New York. The courts of New York County have jurisdiction.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("docs/manual.md"),
-        "# Reset\n\nHold the reset button for five seconds until the light blinks green. The device then restarts.\n",
-    )
-    .unwrap();
-    let origin = dir.join("trellis.yaml");
-    let loaded = spec::parse_str(MANIFESTS, &origin).unwrap();
-    let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
-    let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
-    index::ingest(
-        "c",
-        &corpus.spec,
-        dir,
-        &profile.spec,
-        dir,
-        &dir.join("data"),
-        &|_, _, _| {},
-    )
-    .unwrap();
-    spec::select_route(&loaded, None, &origin)
-        .unwrap()
-        .0
-        .clone()
+    common::write_two_documents(dir);
+    common::ingest_manifests(MANIFESTS, dir).1
 }
 
 fn load(dir: &Path) -> Loaded {
@@ -516,24 +490,7 @@ fn a_token_sees_only_its_tags_through_anchors_expansion_and_links() {
         "Payment\n\nFees are due within thirty days of the date of the invoice. Beta pays by cheque.\n",
     )
     .unwrap();
-    let origin = dir.join("trellis.yaml");
-    let loaded = spec::parse_str(ACL_MANIFESTS, &origin).unwrap();
-    let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
-    let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
-    index::ingest(
-        "c",
-        &corpus.spec,
-        dir,
-        &profile.spec,
-        dir,
-        &dir.join("data"),
-        &|_, _, _| {},
-    )
-    .unwrap();
-    let route = spec::select_route(&loaded, None, &origin)
-        .unwrap()
-        .0
-        .clone();
+    let (_, route) = common::ingest_manifests(ACL_MANIFESTS, dir);
     let loaded = load(dir);
     // The test means something only if a link crosses the boundary.
     let store = &loaded.index.store;

@@ -161,7 +161,7 @@ impl SkeletonStore {
         let mut metadata = labels.clone();
         metadata.insert(
             "format".to_string(),
-            skeleton.document.format.name().to_string(),
+            skeleton.document.format.as_str().to_string(),
         );
         self.documents.push(DocumentRecord {
             id: skeleton.document.id.to_string(),

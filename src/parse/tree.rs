@@ -21,17 +21,6 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format's name, as serialized (`pdf`, `markdown`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Markdown => "markdown",
-            Format::Html => "html",
-            Format::Docx => "docx",
-            Format::Text => "text",
-            Format::Pdf => "pdf",
-        }
-    }
-
     /// The format a file name's extension names, if any.
     pub fn from_extension(path: &std::path::Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
