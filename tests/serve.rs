@@ -589,3 +589,80 @@ fn a_token_sees_only_its_tags_through_anchors_expansion_and_links() {
     );
     server.stop();
 }
+
+/// The binary as a pod runs it: JSON logs that never carry the query text,
+/// a loud warning when no token file is given, and on SIGTERM an orderly
+/// stop with status 0.
+#[test]
+fn the_binary_logs_without_query_text_and_stops_on_sigterm() {
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    common::write_two_documents(dir);
+    std::fs::write(dir.join("trellis.yaml"), MANIFESTS).unwrap();
+    let trellis = env!("CARGO_BIN_EXE_trellis");
+    let ingest = Command::new(trellis)
+        .args(["ingest", "-f"])
+        .arg(dir.join("trellis.yaml"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .output()
+        .unwrap();
+    assert!(ingest.status.success(), "{ingest:?}");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(trellis)
+        .args(["--log-format", "json", "serve", "-f"])
+        .arg(dir.join("trellis.yaml"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let http = client();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !http
+        .get(format!("{base}/readyz"))
+        .send()
+        .is_ok_and(|r| r.status() == 200)
+    {
+        assert!(std::time::Instant::now() < deadline, "not ready in 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let response = http
+        .post(format!("{base}/v1/retrieve"))
+        .json(&json!({"query": "When are fees due?"}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("the service is OPEN"), "{log}");
+    assert!(!log.contains("fees due"), "query text in the log:\n{log}");
+    let retrieve = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["fields"]["message"] == "retrieve")
+        .unwrap_or_else(|| panic!("no retrieve line in\n{log}"));
+    assert_eq!(retrieve["span"]["id"], id.as_str(), "{retrieve}");
+    assert_eq!(retrieve["fields"]["route"], "contracts");
+    assert_eq!(retrieve["fields"]["results"], 3);
+    assert!(log.contains("drained; stopped"), "{log}");
+}
