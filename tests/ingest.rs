@@ -235,7 +235,7 @@ fn a_question_about_a_defined_term_reaches_its_definition() {
 }
 
 #[test]
-fn spreading_over_documents_puts_other_documents_first_and_never_empties_one() {
+fn spread_and_decay_put_other_documents_first_and_never_empty_one() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let (corpus, profile, route) = setup(dir);
@@ -263,6 +263,17 @@ fn spreading_over_documents_puts_other_documents_first_and_never_empties_one() {
     assert_eq!(docs.len(), 4, "{docs:?}");
     assert_ne!(docs[0], docs[1], "{docs:?}");
     assert_eq!(plain.hits[0].sentence, spread_hits.hits[0].sentence);
+    // A steep document decay does the same softly: the first result stays,
+    // a second document's comes next.
+    let mut decay = route.spec.clone();
+    decay.selection.document_decay = 0.99;
+    let decayed = retriever
+        .retrieve(&decay, question, Some(4), &Filter::default())
+        .unwrap();
+    let docs = documents(&decayed.hits);
+    assert_eq!(docs.len(), 4, "{docs:?}");
+    assert_ne!(docs[0], docs[1], "{docs:?}");
+    assert_eq!(plain.hits[0].sentence, decayed.hits[0].sentence);
 
     // Filtered to one document: nothing to spread over, results as before.
     let only = Filter {
@@ -276,12 +287,12 @@ fn spreading_over_documents_puts_other_documents_first_and_never_empties_one() {
         .retrieve(&spread, question, Some(3), &only)
         .unwrap();
     assert_eq!(plain.hits.len(), 3);
-    assert_eq!(
-        plain.hits.iter().map(|h| h.sentence).collect::<Vec<_>>(),
-        spread_hits
-            .hits
-            .iter()
-            .map(|h| h.sentence)
-            .collect::<Vec<_>>()
-    );
+    let sentences =
+        |hits: &[trellis::retrieve::Hit]| hits.iter().map(|h| h.sentence).collect::<Vec<_>>();
+    assert_eq!(sentences(&plain.hits), sentences(&spread_hits.hits));
+    decay.selection.document_decay = 0.5;
+    let decayed = retriever
+        .retrieve(&decay, question, Some(3), &only)
+        .unwrap();
+    assert_eq!(sentences(&plain.hits), sentences(&decayed.hits));
 }

@@ -270,13 +270,26 @@ pub(super) fn select(
     let mut seen_text: HashSet<&str> = HashSet::new();
     let mut deferred: Vec<(u32, f32)> = Vec::new();
     let lambda = spec.mmr_lambda.clamp(0.0, 1.0);
+    let mmr = lambda < 1.0 && query.is_some();
+    let keep = 1.0 - spec.document_decay.clamp(0.0, 1.0);
     while chosen.len() < k && !pool.is_empty() {
-        let pick = if lambda < 1.0 && query.is_some() {
-            // MMR: relevance against similarity to what is already chosen.
+        let pick = if mmr || keep < 1.0 {
             let best = pool
                 .iter()
                 .enumerate()
                 .map(|(n, &(i, s))| {
+                    // Each result already taken from the same document
+                    // discounts this one.
+                    let taken = per_doc
+                        .get(&store.sentences[i as usize].document)
+                        .copied()
+                        .unwrap_or(0);
+                    let s = s * keep.powi(taken as i32);
+                    if !mmr {
+                        return (n, s);
+                    }
+                    // MMR: relevance against similarity to what is
+                    // already chosen.
                     let redundancy = chosen
                         .iter()
                         .map(|&(j, _)| dot(index.vectors.row(i), index.vectors.row(j)))

@@ -74,6 +74,11 @@ pub struct SelectionOverrides {
     #[serde(default, deserialize_with = "whole_number")]
     #[schema(minimum = 0, maximum = 50)]
     pub spread_per_document: Option<u32>,
+    /// Each result taken from a document multiplies that document's other
+    /// scores by (1 − this); 0 for off.
+    #[serde(default)]
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub document_decay: Option<f32>,
     /// MMR trade-off between relevance (1.0) and diversity.
     #[serde(default)]
     #[schema(minimum = 0.0, maximum = 1.0)]
@@ -169,6 +174,12 @@ impl SelectionOverrides {
                 return Err(format!("spread_per_document must be at most {max_k}"));
             }
             selection.spread_per_document = n;
+        }
+        if let Some(d) = self.document_decay {
+            if !(0.0..=1.0).contains(&d) {
+                return Err("document_decay must be between 0 and 1".to_string());
+            }
+            selection.document_decay = d;
         }
         if let Some(l) = self.mmr_lambda {
             if !(0.0..=1.0).contains(&l) {

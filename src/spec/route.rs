@@ -270,6 +270,11 @@ pub struct SelectionSpec {
     /// corpus across documents without limiting one filtered to a single
     /// document. 0 for off. Default 0.
     pub spread_per_document: u32,
+    /// Each result already taken from a document multiplies the scores of
+    /// that document's other sentences by (1 − this): a soft preference
+    /// for other documents that gives way when one document is clearly
+    /// better. 0 for off. Default 0.
+    pub document_decay: f32,
     /// MMR trade-off between relevance (1.0) and diversity; 1.0 turns
     /// diversity off. Default 1.0.
     pub mmr_lambda: f32,
@@ -283,6 +288,7 @@ impl Default for SelectionSpec {
             neighbours: 1,
             max_per_document: 0,
             spread_per_document: 0,
+            document_decay: 0.0,
             mmr_lambda: 1.0,
         }
     }
