@@ -141,6 +141,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the CustomResourceDefinitions of IndexProfile, Corpus and
+    /// RetrievalRoute (generated from the spec types), or write one file
+    /// per CRD into a directory.
+    Crd {
+        /// Write `<plural>.<group>.yaml` files here instead of printing.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Serve a RetrievalRoute over HTTP (POST /v1/retrieve, GET /v1/info,
     /// /healthz, /readyz, /metrics) until SIGTERM or Ctrl-C.
     Serve {
@@ -329,6 +337,29 @@ fn init_tracing(format: LogFormat, verbose: u8) {
     }
 }
 
+/// `trellis crd`: the CRDs on stdout, or one file each under `out`.
+fn crd(out: Option<&Path>) -> Result<ExitCode> {
+    let crds = spec::crds();
+    match out {
+        None => {
+            for crd in &crds {
+                print!("---\n{}", spec::crd_yaml(crd)?);
+            }
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            for crd in &crds {
+                let name = crd.metadata.name.as_deref().unwrap_or("crd");
+                let path = dir.join(format!("{name}.yaml"));
+                std::fs::write(&path, spec::crd_yaml(crd)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                println!("{}", path.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `KEY=VALUE` from the command line.
 fn parse_key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
@@ -387,6 +418,7 @@ fn run(command: Command) -> Result<ExitCode> {
             filter: retrieval::filter(documents, section.as_deref(), metadata),
             json,
         }),
+        Command::Crd { out } => crd(out.as_deref()),
         Command::Serve {
             manifests,
             route,

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 
 use kube::CustomResource;
+
+use super::CorpusStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +16,15 @@ use serde::{Deserialize, Serialize};
     version = "v1alpha1",
     kind = "Corpus",
     plural = "corpora",
-    namespaced
+    shortname = "corp",
+    namespaced,
+    status = "CorpusStatus",
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.activeIndex.version"}"#,
+    printcolumn = r#"{"name":"Documents","type":"integer","jsonPath":".status.activeIndex.documents"}"#,
+    printcolumn = r#"{"name":"Sentences","type":"integer","jsonPath":".status.activeIndex.sentences"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CorpusSpec {

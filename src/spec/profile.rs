@@ -6,6 +6,8 @@
 //! shows, so they are written for the platform engineer who sets them.
 
 use kube::CustomResource;
+
+use super::IndexProfileStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +21,12 @@ use serde::{Deserialize, Serialize};
     version = "v1alpha1",
     kind = "IndexProfile",
     plural = "indexprofiles",
-    namespaced
+    shortname = "ixp",
+    namespaced,
+    status = "IndexProfileStatus",
+    printcolumn = r#"{"name":"Valid","type":"string","jsonPath":".status.conditions[?(@.type==\"Valid\")].status"}"#,
+    printcolumn = r#"{"name":"Hash","type":"string","jsonPath":".status.hash"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IndexProfileSpec {

@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ObjectRef;
+use super::{ObjectRef, RetrievalRouteStatus};
 
 /// How queries against one corpus are answered.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -13,7 +13,14 @@ use super::ObjectRef;
     version = "v1alpha1",
     kind = "RetrievalRoute",
     plural = "retrievalroutes",
-    namespaced
+    shortname = "rr",
+    namespaced,
+    status = "RetrievalRouteStatus",
+    printcolumn = r#"{"name":"Corpus","type":"string","jsonPath":".spec.corpusRef.name"}"#,
+    printcolumn = r#"{"name":"Served","type":"string","jsonPath":".status.servedVersion"}"#,
+    printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas"}"#,
+    printcolumn = r#"{"name":"Available","type":"string","jsonPath":".status.conditions[?(@.type==\"Available\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RetrievalRouteSpec {

@@ -1,0 +1,104 @@
+//! What the operator reports on each resource (`status`, never written by
+//! users): phase, conditions in the Kubernetes convention, and the index
+//! versions built and served.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One aspect of a resource's state, in the Kubernetes convention
+/// (`type`, `status` "True"/"False"/"Unknown", a CamelCase `reason`, a
+/// message for people).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// `Ready`, `Ingesting`, `Degraded`, `Valid`, `Available`,
+    /// `Progressing` or `Paused`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// Why, in one CamelCase word.
+    #[serde(default)]
+    pub reason: String,
+    /// Why, for people.
+    #[serde(default)]
+    pub message: String,
+    /// When `status` last changed (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    /// The `metadata.generation` this condition was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// What the operator reports on an `IndexProfile`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexProfileStatus {
+    /// The canonical hash of the spec: part of every index version key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// `Valid`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// One index version of a corpus and what it holds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexVersionStatus {
+    /// The version (hash of profile, sources and contents).
+    pub version: String,
+    #[serde(default)]
+    pub documents: u64,
+    #[serde(default)]
+    pub failed_documents: u64,
+    #[serde(default)]
+    pub sentences: u64,
+    #[serde(default)]
+    pub chunks: u64,
+    /// `RELATED_TO` edges.
+    #[serde(default)]
+    pub edges: u64,
+    /// Documents that failed, with reasons (the first few).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+}
+
+/// What the operator reports on a `Corpus`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CorpusStatus {
+    /// `Pending`, `Ingesting`, `Ready` or `Failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The version routes serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_index: Option<IndexVersionStatus>,
+    /// A version being built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_index: Option<IndexVersionStatus>,
+    /// `Ready`, `Ingesting`, `Degraded`, `Paused`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// What the operator reports on a `RetrievalRoute`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetrievalRouteStatus {
+    /// The index version the route's pods serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_version: Option<String>,
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// `Available`, `Progressing`, `Paused`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}

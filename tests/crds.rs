@@ -1,0 +1,196 @@
+//! The CustomResourceDefinitions: `crds/` is what the spec types generate,
+//! and every example manifest is valid under the generated schemas (and an
+//! invalid one is not).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use trellis::spec;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn crds_directory_matches_the_spec_types() {
+    for crd in spec::crds() {
+        let name = crd.metadata.name.clone().unwrap();
+        let path = root().join("crds").join(format!("{name}.yaml"));
+        let committed = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}; run `trellis crd --out crds`", path.display()));
+        assert!(
+            committed == spec::crd_yaml(&crd).unwrap(),
+            "{} is stale: the spec types changed; run `trellis crd --out crds`",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn crds_have_short_names_status_and_columns() {
+    let crds = spec::crds();
+    let by_kind = |kind: &str| {
+        crds.iter()
+            .find(|c| c.spec.names.kind == kind)
+            .unwrap_or_else(|| panic!("no CRD for {kind}"))
+    };
+    for (kind, short, column) in [
+        ("Corpus", "corp", "Ready"),
+        ("IndexProfile", "ixp", "Valid"),
+        ("RetrievalRoute", "rr", "Available"),
+    ] {
+        let crd = by_kind(kind);
+        assert_eq!(crd.spec.group, "trellis.dev");
+        assert_eq!(crd.spec.names.short_names, Some(vec![short.to_string()]));
+        let version = &crd.spec.versions[0];
+        assert_eq!(version.name, "v1alpha1");
+        assert!(
+            version
+                .subresources
+                .as_ref()
+                .is_some_and(|s| s.status.is_some()),
+            "{kind} has no status subresource"
+        );
+        let columns = version.additional_printer_columns.as_ref().unwrap();
+        assert!(columns.iter().any(|c| c.name == column), "{kind}");
+        assert!(columns.iter().any(|c| c.name == "Age"), "{kind}");
+    }
+}
+
+/// Each CRD's schema by kind, as a compiled validator.
+fn validators() -> Vec<(String, Value, jsonschema::Validator)> {
+    spec::crds()
+        .into_iter()
+        .map(|crd| {
+            let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+            let schema = schema["openAPIV3Schema"].clone();
+            let validator = jsonschema::validator_for(&schema).unwrap_or_else(|e| {
+                panic!("{}: schema does not compile: {e}", crd.spec.names.kind)
+            });
+            (crd.spec.names.kind.clone(), schema, validator)
+        })
+        .collect()
+}
+
+/// Every document of a YAML file, as JSON.
+fn documents(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| {
+            let value: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
+            serde_json::to_value(value).unwrap()
+        })
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// What the API server would refuse: schema violations, and (as
+/// `kubectl apply`'s strict field validation does) fields the structural
+/// schema does not declare, which it would otherwise prune silently.
+fn errors(validators: &[(String, Value, jsonschema::Validator)], doc: &Value) -> Vec<String> {
+    let kind = doc["kind"].as_str().unwrap_or_default();
+    let (_, schema, validator) = validators
+        .iter()
+        .find(|(k, _, _)| k == kind)
+        .unwrap_or_else(|| panic!("no CRD for kind {kind:?}"));
+    let mut found: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    // apiVersion, kind and metadata are the API server's own.
+    let mut body = doc.clone();
+    if let Some(map) = body.as_object_mut() {
+        for key in ["apiVersion", "kind", "metadata"] {
+            map.remove(key);
+        }
+    }
+    unknown_fields(schema, &body, "", &mut found);
+    found
+}
+
+fn unknown_fields(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>) {
+    if schema["x-kubernetes-preserve-unknown-fields"] == true {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            if let Some(properties) = schema["properties"].as_object() {
+                for (key, child) in map {
+                    match properties.get(key) {
+                        Some(child_schema) => {
+                            unknown_fields(child_schema, child, &format!("{path}/{key}"), found)
+                        }
+                        None => found.push(format!("{path}/{key}: unknown field")),
+                    }
+                }
+            } else if schema["additionalProperties"].is_object() {
+                for (key, child) in map {
+                    let at = format!("{path}/{key}");
+                    unknown_fields(&schema["additionalProperties"], child, &at, found);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                unknown_fields(&schema["items"], item, &format!("{path}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn yaml_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            yaml_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn example_manifests_are_valid_under_the_crd_schemas() {
+    let validators = validators();
+    let mut files = Vec::new();
+    yaml_files(&root().join("examples"), &mut files);
+    files.sort();
+    let mut checked = 0;
+    for file in &files {
+        for doc in documents(file) {
+            if doc["apiVersion"] != spec::API_VERSION {
+                continue;
+            }
+            let problems = errors(&validators, &doc);
+            assert!(problems.is_empty(), "{}: {problems:#?}", file.display());
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 4,
+        "only {checked} manifests checked in {files:?}"
+    );
+}
+
+#[test]
+fn an_invalid_manifest_is_refused_by_the_schema() {
+    let validators = validators();
+    let bad = [
+        // A string where a number belongs.
+        r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "RetrievalRoute",
+            "metadata": {"name": "r"},
+            "spec": {"corpusRef": {"name": "c"}, "selection": {"topK": "five"}}}"#,
+        // A field the spec does not have.
+        r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "Corpus",
+            "metadata": {"name": "c"},
+            "spec": {"profileRef": {"name": "p"}, "sources": [{"path": "docs"}], "colour": "red"}}"#,
+        // A required field missing.
+        r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "Corpus",
+            "metadata": {"name": "c"}, "spec": {"sources": []}}"#,
+    ];
+    for text in bad {
+        let doc: Value = serde_json::from_str(text).unwrap();
+        assert!(!errors(&validators, &doc).is_empty(), "accepted: {text}");
+    }
+}
