@@ -84,9 +84,11 @@ fn documents(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// What the API server would refuse: schema violations, and (as
-/// `kubectl apply`'s strict field validation does) fields the structural
-/// schema does not declare, which it would otherwise prune silently.
+/// What the API server would refuse: schema violations, CEL rules
+/// (`x-kubernetes-validations`, evaluated here as the server would), and
+/// (as `kubectl apply`'s strict field validation does) fields the
+/// structural schema does not declare, which it would otherwise prune
+/// silently.
 fn errors(validators: &[(String, Value, jsonschema::Validator)], doc: &Value) -> Vec<String> {
     let kind = doc["kind"].as_str().unwrap_or_default();
     let (_, schema, validator) = validators
@@ -97,6 +99,9 @@ fn errors(validators: &[(String, Value, jsonschema::Validator)], doc: &Value) ->
         .iter_errors(doc)
         .map(|e| format!("{}: {e}", e.instance_path()))
         .collect();
+    if let Err(e) = kube::core::cel::Validator::new().validate(schema, doc, None) {
+        found.push(e.to_string());
+    }
     // apiVersion, kind and metadata are the API server's own.
     let mut body = doc.clone();
     if let Some(map) = body.as_object_mut() {
@@ -176,21 +181,49 @@ fn example_manifests_are_valid_under_the_crd_schemas() {
 #[test]
 fn an_invalid_manifest_is_refused_by_the_schema() {
     let validators = validators();
+    // Each invalid manifest, and a word its refusal must contain.
     let bad = [
-        // A string where a number belongs.
-        r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "RetrievalRoute",
-            "metadata": {"name": "r"},
-            "spec": {"corpusRef": {"name": "c"}, "selection": {"topK": "five"}}}"#,
-        // A field the spec does not have.
-        r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "Corpus",
-            "metadata": {"name": "c"},
-            "spec": {"profileRef": {"name": "p"}, "sources": [{"path": "docs"}], "colour": "red"}}"#,
-        // A required field missing.
-        r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "Corpus",
-            "metadata": {"name": "c"}, "spec": {"sources": []}}"#,
+        (
+            r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "RetrievalRoute",
+                "metadata": {"name": "r"},
+                "spec": {"corpusRef": {"name": "c"}, "selection": {"topK": "five"}}}"#,
+            "five",
+        ),
+        (
+            r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "Corpus",
+                "metadata": {"name": "c"},
+                "spec": {"profileRef": {"name": "p"}, "sources": [{"path": "docs"}], "colour": "red"}}"#,
+            "/spec/colour: unknown field",
+        ),
+        (
+            r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "Corpus",
+                "metadata": {"name": "c"}, "spec": {"sources": []}}"#,
+            "profileRef",
+        ),
+        // CEL rules.
+        (
+            r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "IndexProfile",
+                "metadata": {"name": "p"}, "spec": {"semanticLinks": {"threshold": 1.5}}}"#,
+            "threshold must be in (0, 1]",
+        ),
+        (
+            r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "IndexProfile",
+                "metadata": {"name": "p"}, "spec": {"semanticLinks": {"maxPerSentence": 11}}}"#,
+            "maxPerSentence must be at most 10",
+        ),
+        (
+            r#"{"apiVersion": "trellis.dev/v1alpha1", "kind": "Corpus",
+                "metadata": {"name": "c"},
+                "spec": {"profileRef": {"name": "p"}, "sources": [{"include": ["*.md"]}]}}"#,
+            "exactly one source kind",
+        ),
     ];
-    for text in bad {
+    for (text, expected) in bad {
         let doc: Value = serde_json::from_str(text).unwrap();
-        assert!(!errors(&validators, &doc).is_empty(), "accepted: {text}");
+        let found = errors(&validators, &doc);
+        assert!(
+            found.iter().any(|e| e.contains(expected)),
+            "{text}: expected {expected:?} among {found:#?}"
+        );
     }
 }

@@ -58,6 +58,7 @@ pub struct ObjectRef {
 
 /// One source of documents. Exactly one kind is set.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = source_rules)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceSpec {
     /// A local directory or file, relative to the manifest's directory.
@@ -77,6 +78,17 @@ pub struct SourceSpec {
     /// a label cannot replace.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+}
+
+/// The CRD's CEL rule for a source entry, checked by the API server.
+fn source_rules(schema: &mut schemars::Schema) {
+    super::cel_rules(
+        schema,
+        &[(
+            "[has(self.path)].filter(k, k).size() == 1",
+            "set exactly one source kind (path)",
+        )],
+    );
 }
 
 /// How index versions are kept.

@@ -27,6 +27,16 @@ pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,
 };
 
+/// Adds CEL validation rules (`x-kubernetes-validations`: rule, message)
+/// to a type's schema.
+fn cel_rules(schema: &mut schemars::Schema, rules: &[(&str, &str)]) {
+    for (rule, message) in rules {
+        // Only fails when a rule cannot be turned into JSON, which a
+        // string pair always can.
+        let _ = kube::core::cel::validate(schema, kube::core::Rule::new(*rule).message(*message));
+    }
+}
+
 /// The CustomResourceDefinitions of the three kinds, generated from the
 /// spec and status types above: what `trellis crd` prints and `crds/`
 /// holds.
