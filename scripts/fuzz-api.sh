@@ -24,7 +24,9 @@ if [[ ! -x "$VENV/bin/schemathesis" ]]; then
   "$VENV/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-cargo build --locked --quiet --bin trellis
+# The binary as the integration tests build it (dev-dependency features
+# unified), so that after `cargo test` nothing is compiled again.
+cargo test --locked --no-run --quiet --test serve
 TRELLIS="$PWD/target/debug/trellis"
 
 WORK="$(mktemp -d)"
