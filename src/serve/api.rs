@@ -25,7 +25,7 @@ pub struct RetrieveRequest {
     pub query: String,
     /// Results wanted; the route's `topK` when absent.
     #[serde(default, deserialize_with = "whole_number")]
-    #[schema(minimum = 1, maximum = 50)]
+    #[schema(minimum = 1, maximum = 50, nullable = false)]
     pub k: Option<u32>,
     /// Restrictions on what is searched.
     #[serde(default, deserialize_with = "object")]
@@ -41,15 +41,18 @@ pub struct RetrieveRequest {
 #[serde(deny_unknown_fields)]
 pub struct RequestFilters {
     /// Only these documents (key or id).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
     pub documents: Option<Vec<String>>,
     /// Only sentences under this heading path; each heading matches with
     /// or without its numbering, case-insensitively.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
     pub section_prefix: Option<Vec<String>>,
     /// Only documents whose metadata holds every one of these values
     /// (`format`, and the labels of the document's Corpus source).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
     pub metadata: Option<BTreeMap<String, String>>,
 }
 
@@ -58,31 +61,31 @@ pub struct RequestFilters {
 #[serde(deny_unknown_fields)]
 pub struct SelectionOverrides {
     /// Results under this composite score are dropped.
-    #[serde(default)]
-    #[schema(minimum = 0.0, maximum = 10.0)]
-    pub threshold: Option<f32>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(minimum = 0.0, maximum = 10.0, nullable = false)]
+    pub threshold: Option<f64>,
     /// Neighbouring sentences shown around each result.
     #[serde(default, deserialize_with = "whole_number")]
-    #[schema(minimum = 0, maximum = 5)]
+    #[schema(minimum = 0, maximum = 5, nullable = false)]
     pub neighbours: Option<u32>,
     /// Most results from one document; 0 for no limit.
     #[serde(default, deserialize_with = "whole_number")]
-    #[schema(minimum = 0, maximum = 50)]
+    #[schema(minimum = 0, maximum = 50, nullable = false)]
     pub max_per_document: Option<u32>,
     /// Results from one document after which other documents' come first;
     /// 0 for off.
     #[serde(default, deserialize_with = "whole_number")]
-    #[schema(minimum = 0, maximum = 50)]
+    #[schema(minimum = 0, maximum = 50, nullable = false)]
     pub spread_per_document: Option<u32>,
     /// Each result taken from a document multiplies that document's other
     /// scores by (1 − this); 0 for off.
-    #[serde(default)]
-    #[schema(minimum = 0.0, maximum = 1.0)]
-    pub document_decay: Option<f32>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(minimum = 0.0, maximum = 1.0, nullable = false)]
+    pub document_decay: Option<f64>,
     /// MMR trade-off between relevance (1.0) and diversity.
-    #[serde(default)]
-    #[schema(minimum = 0.0, maximum = 1.0)]
-    pub mmr_lambda: Option<f32>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(minimum = 0.0, maximum = 1.0, nullable = false)]
+    pub mmr_lambda: Option<f64>,
 }
 
 impl RetrieveRequest {
@@ -116,16 +119,26 @@ where
     deserializer.deserialize_map(Object(std::marker::PhantomData))
 }
 
+/// An optional field that, when present, holds a value: the schema does
+/// not allow `null`, so neither does the server (serde alone would read
+/// `null` as absent).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
 /// An optional count: JSON Schema counts `3.0` as the integer 3, so a
-/// number without a fractional part is taken as one.
+/// number without a fractional part is taken as one; `null` is refused as
+/// in [`present`].
 fn whole_number<'de, D>(deserializer: D) -> Result<Option<u32>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
     use serde::de::Error;
-    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
-        return Ok(None);
-    };
+    let number = serde_json::Number::deserialize(deserializer)?;
     let whole = number.as_u64().or_else(|| {
         number
             .as_f64()
@@ -144,7 +157,7 @@ where
 /// Largest `neighbours` a request may ask for.
 const MAX_NEIGHBOURS: u32 = 5;
 /// Largest `threshold` a request may set (composite scores stay below it).
-const MAX_THRESHOLD: f32 = 10.0;
+const MAX_THRESHOLD: f64 = 10.0;
 
 impl SelectionOverrides {
     /// The route's selection with these overrides, or what is out of
@@ -155,7 +168,9 @@ impl SelectionOverrides {
             if !(0.0..=MAX_THRESHOLD).contains(&t) {
                 return Err(format!("threshold must be between 0 and {MAX_THRESHOLD}"));
             }
-            selection.threshold = t;
+            // Bounds are checked before narrowing: 10.000000000000002 is out
+            // of bounds even though it rounds to 10.0 as an f32.
+            selection.threshold = t as f32;
         }
         if let Some(n) = self.neighbours {
             if n > MAX_NEIGHBOURS {
@@ -179,13 +194,13 @@ impl SelectionOverrides {
             if !(0.0..=1.0).contains(&d) {
                 return Err("document_decay must be between 0 and 1".to_string());
             }
-            selection.document_decay = d;
+            selection.document_decay = d as f32;
         }
         if let Some(l) = self.mmr_lambda {
             if !(0.0..=1.0).contains(&l) {
                 return Err("mmr_lambda must be between 0 and 1".to_string());
             }
-            selection.mmr_lambda = l;
+            selection.mmr_lambda = l as f32;
         }
         Ok(selection)
     }
@@ -381,9 +396,38 @@ mod tests {
                 mmr_lambda: Some(1.5),
                 ..Default::default()
             },
+            // Rounds to 10.0 as an f32; still above the schema's maximum.
+            SelectionOverrides {
+                threshold: Some(10.000000000000002),
+                ..Default::default()
+            },
         ] {
             assert!(bad.apply(&route, 50).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn null_is_refused_where_the_schema_does_not_allow_it() {
+        // Found by schemathesis: serde reads `null` as an absent Option,
+        // the schema calls it a violation.
+        for body in [
+            r#"{"query": "q", "k": null}"#,
+            r#"{"query": "q", "selection": {"max_per_document": null}}"#,
+            r#"{"query": "q", "selection": {"threshold": null}}"#,
+            r#"{"query": "q", "filters": {"documents": null}}"#,
+        ] {
+            let value: serde_json::Value = serde_json::from_str(body).unwrap();
+            assert!(RetrieveRequest::from_json(value).is_err(), "{body}");
+        }
+        let fine: serde_json::Value =
+            serde_json::from_str(r#"{"query": "q", "selection": {"threshold": 0.5}}"#).unwrap();
+        let request = RetrieveRequest::from_json(fine).unwrap();
+        assert_eq!(request.selection.threshold, Some(0.5));
+        assert_eq!(request.k, None);
+
+        let doc = openapi_json(&Limits::default(), "0");
+        let k = &doc["components"]["schemas"]["RetrieveRequest"]["properties"]["k"];
+        assert_eq!(k["type"], "integer", "{k}");
     }
 
     #[test]
