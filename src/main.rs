@@ -20,6 +20,8 @@ use trellis::spec::{self, AnchorMode, IndexProfileSpec};
 
 #[path = "cli/eval.rs"]
 mod eval;
+#[path = "cli/operator.rs"]
+mod operator;
 #[path = "cli/retrieval.rs"]
 mod retrieval;
 #[path = "cli/serve.rs"]
@@ -102,6 +104,20 @@ enum Command {
         /// Print the ingest report as JSON.
         #[arg(long)]
         json: bool,
+        /// In a cluster (set by the operator): write the outcome into this
+        /// ConfigMap of $POD_NAMESPACE, which the operator reads; documents
+        /// that failed are reported there and do not fail the command.
+        #[arg(long, requires = "inputs")]
+        report_configmap: Option<String>,
+        /// The inputs hash the operator started this ingest for.
+        #[arg(long, requires = "report_configmap")]
+        inputs: Option<String>,
+        /// One shard of a sharded ingest, `INDEX/COUNT`: parse and embed
+        /// every COUNT-th document from INDEX into the embedding cache and
+        /// publish nothing; a later ingest of the whole corpus then embeds
+        /// nothing.
+        #[arg(long)]
+        shard: Option<trellis::index::Shard>,
     },
     /// Answer a question with a RetrievalRoute over its corpus' current
     /// index version.
@@ -148,6 +164,31 @@ enum Command {
         /// Write `<plural>.<group>.yaml` files here instead of printing.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+    },
+    /// Run the Kubernetes operator: reconcile IndexProfile, Corpus and
+    /// RetrievalRoute resources into ingest Jobs and retrieval
+    /// Deployments, until SIGTERM.
+    Operator {
+        /// Reconcile only this namespace (default: every namespace).
+        #[arg(long, env = "TRELLIS_WATCH_NAMESPACE")]
+        namespace: Option<String>,
+        /// The image ingest Jobs and retrieval pods run.
+        #[arg(long, env = "TRELLIS_IMAGE")]
+        image: String,
+        #[arg(long, default_value = "IfNotPresent")]
+        image_pull_policy: String,
+        /// Address of /metrics and /healthz.
+        #[arg(long, default_value = "0.0.0.0:8080")]
+        metrics_listen: std::net::SocketAddr,
+        /// Reconcile without holding the leader Lease (one replica only).
+        #[arg(long)]
+        no_leader_election: bool,
+        /// The Lease replicas elect a leader on.
+        #[arg(long, default_value = "trellis-operator")]
+        lease_name: String,
+        /// The Lease's namespace (default: the pod's).
+        #[arg(long, env = "POD_NAMESPACE")]
+        lease_namespace: Option<String>,
     },
     /// Serve a RetrievalRoute over HTTP (POST /v1/retrieve, GET /v1/info,
     /// /healthz, /readyz, /metrics) until SIGTERM or Ctrl-C.
@@ -389,12 +430,39 @@ fn run(command: Command) -> Result<ExitCode> {
             corpus,
             data_dir,
             json,
+            report_configmap,
+            inputs,
+            shard,
         } => retrieval::ingest(
             &manifests,
             corpus.as_deref(),
             &retrieval::data_dir(data_dir),
             json,
+            report_configmap
+                .as_deref()
+                .zip(inputs.as_deref())
+                .map(|(configmap, inputs)| retrieval::ClusterReport { configmap, inputs }),
+            shard,
         ),
+        Command::Operator {
+            namespace,
+            image,
+            image_pull_policy,
+            metrics_listen,
+            no_leader_election,
+            lease_name,
+            lease_namespace,
+        } => operator::operator(operator::OperatorArgs {
+            namespace,
+            settings: trellis::operator::Settings {
+                image,
+                image_pull_policy,
+            },
+            metrics_listen,
+            leader_election: !no_leader_election,
+            lease_name,
+            lease_namespace,
+        }),
         Command::Query {
             manifests,
             question,

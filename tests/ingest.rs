@@ -147,6 +147,42 @@ fn ingest_query_reingest() {
 }
 
 #[test]
+fn shards_embed_their_slices_and_the_full_ingest_then_embeds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, profile, _) = setup(dir.path());
+    let mut total = 0;
+    for index in 0..2 {
+        let shard = index::embed_shard(
+            &corpus.spec,
+            dir.path(),
+            &profile.spec,
+            dir.path(),
+            &dir.path().join("data"),
+            index::Shard { index, count: 2 },
+            &|_, _, _| {},
+        )
+        .unwrap();
+        // Two documents, two shards: one each.
+        assert_eq!(shard.documents, 1, "shard {index}");
+        assert!(shard.embedded > 0);
+        total += shard.sentences;
+    }
+    // Shards publish nothing.
+    assert!(index::current_version(&dir.path().join("data"), "c").is_err());
+    let report = ingest(dir.path(), &corpus, &profile);
+    let m = &report.manifest;
+    assert_eq!(m.counts.sentences, total);
+    assert_eq!(m.embedded_sentences, 0, "every vector came from the shards");
+    assert_eq!(m.cached_sentences, m.counts.indexed_sentences);
+    assert_eq!((m.embedded_headings, m.embedded_terms), (0, 0));
+    assert!("2/2".parse::<index::Shard>().is_err());
+    assert_eq!(
+        "1/3".parse::<index::Shard>().unwrap(),
+        index::Shard { index: 1, count: 3 }
+    );
+}
+
+#[test]
 fn an_unfinished_build_is_never_current() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

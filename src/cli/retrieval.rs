@@ -22,12 +22,62 @@ pub fn data_dir(flag: Option<PathBuf>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".trellis"))
 }
 
+/// In a cluster: the operator's report ConfigMap and the inputs hash it
+/// started the ingest for.
+pub struct ClusterReport<'a> {
+    pub configmap: &'a str,
+    pub inputs: &'a str,
+}
+
 pub fn ingest(
     manifests: &Path,
     corpus: Option<&str>,
     data_dir: &Path,
     json: bool,
+    report: Option<ClusterReport<'_>>,
+    shard: Option<index::Shard>,
 ) -> Result<ExitCode> {
+    let result = if let Some(shard) = shard {
+        ingest_shard(manifests, corpus, data_dir, json, shard)
+    } else {
+        ingest_corpus(manifests, corpus, data_dir, json)
+    };
+    let Some(cluster) = report else {
+        return result.map(|(code, _)| code);
+    };
+    match result {
+        // A shard reports nothing: the finalize step does, for the corpus.
+        Ok((code, None)) => Ok(code),
+        Ok((_, Some(report))) => {
+            let status = trellis::operator::ingest::version_status(&report, cluster.inputs);
+            super::operator::write_report(cluster.configmap, cluster.inputs, Ok(&status))?;
+            // Failed documents are in the report (and the Corpus' Degraded
+            // condition); the Job itself succeeded.
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            let reason = super::error_chain(&e);
+            if let Err(write) =
+                super::operator::write_report(cluster.configmap, cluster.inputs, Err(&reason))
+            {
+                tracing::error!(error = %super::error_chain(&write), "could not report the failure");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A Corpus and its IndexProfile, read from manifests, with the
+/// directories their relative paths resolve against.
+struct Selected {
+    corpus_name: String,
+    corpus: spec::Corpus,
+    corpus_dir: PathBuf,
+    profile: spec::IndexProfile,
+    profile_dir: PathBuf,
+}
+
+fn select(manifests: &Path, corpus: Option<&str>) -> Result<Selected> {
     let loaded = spec::load_path(manifests)?;
     let (corpus_res, corpus_file) = spec::select_corpus(&loaded, corpus, manifests)?;
     let corpus_name = corpus_res.metadata.name.clone().unwrap_or_default();
@@ -36,14 +86,79 @@ pub fn ingest(
         .with_context(|| {
             format!("corpus {corpus_name:?} refers to IndexProfile {profile_name:?}")
         })?;
+    Ok(Selected {
+        corpus_name,
+        corpus: corpus_res.clone(),
+        corpus_dir: manifest_dir(corpus_file),
+        profile: profile.clone(),
+        profile_dir: manifest_dir(profile_file),
+    })
+}
+
+fn ingest_shard(
+    manifests: &Path,
+    corpus: Option<&str>,
+    data_dir: &Path,
+    json: bool,
+    shard: index::Shard,
+) -> Result<(ExitCode, Option<index::IngestReport>)> {
+    let Selected {
+        corpus_name,
+        corpus: corpus_res,
+        corpus_dir,
+        profile,
+        profile_dir,
+    } = select(manifests, corpus)?;
+    let bars = StageBars::new();
+    let report = index::embed_shard(
+        &corpus_res.spec,
+        &corpus_dir,
+        &profile.spec,
+        &profile_dir,
+        data_dir,
+        shard,
+        &|stage: &str, done, total| bars.update(stage, done, total),
+    )?;
+    bars.finish();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "corpus {corpus_name} shard {}/{}: {} documents ({} failed) · {} sentences · embedded {} vectors, {} from cache · {:.1} s",
+            report.shard,
+            report.shards,
+            report.documents,
+            report.failed.len(),
+            report.sentences,
+            report.embedded,
+            report.cached,
+            report.seconds
+        );
+    }
+    Ok((ExitCode::SUCCESS, None))
+}
+
+fn ingest_corpus(
+    manifests: &Path,
+    corpus: Option<&str>,
+    data_dir: &Path,
+    json: bool,
+) -> Result<(ExitCode, Option<index::IngestReport>)> {
+    let Selected {
+        corpus_name,
+        corpus: corpus_res,
+        corpus_dir,
+        profile,
+        profile_dir,
+    } = select(manifests, corpus)?;
 
     let bars = StageBars::new();
     let report = index::ingest(
         &corpus_name,
         &corpus_res.spec,
-        &manifest_dir(corpus_file),
+        &corpus_dir,
         &profile.spec,
-        &manifest_dir(profile_file),
+        &profile_dir,
         data_dir,
         &|stage: &str, done, total| bars.update(stage, done, total),
     )?;
@@ -95,11 +210,12 @@ pub fn ingest(
             println!("  removed old version {v}");
         }
     }
-    Ok(if m.failed.is_empty() {
+    let code = if m.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_PARTIAL)
-    })
+    };
+    Ok((code, Some(report)))
 }
 
 /// What `trellis query` was asked.

@@ -85,7 +85,7 @@ pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
 }
 
 /// Completes on SIGTERM (Kubernetes stopping the pod) or Ctrl-C.
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

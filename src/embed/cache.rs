@@ -34,27 +34,89 @@ pub struct EmbeddingCache {
     pending: Vec<Key>,
 }
 
+/// The file name stem of a model's cache files.
+fn file_stem(model_id: &str) -> String {
+    model_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.@+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 impl EmbeddingCache {
-    /// Opens (or starts) the cache of `model_id` under `dir`.
+    /// Opens (or starts) the cache of `model_id` under `dir`. Vectors that
+    /// shards of a sharded ingest left in their own files
+    /// ([`open_shard`](Self::open_shard)) are folded into the main file and
+    /// their files removed.
     pub fn open(dir: &Path, model_id: &str, dims: usize) -> Result<Self, EmbedError> {
-        let file_name: String = model_id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.@+".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let path = dir.join(format!("{file_name}.vectors"));
+        let stem = file_stem(model_id);
         let mut cache = Self {
-            path,
+            path: dir.join(format!("{stem}.vectors")),
             dims,
             vectors: HashMap::new(),
             pending: Vec::new(),
         };
         cache.load(model_id)?;
+        let shard_files = shard_files(dir, &stem);
+        for file in &shard_files {
+            let mut shard = Self {
+                path: file.clone(),
+                dims,
+                vectors: HashMap::new(),
+                pending: Vec::new(),
+            };
+            shard.load(model_id)?;
+            for (k, v) in shard.vectors {
+                if let std::collections::hash_map::Entry::Vacant(e) = cache.vectors.entry(k) {
+                    e.insert(v);
+                    cache.pending.push(k);
+                }
+            }
+        }
+        if !shard_files.is_empty() {
+            cache.flush()?;
+            for file in shard_files {
+                let _ = fs::remove_file(file);
+            }
+        }
+        Ok(cache)
+    }
+
+    /// Opens the cache of one shard of a sharded ingest: it reads the main
+    /// file (what is cached already is not embedded again) and appends to
+    /// a file of its own, so that shards on different machines never write
+    /// to one file.
+    pub fn open_shard(
+        dir: &Path,
+        model_id: &str,
+        dims: usize,
+        shard: u32,
+    ) -> Result<Self, EmbedError> {
+        let stem = file_stem(model_id);
+        let mut main = Self {
+            path: dir.join(format!("{stem}.vectors")),
+            dims,
+            vectors: HashMap::new(),
+            pending: Vec::new(),
+        };
+        if main.path.is_file() {
+            main.load(model_id)?;
+        }
+        let mut cache = Self {
+            path: dir.join(format!("{stem}.shard-{shard}.vectors")),
+            dims,
+            vectors: HashMap::new(),
+            pending: Vec::new(),
+        };
+        cache.load(model_id)?;
+        for (k, v) in main.vectors {
+            cache.vectors.entry(k).or_insert(v);
+        }
         Ok(cache)
     }
 
@@ -190,6 +252,26 @@ impl EmbeddingCache {
     }
 }
 
+/// The shard files of a model's cache under `dir`, in a stable order.
+fn shard_files(dir: &Path, stem: &str) -> Vec<PathBuf> {
+    let prefix = format!("{stem}.shard-");
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".vectors"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
 fn header(model_id: &str, dims: usize) -> Vec<u8> {
     let mut h = MAGIC.to_vec();
     h.extend_from_slice(&(dims as u32).to_le_bytes());
@@ -202,4 +284,44 @@ fn key(text: &str) -> Key {
     let mut k = [0u8; 16];
     k.copy_from_slice(&blake3::hash(text.as_bytes()).as_bytes()[..16]);
     k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+    }
+
+    fn refuse(_: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Err(EmbedError::Config("nothing should be embedded".into()))
+    }
+
+    #[test]
+    fn shards_write_apart_and_the_main_cache_absorbs_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut main = EmbeddingCache::open(dir.path(), "m", 2).unwrap();
+        main.embed_with(&["shared"], encode).unwrap();
+        main.flush().unwrap();
+
+        for (shard, text) in [(0, "alpha"), (1, "beta")] {
+            let mut cache = EmbeddingCache::open_shard(dir.path(), "m", 2, shard).unwrap();
+            // What the main file holds is not embedded again.
+            let (_, stats) = cache.embed_with(&["shared", text], encode).unwrap();
+            assert_eq!((stats.hits, stats.embedded), (1, 1));
+            cache.flush().unwrap();
+        }
+        assert!(dir.path().join("m.shard-0.vectors").is_file());
+
+        let mut main = EmbeddingCache::open(dir.path(), "m", 2).unwrap();
+        assert_eq!(main.len(), 3);
+        let (vectors, stats) = main.embed_with(&["alpha", "beta"], refuse).unwrap();
+        assert_eq!(stats.hits, 2);
+        assert_eq!(vectors[1], vec![4.0, 1.0]);
+        assert!(!dir.path().join("m.shard-0.vectors").exists());
+        // Folded for good: a second open finds them in the main file.
+        let again = EmbeddingCache::open(dir.path(), "m", 2).unwrap();
+        assert_eq!(again.len(), 3);
+    }
 }

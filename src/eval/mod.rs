@@ -163,6 +163,7 @@ impl Evaluation<'_> {
             },
             sources: vec![SourceSpec {
                 path: Some("documents".to_string()),
+                pvc: None,
                 include: Vec::new(),
                 exclude: Vec::new(),
                 acl: None,
@@ -172,6 +173,7 @@ impl Evaluation<'_> {
             exclude: Vec::new(),
             acl: Vec::new(),
             storage: Default::default(),
+            ingest: Default::default(),
         };
         let report = index::ingest(
             &corpus_name,

@@ -141,7 +141,7 @@ pub struct VersionManifest {
 }
 
 /// What `ingest` did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IngestReport {
     pub manifest: VersionManifest,
     /// The version existed already; nothing was rebuilt.
@@ -246,9 +246,13 @@ fn version_hash(
     hasher.update(&FORMAT_VERSION.to_le_bytes());
     hasher.update(&crate::pipeline::SKELETON_REVISION.to_le_bytes());
     hasher.update(&serde_json::to_vec(profile).unwrap_or_default());
-    // Retention does not change what is indexed.
-    let mut corpus = corpus.clone();
-    corpus.storage = Default::default();
+    // Where versions are kept and how ingest pods run do not change what
+    // is indexed.
+    let mut corpus = serde_json::to_value(corpus).unwrap_or_default();
+    if let Some(fields) = corpus.as_object_mut() {
+        fields.remove("storage");
+        fields.remove("ingest");
+    }
     hasher.update(&serde_json::to_vec(&corpus).unwrap_or_default());
     for (doc, content) in documents.iter().zip(contents) {
         hasher.update(doc.key.as_bytes());
@@ -282,49 +286,12 @@ fn build_version(
 
     // Parse, segment, chunk and enrich every document in parallel.
     let t = Instant::now();
-    let total = documents.len() as u64;
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let processed: Vec<_> = documents
-        .par_iter()
-        .zip(contents.into_par_iter())
-        .map(|(doc, content)| {
-            let _span = tracing::info_span!("document", key = %doc.key).entered();
-            let result = content
-                .map_err(|e| format!("cannot read: {e}"))
-                .and_then(|bytes| {
-                    // The same format choice as `trellis parse` and `chunk`.
-                    crate::parse::detect_format(&doc.path, &bytes)
-                        .and_then(|format| pipeline.process_bytes(&doc.key, &bytes, format))
-                        .map_err(|e| e.to_string())
-                });
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress("parse", n, total);
-            result
-        })
-        .collect();
+    let Processed {
+        store,
+        failed,
+        chunks,
+    } = process_documents(&pipeline, documents, contents, progress);
     timings.parse = t.elapsed().as_secs_f64();
-
-    let mut store = SkeletonStore::default();
-    let mut failed = Vec::new();
-    let mut chunks = 0;
-    for (doc, result) in documents.iter().zip(processed) {
-        match result {
-            Ok(p) => {
-                for warning in &p.warnings {
-                    tracing::warn!(key = %doc.key, "{warning}");
-                }
-                chunks += p.chunks.len();
-                store.add(&p, &doc.acl, &doc.metadata);
-            }
-            Err(reason) => {
-                tracing::warn!(key = %doc.key, %reason, "document failed");
-                failed.push(FailedDocument {
-                    key: doc.key.clone(),
-                    reason,
-                });
-            }
-        }
-    }
 
     // Embed the indexed sentences, through the cache.
     let t = Instant::now();
@@ -340,65 +307,20 @@ fn build_version(
         // and a service whose vectors changed length is caught.
         recorded.embedding.dimensions.get_or_insert(dims as u32);
     }
-    let rows: Vec<u32> = (0..store.sentences.len() as u32)
-        .filter(|&i| store.sentences[i as usize].indexed)
-        .collect();
+    let rows = indexed_rows(&store);
     let mut cache = EmbeddingCache::open(
         &data_dir.join("cache/embeddings"),
         embedder.model_id(),
         dims,
     )?;
-    let sentence_texts: Vec<(usize, &str)> = rows
-        .iter()
-        .map(|&i| (i as usize, store.sentences[i as usize].text.as_str()))
-        .collect();
-    let (vectors, sentence_stats) = embed_rows(
-        &mut cache,
-        embedder.as_ref(),
-        &sentence_texts,
-        store.sentences.len(),
-        &|done, total| progress("embed", done, total),
-    )?;
-    // Each section's heading path, embedded once: the heading signal of
-    // scoring compares queries with the headings a sentence sits under.
-    let heading_texts: Vec<String> = store
-        .sections
-        .iter()
-        .map(|s| {
-            heading_text(
-                &s.path,
-                store.documents[s.document as usize].title.as_deref(),
-            )
-        })
-        .collect();
-    let present: Vec<(usize, &str)> = heading_texts
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !t.is_empty())
-        .map(|(n, t)| (n, t.as_str()))
-        .collect();
-    let (headings, heading_stats) = embed_rows(
-        &mut cache,
-        embedder.as_ref(),
-        &present,
-        store.sections.len(),
-        &|_, _| {},
-    )?;
-    // Each defined term, embedded alone: the definition signal compares
-    // queries with the terms a sentence defines.
-    let terms = defined_terms(&store);
-    let term_texts: Vec<(usize, &str)> = terms
-        .iter()
-        .enumerate()
-        .map(|(row, &(_, term))| (row, term))
-        .collect();
-    let (term_vectors, term_stats) = embed_rows(
-        &mut cache,
-        embedder.as_ref(),
-        &term_texts,
-        terms.len(),
-        &|_, _| {},
-    )?;
+    let Embedded {
+        vectors,
+        headings,
+        terms: term_vectors,
+        sentence_stats,
+        heading_stats,
+        term_stats,
+    } = embed_store(&store, &rows, &mut cache, embedder.as_ref(), progress)?;
     timings.embed = t.elapsed().as_secs_f64();
     vectors.write(&dir.join("vectors.f32"))?;
     headings.write(&dir.join("headings.f32"))?;
@@ -491,6 +413,254 @@ fn build_version(
     // is complete.
     write_json(&dir.join("manifest.json"), &manifest)?;
     Ok(manifest)
+}
+
+/// The documents of a build, parsed.
+struct Processed {
+    store: SkeletonStore,
+    failed: Vec<FailedDocument>,
+    chunks: usize,
+}
+
+/// Parses, segments, chunks and enriches `documents` in parallel; a
+/// document that fails is recorded with its reason and left out.
+fn process_documents(
+    pipeline: &Pipeline,
+    documents: &[CorpusDocument],
+    contents: Vec<Result<Vec<u8>, String>>,
+    progress: Progress<'_>,
+) -> Processed {
+    let total = documents.len() as u64;
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let processed: Vec<_> = documents
+        .par_iter()
+        .zip(contents.into_par_iter())
+        .map(|(doc, content)| {
+            let _span = tracing::info_span!("document", key = %doc.key).entered();
+            let result = content
+                .map_err(|e| format!("cannot read: {e}"))
+                .and_then(|bytes| {
+                    // The same format choice as `trellis parse` and `chunk`.
+                    crate::parse::detect_format(&doc.path, &bytes)
+                        .and_then(|format| pipeline.process_bytes(&doc.key, &bytes, format))
+                        .map_err(|e| e.to_string())
+                });
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress("parse", n, total);
+            result
+        })
+        .collect();
+
+    let mut store = SkeletonStore::default();
+    let mut failed = Vec::new();
+    let mut chunks = 0;
+    for (doc, result) in documents.iter().zip(processed) {
+        match result {
+            Ok(p) => {
+                for warning in &p.warnings {
+                    tracing::warn!(key = %doc.key, "{warning}");
+                }
+                chunks += p.chunks.len();
+                store.add(&p, &doc.acl, &doc.metadata);
+            }
+            Err(reason) => {
+                tracing::warn!(key = %doc.key, %reason, "document failed");
+                failed.push(FailedDocument {
+                    key: doc.key.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+    Processed {
+        store,
+        failed,
+        chunks,
+    }
+}
+
+/// The rows of the sentences that are indexed (embedded and searched).
+fn indexed_rows(store: &SkeletonStore) -> Vec<u32> {
+    (0..store.sentences.len() as u32)
+        .filter(|&i| store.sentences[i as usize].indexed)
+        .collect()
+}
+
+/// The vectors of a build.
+struct Embedded {
+    vectors: Vectors,
+    headings: Vectors,
+    terms: Vectors,
+    sentence_stats: embed::cache::CacheStats,
+    heading_stats: embed::cache::CacheStats,
+    term_stats: embed::cache::CacheStats,
+}
+
+/// Embeds, through `cache`, the indexed sentences (`rows`), each section's
+/// heading path and each defined term.
+fn embed_store(
+    store: &SkeletonStore,
+    rows: &[u32],
+    cache: &mut EmbeddingCache,
+    embedder: &dyn embed::Embedder,
+    progress: Progress<'_>,
+) -> Result<Embedded, IndexError> {
+    let sentence_texts: Vec<(usize, &str)> = rows
+        .iter()
+        .map(|&i| (i as usize, store.sentences[i as usize].text.as_str()))
+        .collect();
+    let (vectors, sentence_stats) = embed_rows(
+        cache,
+        embedder,
+        &sentence_texts,
+        store.sentences.len(),
+        &|done, total| progress("embed", done, total),
+    )?;
+    // Each section's heading path, embedded once: the heading signal of
+    // scoring compares queries with the headings a sentence sits under.
+    let heading_texts: Vec<String> = store
+        .sections
+        .iter()
+        .map(|s| {
+            heading_text(
+                &s.path,
+                store.documents[s.document as usize].title.as_deref(),
+            )
+        })
+        .collect();
+    let present: Vec<(usize, &str)> = heading_texts
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(n, t)| (n, t.as_str()))
+        .collect();
+    let (headings, heading_stats) =
+        embed_rows(cache, embedder, &present, store.sections.len(), &|_, _| {})?;
+    // Each defined term, embedded alone: the definition signal compares
+    // queries with the terms a sentence defines.
+    let terms = defined_terms(store);
+    let term_texts: Vec<(usize, &str)> = terms
+        .iter()
+        .enumerate()
+        .map(|(row, &(_, term))| (row, term))
+        .collect();
+    let (term_vectors, term_stats) =
+        embed_rows(cache, embedder, &term_texts, terms.len(), &|_, _| {})?;
+    Ok(Embedded {
+        vectors,
+        headings,
+        terms: term_vectors,
+        sentence_stats,
+        heading_stats,
+        term_stats,
+    })
+}
+
+/// One shard of a sharded ingest: `index` of `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// `I/N`, with I below N.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (index, count) = text
+            .split_once('/')
+            .ok_or_else(|| format!("{text:?}: expected INDEX/COUNT, such as 0/4"))?;
+        let index: u32 = index
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?}: shard index is not a whole number"))?;
+        let count: u32 = count
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?}: shard count is not a whole number"))?;
+        if count == 0 || index >= count {
+            return Err(format!("{text:?}: the index must be below the count"));
+        }
+        Ok(Self { index, count })
+    }
+}
+
+/// What one shard of a sharded ingest did.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardReport {
+    pub shard: u32,
+    pub shards: u32,
+    /// Documents of this shard that were read and parsed.
+    pub documents: usize,
+    pub failed: Vec<FailedDocument>,
+    pub sentences: usize,
+    /// Vectors embedded now (sentences, headings, terms).
+    pub embedded: usize,
+    /// Vectors found in the cache.
+    pub cached: usize,
+    pub seconds: f64,
+}
+
+/// The first step of a sharded ingest: parses this shard's documents
+/// (every `count`th of the corpus' stable document order, from `index`)
+/// and embeds their sentences, headings and terms into the shard's own
+/// embedding cache file. Nothing is published: a later [`ingest`] of the
+/// whole corpus finds every vector in the cache and only builds.
+pub fn embed_shard(
+    corpus: &CorpusSpec,
+    corpus_base: &Path,
+    profile: &IndexProfileSpec,
+    profile_base: &Path,
+    data_dir: &Path,
+    shard: Shard,
+    progress: Progress<'_>,
+) -> Result<ShardReport, IndexError> {
+    let started = Instant::now();
+    let documents: Vec<CorpusDocument> = source::corpus_documents(corpus, corpus_base)?
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i as u32 % shard.count == shard.index)
+        .map(|(_, d)| d)
+        .collect();
+    let contents: Vec<Result<Vec<u8>, String>> = documents
+        .iter()
+        .map(|d| std::fs::read(&d.path).map_err(|e| e.to_string()))
+        .collect();
+    let pipeline = Pipeline::new(profile, Some(profile_base))
+        .map_err(|e| IndexError::Profile(e.to_string()))?;
+    let processed = process_documents(&pipeline, &documents, contents, progress);
+    let spec = embed::with_resolved_path(&profile.embedding, Some(profile_base));
+    let embedder = embed::from_spec(&spec, None)?;
+    let mut cache = EmbeddingCache::open_shard(
+        &data_dir.join("cache/embeddings"),
+        embedder.model_id(),
+        embedder.dimensions(),
+        shard.index,
+    )?;
+    let rows = indexed_rows(&processed.store);
+    let embedded = embed_store(
+        &processed.store,
+        &rows,
+        &mut cache,
+        embedder.as_ref(),
+        progress,
+    )?;
+    let stats = [
+        embedded.sentence_stats,
+        embedded.heading_stats,
+        embedded.term_stats,
+    ];
+    Ok(ShardReport {
+        shard: shard.index,
+        shards: shard.count,
+        documents: processed.store.documents.len(),
+        failed: processed.failed,
+        sentences: processed.store.sentences.len(),
+        embedded: stats.iter().map(|s| s.embedded).sum(),
+        cached: stats.iter().map(|s| s.hits).sum(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// Embeds `texts` (row number, text) through the cache into a table of

@@ -1,4 +1,6 @@
-//! Where documents come from. For now: local files and directories.
+//! Where documents come from: local files and directories (`path`), and
+//! directories inside PersistentVolumeClaims (`pvc`), which the operator
+//! mounts under [`pvc_root`].
 
 use std::path::{Path, PathBuf};
 
@@ -100,19 +102,57 @@ pub fn corpus_documents(
     spec: &crate::spec::CorpusSpec,
     base_dir: &Path,
 ) -> Result<Vec<CorpusDocument>, SourceError> {
+    corpus_documents_in(spec, base_dir, &pvc_root())
+}
+
+/// [`corpus_documents`] with claims mounted under `pvc_root`.
+pub fn corpus_documents_in(
+    spec: &crate::spec::CorpusSpec,
+    base_dir: &Path,
+    pvc_root: &Path,
+) -> Result<Vec<CorpusDocument>, SourceError> {
     let mut documents = Vec::new();
     for (index, source) in spec.sources.iter().enumerate() {
-        let Some(written) = &source.path else {
-            return Err(SourceError::Invalid {
-                index,
-                reason: "no source kind set (this build reads `path` sources)".into(),
-            });
+        let (root, written) = match (&source.path, &source.pvc) {
+            (Some(path), None) => {
+                let root = if Path::new(path).is_absolute() {
+                    PathBuf::from(path)
+                } else {
+                    base_dir.join(path)
+                };
+                (root, path.clone())
+            }
+            (None, Some(pvc)) => {
+                let inner = pvc.path.trim_matches('/');
+                if pvc.claim_name.is_empty()
+                    || pvc.claim_name.contains('/')
+                    || inner.split('/').any(|part| part == "..")
+                {
+                    return Err(SourceError::Invalid {
+                        index,
+                        reason: format!(
+                            "pvc source {:?} path {:?}: a claim name and a path inside the claim are needed",
+                            pvc.claim_name, pvc.path
+                        ),
+                    });
+                }
+                let root = pvc_root.join(&pvc.claim_name).join(inner);
+                // Keys name the claim, not where it happens to be mounted.
+                let key = if inner.is_empty() {
+                    format!("pvc:{}", pvc.claim_name)
+                } else {
+                    format!("pvc:{}/{inner}", pvc.claim_name)
+                };
+                (root, key)
+            }
+            _ => {
+                return Err(SourceError::Invalid {
+                    index,
+                    reason: "set exactly one source kind (path or pvc)".into(),
+                });
+            }
         };
-        let root = if Path::new(written).is_absolute() {
-            PathBuf::from(written)
-        } else {
-            base_dir.join(written)
-        };
+        let written = &written;
         let include = globs(spec.include.iter().chain(&source.include))?;
         let exclude = globs(spec.exclude.iter().chain(&source.exclude))?;
         let found = discover(std::slice::from_ref(&root))?;
@@ -140,6 +180,14 @@ pub fn corpus_documents(
     Ok(documents)
 }
 
+/// Where `pvc` sources' claims are mounted: `$TRELLIS_PVC_ROOT`, else
+/// `/var/run/trellis/pvc` (where the operator mounts them in ingest pods).
+pub fn pvc_root() -> PathBuf {
+    std::env::var_os("TRELLIS_PVC_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/run/trellis/pvc"))
+}
+
 fn globs<'a>(
     patterns: impl Iterator<Item = &'a String>,
 ) -> Result<Option<globset::GlobSet>, SourceError> {
@@ -163,4 +211,34 @@ fn globs<'a>(
         pattern: String::new(),
         reason: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pvc_sources_are_read_under_the_claims_mount_with_stable_keys() {
+        let mounts = tempfile::tempdir().unwrap();
+        let dir = mounts.path().join("contracts/2026");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.md"), "# A\n\nText.").unwrap();
+        let spec: crate::spec::CorpusSpec = serde_json::from_value(serde_json::json!({
+            "profileRef": {"name": "p"},
+            "sources": [{"pvc": {"claimName": "contracts", "path": "/2026/"}}],
+        }))
+        .unwrap();
+        let docs = corpus_documents_in(&spec, Path::new("/nowhere"), mounts.path()).unwrap();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].key, "pvc:contracts/2026/a.md");
+        assert_eq!(docs[0].path, dir.join("a.md"));
+
+        let escape: crate::spec::CorpusSpec = serde_json::from_value(serde_json::json!({
+            "profileRef": {"name": "p"},
+            "sources": [{"pvc": {"claimName": "contracts", "path": "../other"}}],
+        }))
+        .unwrap();
+        let err = corpus_documents_in(&escape, Path::new("/"), mounts.path()).unwrap_err();
+        assert!(err.to_string().contains("source 0"), "{err}");
+    }
 }

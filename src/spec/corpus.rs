@@ -47,6 +47,10 @@ pub struct CorpusSpec {
     /// How index versions are kept.
     #[serde(default)]
     pub storage: StorageSpec,
+    /// How the operator runs ingests in a cluster (the embedded mode reads
+    /// none of it). Changing it never changes an index version.
+    #[serde(default)]
+    pub ingest: IngestSpec,
 }
 
 /// A reference to another Trellis resource by name.
@@ -62,8 +66,13 @@ pub struct ObjectRef {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceSpec {
     /// A local directory or file, relative to the manifest's directory.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// A directory inside a PersistentVolumeClaim. The operator mounts the
+    /// claim read-only into ingest pods; the embedded mode finds it under
+    /// `$TRELLIS_PVC_ROOT/<claimName>` (default `/var/run/trellis/pvc`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pvc: Option<PvcSource>,
     /// Globs for this source only, on top of the corpus-wide ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub include: Vec<String>,
@@ -85,10 +94,21 @@ fn source_rules(schema: &mut schemars::Schema) {
     super::cel_rules(
         schema,
         &[(
-            "[has(self.path)].filter(k, k).size() == 1",
-            "set exactly one source kind (path)",
+            "[has(self.path), has(self.pvc)].filter(k, k).size() == 1",
+            "set exactly one source kind (path or pvc)",
         )],
     );
+}
+
+/// A directory inside a PersistentVolumeClaim.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PvcSource {
+    /// The claim, in the Corpus' namespace.
+    pub claim_name: String,
+    /// A directory or file inside the claim; default its root.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
 }
 
 /// How index versions are kept.
@@ -96,12 +116,105 @@ fn source_rules(schema: &mut schemars::Schema) {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct StorageSpec {
     /// Index versions kept on disk, the current one included; older ones
-    /// are removed after a new version is published. Default 3.
+    /// are removed after a new version is published. Default 3; at least 2
+    /// in a cluster, so that the version routes serve outlives the publish
+    /// of its successor until their pods have rolled.
     pub retain_versions: u32,
+    /// In a cluster: the PersistentVolumeClaim that holds the index
+    /// versions (and the embedding cache). Ingest Jobs mount it read-write,
+    /// retrieval pods read-only, so it must be ReadWriteMany when they can
+    /// land on different nodes. Default `trellis-data`.
+    pub claim_name: String,
 }
 
 impl Default for StorageSpec {
     fn default() -> Self {
-        Self { retain_versions: 3 }
+        Self {
+            retain_versions: 3,
+            claim_name: "trellis-data".into(),
+        }
     }
+}
+
+/// How the operator runs a Corpus' ingest as a Kubernetes Job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct IngestSpec {
+    /// Pods that embed the corpus' documents in parallel (an Indexed Job,
+    /// one slice of the documents each); a single finalize pod then builds
+    /// and publishes the version from their cached vectors. Default 1.
+    #[schemars(range(min = 1, max = 256))]
+    pub shards: u32,
+    /// Shard pods running at once; default all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u32>,
+    /// Retries of a failed pod before the Job fails. Default 2.
+    pub backoff_limit: u32,
+    /// A Job running longer than this fails. Default 6 hours.
+    pub active_deadline_seconds: u32,
+    /// A finished Job (and its pods and logs) is removed after this long.
+    /// Default one hour.
+    pub ttl_seconds_after_finished: u32,
+    /// CPU and memory of each ingest pod.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// Re-check the sources this often (`30m`, `6h`, `1d`) and ingest
+    /// again when they changed; unchanged documents come from the
+    /// embedding cache. Default: only when a spec changes or the
+    /// `trellis.dev/reingest` annotation gets a new value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_interval: Option<String>,
+}
+
+impl Default for IngestSpec {
+    fn default() -> Self {
+        Self {
+            shards: 1,
+            parallelism: None,
+            backoff_limit: 2,
+            active_deadline_seconds: 6 * 3600,
+            ttl_seconds_after_finished: 3600,
+            resources: None,
+            refresh_interval: None,
+        }
+    }
+}
+
+impl IngestSpec {
+    /// `refreshInterval` in seconds, or why it cannot be read.
+    pub fn refresh_seconds(&self) -> Result<Option<u64>, String> {
+        self.refresh_interval
+            .as_deref()
+            .map(parse_duration)
+            .transpose()
+    }
+}
+
+/// Reads a duration such as `90s`, `30m`, `6h` or `1d` (one number, one
+/// unit; at least a minute, so that a typo cannot hammer the sources).
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{text:?}: no unit (use s, m, h or d)"))?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: not a whole number of units"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?} (use s, m, h or d)"
+            ));
+        }
+    };
+    let seconds = number.saturating_mul(scale);
+    if seconds < 60 {
+        return Err(format!("{text:?}: shorter than a minute"));
+    }
+    Ok(seconds)
 }

@@ -19,10 +19,11 @@ const API_GROUP: &str = "trellis.dev";
 /// One Trellis resource read from a manifest.
 #[derive(Clone, Debug)]
 pub enum Manifest {
-    /// Boxed: a profile is several times the size of the other kinds.
+    // Boxed: each is large (the cluster settings embed Kubernetes types)
+    // and lists of manifests move them around.
     IndexProfile(Box<IndexProfile>),
-    Corpus(Corpus),
-    RetrievalRoute(RetrievalRoute),
+    Corpus(Box<Corpus>),
+    RetrievalRoute(Box<RetrievalRoute>),
 }
 
 impl Manifest {
@@ -193,13 +194,13 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
             "IndexProfile" => Manifest::IndexProfile(Box::new(
                 serde_yaml::from_value(value).map_err(|e| invalid(format!("IndexProfile: {e}")))?,
             )),
-            "Corpus" => Manifest::Corpus(
+            "Corpus" => Manifest::Corpus(Box::new(
                 serde_yaml::from_value(value).map_err(|e| invalid(format!("Corpus: {e}")))?,
-            ),
-            "RetrievalRoute" => Manifest::RetrievalRoute(
+            )),
+            "RetrievalRoute" => Manifest::RetrievalRoute(Box::new(
                 serde_yaml::from_value(value)
                     .map_err(|e| invalid(format!("RetrievalRoute: {e}")))?,
-            ),
+            )),
             other => {
                 return Err(invalid(format!(
                     "unknown kind {other:?} in {API_VERSION} \

@@ -9,7 +9,9 @@ mod profile;
 mod route;
 mod status;
 
-pub use corpus::{Corpus, CorpusSpec, ObjectRef, SourceSpec, StorageSpec};
+pub use corpus::{
+    Corpus, CorpusSpec, IngestSpec, ObjectRef, PvcSource, SourceSpec, StorageSpec, parse_duration,
+};
 pub use manifest::{
     API_VERSION, LoadedManifest, Manifest, ManifestError, load_path, parse_str, select_corpus,
     select_profile, select_route,
@@ -21,7 +23,7 @@ pub use profile::{
 };
 pub use route::{
     AnchorMode, AnchorSpec, ExpansionSpec, FusionSpec, RerankerKind, RerankerSpec, RetrievalRoute,
-    RetrievalRouteSpec, ScoringSpec, ScoringWeights, SelectionSpec,
+    RetrievalRouteSpec, ScoringSpec, ScoringWeights, SelectionSpec, ServingSpec,
 };
 pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,

@@ -44,6 +44,10 @@ pub struct RetrievalRouteSpec {
     /// An optional reranker of the anchors.
     #[serde(default)]
     pub reranker: RerankerSpec,
+    /// How the operator runs the route's retrieval pods (the embedded mode
+    /// reads none of it).
+    #[serde(default)]
+    pub serving: ServingSpec,
 }
 
 impl RetrievalRouteSpec {
@@ -59,6 +63,7 @@ impl RetrievalRouteSpec {
             scoring: ScoringSpec::default(),
             selection: SelectionSpec::default(),
             reranker: RerankerSpec::default(),
+            serving: ServingSpec::default(),
         }
     }
 }
@@ -315,4 +320,40 @@ pub enum RerankerKind {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RerankerSpec {
     pub kind: RerankerKind,
+}
+
+/// The retrieval pods of a route in a cluster: a Deployment running
+/// `trellis serve`, a Service in front of it and a PodDisruptionBudget.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ServingSpec {
+    /// Pods serving the route. Default 2.
+    #[schemars(range(min = 0, max = 1000))]
+    pub replicas: i32,
+    /// Pods that voluntary disruptions (node drains) must leave running.
+    /// Default 1; ignored when `replicas` is below 2.
+    pub min_available: i32,
+    /// The Service's port. Default 8080.
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: i32,
+    /// CPU and memory of each pod.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// A Secret in the route's namespace whose `tokens` key holds the
+    /// bearer tokens (`TOKEN TAG[,TAG…]` per line). Without it the route is
+    /// open to anything that reaches its Service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_secret: Option<String>,
+}
+
+impl Default for ServingSpec {
+    fn default() -> Self {
+        Self {
+            replicas: 2,
+            min_available: 1,
+            port: 8080,
+            resources: None,
+            token_secret: None,
+        }
+    }
 }

@@ -49,8 +49,20 @@ pub struct IndexProfileStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IndexVersionStatus {
-    /// The version (hash of profile, sources and contents).
+    /// The version (hash of profile, sources and contents); empty while it
+    /// is being built.
+    #[serde(default)]
     pub version: String,
+    /// The hash of the inputs it was built from: profile spec, corpus
+    /// sources, the `trellis.dev/reingest` value and the refresh tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
+    /// The canonical hash of the IndexProfile spec it was built with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_hash: Option<String>,
+    /// The ingest Job building it (pending versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
     #[serde(default)]
     pub documents: u64,
     #[serde(default)]

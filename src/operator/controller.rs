@@ -1,0 +1,405 @@
+//! The reconcilers' async half: read what a plan needs from the API,
+//! apply what it wants (server-side apply, field manager
+//! [`FIELD_MANAGER`]), write status, publish events; and the watches that
+//! wake each reconciler.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::ingest::{self, Desired};
+use super::telemetry::Metrics;
+use super::{
+    CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, FIELD_MANAGER, INPUTS_LABEL, ROUTE_LABEL,
+    Settings, conditions, profile, serving,
+};
+use crate::spec::{Corpus, IndexProfile, RetrievalRoute};
+
+/// What every reconcile shares.
+pub struct Context {
+    pub client: Client,
+    pub settings: Settings,
+    pub metrics: Metrics,
+    pub recorder: Recorder,
+    /// Unix seconds now; a function so that tests can fix the clock.
+    pub clock: fn() -> u64,
+}
+
+impl Context {
+    pub fn new(client: Client, settings: Settings, metrics: Metrics) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: FIELD_MANAGER.into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        );
+        Self {
+            client,
+            settings,
+            metrics,
+            recorder,
+            clock: unix_now,
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+fn apply_params() -> PatchParams {
+    PatchParams::apply(FIELD_MANAGER).force()
+}
+
+/// Server-side applies `object` (which names itself) in `ns`.
+async fn apply<K>(client: &Client, ns: &str, object: &K) -> Result<K, Error>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let name = object.meta().name.clone().ok_or(Error::MissingField {
+        kind: "object",
+        field: "metadata.name",
+    })?;
+    // Server-side apply needs apiVersion and kind in the body.
+    let mut body = serde_json::to_value(object).map_err(|e| Error::Render(e.to_string()))?;
+    body["apiVersion"] = K::api_version(&()).into();
+    body["kind"] = K::kind(&()).into();
+    Ok(api
+        .patch(&name, &apply_params(), &Patch::Apply(body))
+        .await?)
+}
+
+/// Writes `status` through the status subresource.
+async fn patch_status<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<(), Error>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize,
+{
+    let patch = serde_json::json!({ "status": status });
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+async fn publish<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    object: &K,
+    warning: bool,
+    reason: &str,
+    message: String,
+) {
+    let event = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.into(),
+        note: Some(message),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    // An event that cannot be written is not worth failing a reconcile.
+    if let Err(e) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
+        tracing::warn!(error = %e, reason, "publishing an event");
+    }
+}
+
+fn namespace<K: ResourceExt>(object: &K, kind: &'static str) -> Result<String, Error> {
+    object.namespace().ok_or(Error::MissingField {
+        kind,
+        field: "metadata.namespace",
+    })
+}
+
+/// Reconciles an IndexProfile: its hash and `Valid` condition.
+#[tracing::instrument(skip_all, fields(kind = "IndexProfile", name = %profile.name_any()))]
+pub async fn reconcile_profile(
+    profile: Arc<IndexProfile>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let ns = namespace(profile.as_ref(), "IndexProfile")?;
+    let status = profile::plan_profile(&profile, &conditions::now());
+    if Some(&status) != profile.status.as_ref() {
+        let api: Api<IndexProfile> = Api::namespaced(ctx.client.clone(), &ns);
+        patch_status(&api, &profile.name_any(), &status).await?;
+    }
+    ctx.metrics.reconciled("IndexProfile", started.elapsed());
+    Ok(Action::await_change())
+}
+
+/// Reconciles a Corpus: starts ingests for new inputs, follows them, and
+/// records the published version.
+#[tracing::instrument(skip_all, fields(kind = "Corpus", name = %corpus.name_any()))]
+pub async fn reconcile_corpus(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    if corpus.metadata.deletion_timestamp.is_some() {
+        // Owner references remove the Jobs, ConfigMaps and RBAC objects.
+        return Ok(Action::await_change());
+    }
+    let ns = namespace(corpus.as_ref(), "Corpus")?;
+    let name = corpus.name_any();
+    let client = &ctx.client;
+    let now = (ctx.clock)();
+
+    let profiles: Api<IndexProfile> = Api::namespaced(client.clone(), &ns);
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let mut observed = ingest::Observed {
+        profile: profiles.get_opt(&corpus.spec.profile_ref.name).await?,
+        ..Default::default()
+    };
+    if let Some(profile) = &observed.profile
+        && !super::is_paused(&corpus.metadata)
+    {
+        let inputs = ingest::inputs_hash(&corpus, profile, now);
+        let names = ingest::Names::new(&name, &inputs);
+        observed.report = config_maps.get_opt(&names.report).await?;
+        observed.ingest_job = jobs.get_opt(&names.ingest_job).await?;
+        if corpus.spec.ingest.shards > 1 {
+            observed.finalize_job = jobs.get_opt(&names.finalize_job).await?;
+        }
+    }
+
+    let plan = ingest::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
+    let starts_job = plan.apply.iter().any(|d| matches!(d, Desired::Job(_)));
+    if starts_job {
+        // An ingest for inputs that are no longer current is wasted work
+        // and would race the new one for the version pointer.
+        let selector = format!(
+            "{CORPUS_LABEL}={name},{INPUTS_LABEL},{INPUTS_LABEL}!={}",
+            plan.inputs
+        );
+        jobs.delete_collection(
+            &DeleteParams::background(),
+            &ListParams::default().labels(&selector),
+        )
+        .await?;
+    }
+    for desired in &plan.apply {
+        match desired {
+            Desired::ServiceAccount(o) => drop(apply::<ServiceAccount>(client, &ns, o).await?),
+            Desired::Role(o) => drop(apply::<Role>(client, &ns, o).await?),
+            Desired::RoleBinding(o) => drop(apply::<RoleBinding>(client, &ns, o).await?),
+            Desired::ConfigMap(o) => drop(apply::<ConfigMap>(client, &ns, o).await?),
+            Desired::Job(o) => drop(apply::<Job>(client, &ns, o).await?),
+        }
+    }
+    if plan.prune_inputs {
+        let selector = format!(
+            "{CORPUS_LABEL}={name},app.kubernetes.io/component=ingest,{INPUTS_LABEL},{INPUTS_LABEL}!={}",
+            plan.inputs
+        );
+        config_maps
+            .delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&selector),
+            )
+            .await?;
+    }
+    if Some(&plan.status) != corpus.status.as_ref() {
+        let api: Api<Corpus> = Api::namespaced(client.clone(), &ns);
+        patch_status(&api, &name, &plan.status).await?;
+    }
+    for note in plan.events {
+        publish(
+            &ctx,
+            corpus.as_ref(),
+            note.warning,
+            note.reason,
+            note.message,
+        )
+        .await;
+    }
+    ctx.metrics.reconciled("Corpus", started.elapsed());
+    Ok(match plan.requeue {
+        Some(after) => Action::requeue(after),
+        // Jobs and the report wake the Corpus; this is a safety net.
+        None => Action::requeue(Duration::from_secs(600)),
+    })
+}
+
+/// Reconciles a RetrievalRoute: the Deployment, ConfigMap, Service and
+/// PodDisruptionBudget serving the Corpus' active version, and the status
+/// they report.
+#[tracing::instrument(skip_all, fields(kind = "RetrievalRoute", name = %route.name_any()))]
+pub async fn reconcile_route(
+    route: Arc<RetrievalRoute>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    if route.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let ns = namespace(route.as_ref(), "RetrievalRoute")?;
+    let name = route.name_any();
+    let client = &ctx.client;
+    let corpora: Api<Corpus> = Api::namespaced(client.clone(), &ns);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+
+    let mut observed = serving::Observed::default();
+    if !super::is_paused(&route.metadata) {
+        observed.deployment = deployments.get_opt(&serving::workload_name(&name)).await?;
+        observed.corpus = corpora.get_opt(&route.spec.corpus_ref.name).await?;
+    }
+    let plan = serving::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
+    if let Some(objects) = &plan.objects {
+        // The configuration first: the new pods mount it.
+        apply::<ConfigMap>(client, &ns, &objects.config).await?;
+        apply::<Deployment>(client, &ns, &objects.deployment).await?;
+        apply::<Service>(client, &ns, &objects.service).await?;
+        match &objects.budget {
+            Some(budget) => drop(apply::<PodDisruptionBudget>(client, &ns, budget).await?),
+            None => {
+                let budgets: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);
+                let _ = budgets
+                    .delete(&serving::workload_name(&name), &DeleteParams::default())
+                    .await;
+            }
+        }
+    }
+    if let Some(hash) = &plan.prune_configs {
+        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+        let selector = format!(
+            "{ROUTE_LABEL}={name},{CONFIG_HASH_ANNOTATION},{CONFIG_HASH_ANNOTATION}!={hash}"
+        );
+        config_maps
+            .delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&selector),
+            )
+            .await?;
+    }
+    if Some(&plan.status) != route.status.as_ref() {
+        let api: Api<RetrievalRoute> = Api::namespaced(client.clone(), &ns);
+        patch_status(&api, &name, &plan.status).await?;
+    }
+    if let Some(message) = plan.served_changed {
+        publish(&ctx, route.as_ref(), false, "ServedVersionChanged", message).await;
+    }
+    ctx.metrics.reconciled("RetrievalRoute", started.elapsed());
+    Ok(Action::requeue(Duration::from_secs(600)))
+}
+
+/// Requeues a failed reconcile after a pause, counting the failure.
+fn error_policy<K>(kind: &'static str) -> impl Fn(Arc<K>, &Error, Arc<Context>) -> Action {
+    move |_object, error, ctx| {
+        tracing::warn!(kind, error = %error, "reconcile failed");
+        ctx.metrics.failed(kind, error);
+        Action::requeue(Duration::from_secs(15))
+    }
+}
+
+/// The objects the operator creates, for the owned-object watches.
+fn managed() -> watcher::Config {
+    watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={FIELD_MANAGER}"))
+}
+
+/// Runs the three controllers until `shutdown` completes. `namespace`
+/// limits them to one namespace (the chart's namespaced mode).
+pub async fn run(
+    ctx: Arc<Context>,
+    namespace: Option<&str>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<Scope = kube::core::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        match namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+    let client = &ctx.client;
+    let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
+    let stop = |tx: &tokio::sync::broadcast::Sender<()>| {
+        let mut rx = tx.subscribe();
+        async move {
+            let _ = rx.recv().await;
+        }
+    };
+
+    let profiles = Controller::new(api::<IndexProfile>(client, namespace), Default::default())
+        .graceful_shutdown_on(stop(&stop_tx))
+        .run(reconcile_profile, error_policy("IndexProfile"), ctx.clone())
+        .for_each(|_| async {});
+
+    let corpora = Controller::new(api::<Corpus>(client, namespace), Default::default());
+    let corpus_store = corpora.store();
+    let corpora = corpora
+        .owns(api::<Job>(client, namespace), managed())
+        .owns(api::<ConfigMap>(client, namespace), managed())
+        // A profile change reaches every Corpus that uses it.
+        .watches(
+            api::<IndexProfile>(client, namespace),
+            Default::default(),
+            move |profile| {
+                let ns = profile.namespace();
+                let name = profile.name_any();
+                corpus_store
+                    .state()
+                    .into_iter()
+                    .filter(|c| c.namespace() == ns && c.spec.profile_ref.name == name)
+                    .map(|c| ObjectRef::from_obj(c.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .graceful_shutdown_on(stop(&stop_tx))
+        .run(reconcile_corpus, error_policy("Corpus"), ctx.clone())
+        .for_each(|_| async {});
+
+    let routes = Controller::new(api::<RetrievalRoute>(client, namespace), Default::default());
+    let route_store = routes.store();
+    let routes = routes
+        .owns(api::<Deployment>(client, namespace), managed())
+        // A new active version reaches every route of the Corpus.
+        .watches(
+            api::<Corpus>(client, namespace),
+            Default::default(),
+            move |corpus| {
+                let ns = corpus.namespace();
+                let name = corpus.name_any();
+                route_store
+                    .state()
+                    .into_iter()
+                    .filter(|r| r.namespace() == ns && r.spec.corpus_ref.name == name)
+                    .map(|r| ObjectRef::from_obj(r.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .graceful_shutdown_on(stop(&stop_tx))
+        .run(reconcile_route, error_policy("RetrievalRoute"), ctx.clone())
+        .for_each(|_| async {});
+
+    let stopper = async move {
+        shutdown.await;
+        let _ = stop_tx.send(());
+    };
+    tokio::join!(profiles, corpora, routes, stopper);
+}

@@ -1,0 +1,1001 @@
+//! The Corpus reconciler's pure half: from a Corpus, its profile and what
+//! the cluster holds of its ingest, the objects to apply and the status to
+//! write.
+//!
+//! An ingest is identified by its *inputs* hash ([`inputs_hash`]): what the
+//! controller can know without reading the documents (profile spec, corpus
+//! sources, the reingest annotation, the refresh tick). The ingest pod
+//! hashes the documents themselves and reuses an existing version when
+//! nothing changed, so a refresh tick over unchanged sources costs a read
+//! of the sources and no rebuild.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, ObjectFieldSelector,
+    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
+    SeccompProfile, SecurityContext, ServiceAccount, Volume, VolumeMount,
+};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::ResourceExt;
+
+use super::conditions::{self, Set};
+use super::{
+    CORPUS_LABEL, Error, INPUTS_LABEL, REINGEST_ANNOTATION, Settings, common_labels, object_name,
+    paths, short_hash,
+};
+use crate::index::IngestReport;
+use crate::spec::{Corpus, CorpusStatus, IndexProfile, IndexVersionStatus};
+
+/// The ConfigMap key holding the inputs hash an ingest ran for.
+pub const REPORT_INPUTS_KEY: &str = "inputs";
+/// The ConfigMap key holding the ingest's [`IndexVersionStatus`] as JSON.
+pub const REPORT_STATUS_KEY: &str = "status.json";
+/// Failed documents listed in a status (all are counted).
+const MAX_LISTED_FAILURES: usize = 20;
+/// The user id of the image (Dockerfile).
+const IMAGE_USER: i64 = 10001;
+
+/// What the controller observed of a Corpus' surroundings.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// The Corpus' IndexProfile, if it exists.
+    pub profile: Option<IndexProfile>,
+    /// The ingest Job for the current inputs, if created.
+    pub ingest_job: Option<Job>,
+    /// The finalize Job for the current inputs (sharded ingests).
+    pub finalize_job: Option<Job>,
+    /// The report ConfigMap the ingest pods write.
+    pub report: Option<ConfigMap>,
+}
+
+/// An object the plan wants applied.
+#[derive(Clone, Debug)]
+pub enum Desired {
+    ServiceAccount(ServiceAccount),
+    Role(Role),
+    RoleBinding(RoleBinding),
+    ConfigMap(ConfigMap),
+    /// Boxed: a Job is several times the size of the other objects.
+    Job(Box<Job>),
+}
+
+/// An Event to publish on the Corpus.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// What to do for a Corpus.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The inputs hash of the spec as it is now.
+    pub inputs: String,
+    /// Objects to apply, in order.
+    pub apply: Vec<Desired>,
+    /// The status to write.
+    pub status: CorpusStatus,
+    pub events: Vec<Note>,
+    /// Remove the input ConfigMaps of other inputs (an ingest finished).
+    pub prune_inputs: bool,
+    /// When to look again without being woken.
+    pub requeue: Option<Duration>,
+}
+
+/// The names of a Corpus' ingest objects for some inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Names {
+    pub ingest_job: String,
+    pub finalize_job: String,
+    pub inputs_config: String,
+    pub report: String,
+    pub service_account: String,
+}
+
+impl Names {
+    pub fn new(corpus: &str, inputs: &str) -> Self {
+        let short = &inputs[..inputs.len().min(8)];
+        Self {
+            ingest_job: object_name(corpus, &format!("ingest-{short}")),
+            finalize_job: object_name(corpus, &format!("finalize-{short}")),
+            inputs_config: object_name(corpus, &format!("inputs-{short}")),
+            report: object_name(corpus, "ingest-report"),
+            service_account: object_name(corpus, "ingest"),
+        }
+    }
+}
+
+/// The inputs hash of a Corpus: everything that can change its index that
+/// the controller sees without reading documents. `now` (Unix seconds)
+/// matters only with a `refreshInterval`, through the tick it falls in.
+pub fn inputs_hash(corpus: &Corpus, profile: &IndexProfile, now: u64) -> String {
+    let mut spec = serde_json::to_value(&corpus.spec).unwrap_or_default();
+    if let Some(fields) = spec.as_object_mut() {
+        // How many versions are kept and how pods run do not change what
+        // is indexed; where the index lives does.
+        fields.remove("ingest");
+        if let Some(storage) = fields.get_mut("storage").and_then(|s| s.as_object_mut()) {
+            storage.remove("retainVersions");
+        }
+    }
+    let reingest = corpus
+        .annotations()
+        .get(REINGEST_ANNOTATION)
+        .cloned()
+        .unwrap_or_default();
+    let tick = match corpus.spec.ingest.refresh_seconds() {
+        Ok(Some(every)) => (now / every).to_string(),
+        _ => String::new(),
+    };
+    short_hash(&[
+        crate::index::profile_hash(&profile.spec).as_bytes(),
+        spec.to_string().as_bytes(),
+        reingest.as_bytes(),
+        tick.as_bytes(),
+    ])
+}
+
+/// The status an ingest reports for the version it published: counts, the
+/// first failures, and what it was built from.
+pub fn version_status(report: &IngestReport, inputs: &str) -> IndexVersionStatus {
+    let m = &report.manifest;
+    IndexVersionStatus {
+        version: m.version.clone(),
+        inputs: Some(inputs.to_string()),
+        profile_hash: Some(m.profile_hash.clone()),
+        job: None,
+        documents: m.counts.documents as u64,
+        failed_documents: m.counts.failed_documents as u64,
+        sentences: m.counts.sentences as u64,
+        chunks: m.counts.chunks as u64,
+        edges: m.counts.related_edges as u64,
+        failures: m
+            .failed
+            .iter()
+            .take(MAX_LISTED_FAILURES)
+            .map(|f| format!("{}: {}", f.key, f.reason))
+            .collect(),
+    }
+}
+
+/// Reads an ingest's report ConfigMap: the status it published, when it
+/// ran for `inputs`.
+pub fn read_report(report: &ConfigMap, inputs: &str) -> Option<Result<IndexVersionStatus, String>> {
+    let data = report.data.as_ref()?;
+    if data.get(REPORT_INPUTS_KEY).map(String::as_str) != Some(inputs) {
+        return None;
+    }
+    let json = data.get(REPORT_STATUS_KEY)?;
+    Some(
+        serde_json::from_str::<IndexVersionStatus>(json)
+            .map(|status| IndexVersionStatus {
+                inputs: Some(inputs.to_string()),
+                ..status
+            })
+            .map_err(|e| format!("unreadable ingest report: {e}")),
+    )
+}
+
+/// Why a Corpus cannot be ingested in a cluster as written, if it cannot.
+fn unsupported_sources(corpus: &Corpus) -> Option<String> {
+    corpus.spec.sources.iter().enumerate().find_map(|(i, s)| {
+        s.path.as_ref().map(|p| {
+            format!(
+                "source {i} is a local path ({p:?}), which names a directory on the machine \
+                 running `trellis ingest`; in a cluster use a `pvc` source"
+            )
+        })
+    })
+}
+
+/// Plans the reconcile of `corpus` given what was observed. `now_rfc3339`
+/// stamps condition transitions; `now` (Unix seconds) picks the refresh
+/// tick.
+pub fn plan_corpus(
+    corpus: &Corpus,
+    observed: &Observed,
+    settings: &Settings,
+    now: u64,
+    now_rfc3339: &str,
+) -> Result<Plan, Error> {
+    let name = corpus.name_any();
+    let generation = corpus.metadata.generation;
+    let mut status = corpus.status.clone().unwrap_or_default();
+    status.observed_generation = generation;
+    let mut plan = Plan {
+        inputs: String::new(),
+        apply: Vec::new(),
+        status,
+        events: Vec::new(),
+        prune_inputs: false,
+        requeue: None,
+    };
+    let set = |plan: &mut Plan, change: Set<'_>| {
+        conditions::set(&mut plan.status.conditions, change, generation, now_rfc3339)
+    };
+
+    if super::is_paused(&corpus.metadata) {
+        set(&mut plan, Set::paused());
+        return Ok(plan);
+    }
+    conditions::remove(&mut plan.status.conditions, "Paused");
+
+    let Some(profile) = &observed.profile else {
+        let message = format!(
+            "IndexProfile {:?} not found in this namespace",
+            corpus.spec.profile_ref.name
+        );
+        set(
+            &mut plan,
+            Set::new("Ready", false, "ProfileNotFound", message.clone()),
+        );
+        plan.status.phase = Some(phase(&plan.status, false));
+        plan.requeue = Some(Duration::from_secs(60));
+        return Ok(plan);
+    };
+    let invalid = super::profile::validate(&profile.spec)
+        .into_iter()
+        .chain(unsupported_sources(corpus))
+        .chain(corpus.spec.ingest.refresh_seconds().err())
+        .collect::<Vec<_>>();
+    if !invalid.is_empty() {
+        set(
+            &mut plan,
+            Set::new("Ready", false, "InvalidSpec", invalid.join("; ")),
+        );
+        plan.status.phase = Some("Failed".into());
+        return Ok(plan);
+    }
+
+    let inputs = inputs_hash(corpus, profile, now);
+    plan.inputs = inputs.clone();
+    let names = Names::new(&name, &inputs);
+    if let Ok(Some(every)) = corpus.spec.ingest.refresh_seconds() {
+        // Wake at the next tick, when the inputs change by themselves.
+        plan.requeue = Some(Duration::from_secs(every - now % every + 1));
+    }
+
+    let active_inputs = plan
+        .status
+        .active_index
+        .as_ref()
+        .and_then(|a| a.inputs.clone());
+    if active_inputs.as_deref() == Some(inputs.as_str()) {
+        plan.status.pending_index = None;
+        set_ready(&mut plan, generation, now_rfc3339);
+        return Ok(plan);
+    }
+
+    // A report for these inputs means the version is published.
+    if let Some(report) = observed
+        .report
+        .as_ref()
+        .and_then(|r| read_report(r, &inputs))
+    {
+        match report {
+            Ok(version) => {
+                let previous = plan.status.active_index.as_ref().map(|a| a.version.clone());
+                let message = match previous {
+                    Some(p) if p != version.version => {
+                        format!("index version {} replaces {p}", version.version)
+                    }
+                    _ => format!("index version {} is active", version.version),
+                };
+                plan.events.push(Note {
+                    warning: false,
+                    reason: "IndexPublished",
+                    message,
+                });
+                if version.failed_documents > 0 {
+                    plan.events.push(Note {
+                        warning: true,
+                        reason: "DocumentsFailed",
+                        message: format!(
+                            "{} of {} documents could not be indexed",
+                            version.failed_documents,
+                            version.documents + version.failed_documents
+                        ),
+                    });
+                }
+                plan.status.active_index = Some(version);
+                plan.status.pending_index = None;
+                plan.prune_inputs = true;
+                set(
+                    &mut plan,
+                    Set::new(
+                        "Ingesting",
+                        false,
+                        "IngestSucceeded",
+                        "the last ingest finished",
+                    ),
+                );
+                set_ready(&mut plan, generation, now_rfc3339);
+                return Ok(plan);
+            }
+            Err(reason) => {
+                return Ok(failed(
+                    plan,
+                    "ReportUnreadable",
+                    reason,
+                    generation,
+                    now_rfc3339,
+                ));
+            }
+        }
+    }
+
+    let shards = corpus.spec.ingest.shards.max(1);
+    // A sharded ingest has two Jobs: the shards, then the finalize step.
+    let shards_done = shards > 1
+        && observed
+            .ingest_job
+            .as_ref()
+            .is_some_and(|j| job_state(j) == JobState::Succeeded);
+    let (job_name, job) = if shards_done {
+        (&names.finalize_job, observed.finalize_job.as_ref())
+    } else {
+        (&names.ingest_job, observed.ingest_job.as_ref())
+    };
+    plan.status.pending_index = Some(IndexVersionStatus {
+        inputs: Some(inputs.clone()),
+        profile_hash: Some(crate::index::profile_hash(&profile.spec)),
+        job: Some(job_name.clone()),
+        ..Default::default()
+    });
+    match job.map(job_state) {
+        None if shards_done => {
+            let owner = super::owner_reference(corpus)?;
+            plan.apply = vec![Desired::Job(Box::new(finalize_job(
+                corpus, &inputs, &names, settings, owner,
+            )))];
+            plan.events.push(Note {
+                warning: false,
+                reason: "FinalizeStarted",
+                message: format!("shards done; Job {job_name} builds and publishes the version"),
+            });
+        }
+        None => {
+            plan.apply = ingest_objects(corpus, profile, &inputs, &names, settings)?;
+            plan.events.push(Note {
+                warning: false,
+                reason: "IngestStarted",
+                message: format!(
+                    "Job {job_name} ingests inputs {inputs} in {shards} shard{}",
+                    if shards == 1 { "" } else { "s" }
+                ),
+            });
+        }
+        Some(JobState::Running) => {}
+        Some(JobState::Failed(reason)) => {
+            let told = observed
+                .report
+                .as_ref()
+                .and_then(|r| report_error(r, &inputs))
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default();
+            let message = format!("Job {job_name} failed: {reason}{told}");
+            return Ok(failed(
+                plan,
+                "IngestFailed",
+                message,
+                generation,
+                now_rfc3339,
+            ));
+        }
+        Some(JobState::Succeeded) => {
+            let message = format!(
+                "Job {job_name} succeeded but left no report in ConfigMap {}",
+                names.report
+            );
+            return Ok(failed(
+                plan,
+                "ReportMissing",
+                message,
+                generation,
+                now_rfc3339,
+            ));
+        }
+    }
+    set_ingesting(&mut plan, job_name, generation, now_rfc3339);
+    plan.status.phase = Some(phase(&plan.status, true));
+    Ok(plan)
+}
+
+fn set_ingesting(plan: &mut Plan, job: &str, generation: Option<i64>, now: &str) {
+    conditions::set(
+        &mut plan.status.conditions,
+        Set::new(
+            "Ingesting",
+            true,
+            "JobRunning",
+            format!("Job {job} is running"),
+        ),
+        generation,
+        now,
+    );
+    // The active version (if any) keeps serving meanwhile.
+    let (ready, reason, message) = match &plan.status.active_index {
+        Some(active) => (
+            true,
+            "IndexActive",
+            format!(
+                "index version {} serves while a new one is built",
+                active.version
+            ),
+        ),
+        None => (
+            false,
+            "Ingesting",
+            "the first index version is being built".to_string(),
+        ),
+    };
+    conditions::set(
+        &mut plan.status.conditions,
+        Set::new("Ready", ready, reason, message),
+        generation,
+        now,
+    );
+}
+
+fn set_ready(plan: &mut Plan, generation: Option<i64>, now: &str) {
+    let Some(active) = plan.status.active_index.clone() else {
+        return;
+    };
+    conditions::set(
+        &mut plan.status.conditions,
+        Set::new(
+            "Ready",
+            true,
+            "IndexActive",
+            format!(
+                "index version {} ({} documents, {} sentences)",
+                active.version, active.documents, active.sentences
+            ),
+        ),
+        generation,
+        now,
+    );
+    let degraded = active.failed_documents > 0;
+    let message = if degraded {
+        format!(
+            "{} documents failed: {}",
+            active.failed_documents,
+            active.failures.join("; ")
+        )
+    } else {
+        "every document was indexed".to_string()
+    };
+    conditions::set(
+        &mut plan.status.conditions,
+        Set::new(
+            "Degraded",
+            degraded,
+            if degraded {
+                "DocumentsFailed"
+            } else {
+                "AllDocumentsIndexed"
+            },
+            message,
+        ),
+        generation,
+        now,
+    );
+    if conditions::get(&plan.status.conditions, "Ingesting").is_some() {
+        conditions::set(
+            &mut plan.status.conditions,
+            Set::new("Ingesting", false, "Idle", "no ingest is running"),
+            generation,
+            now,
+        );
+    }
+    plan.status.phase = Some("Ready".into());
+}
+
+fn failed(
+    mut plan: Plan,
+    reason: &'static str,
+    message: String,
+    generation: Option<i64>,
+    now: &str,
+) -> Plan {
+    conditions::set(
+        &mut plan.status.conditions,
+        Set::new("Ready", false, reason, message.clone()),
+        generation,
+        now,
+    );
+    conditions::set(
+        &mut plan.status.conditions,
+        Set::new("Ingesting", false, reason, message.clone()),
+        generation,
+        now,
+    );
+    plan.status.phase = Some("Failed".into());
+    plan.events.push(Note {
+        warning: true,
+        reason,
+        message,
+    });
+    plan
+}
+
+fn phase(status: &CorpusStatus, ingesting: bool) -> String {
+    match (ingesting, &status.active_index) {
+        (true, _) => "Ingesting",
+        (false, Some(_)) => "Ready",
+        (false, None) => "Pending",
+    }
+    .to_string()
+}
+
+/// Where a Job is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobState {
+    Running,
+    Succeeded,
+    Failed(String),
+}
+
+/// A Job's state from its conditions (`Complete`, `Failed`).
+pub fn job_state(job: &Job) -> JobState {
+    let conditions = job
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for c in conditions {
+        if c.status != "True" {
+            continue;
+        }
+        match c.type_.as_str() {
+            "Complete" | "SuccessCriteriaMet" => return JobState::Succeeded,
+            "Failed" | "FailureTarget" => {
+                let reason = [c.reason.as_deref(), c.message.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                return JobState::Failed(if reason.is_empty() {
+                    "failed".into()
+                } else {
+                    reason
+                });
+            }
+            _ => {}
+        }
+    }
+    JobState::Running
+}
+
+/// The manifests an ingest pod reads: the profile and the corpus, as the
+/// embedded mode would read them from files.
+pub fn render_manifests(corpus: &Corpus, profile: &IndexProfile) -> Result<String, Error> {
+    let profile_doc = serde_json::json!({
+        "apiVersion": crate::spec::API_VERSION,
+        "kind": "IndexProfile",
+        "metadata": {"name": profile.name_any()},
+        "spec": profile.spec,
+    });
+    let corpus_doc = serde_json::json!({
+        "apiVersion": crate::spec::API_VERSION,
+        "kind": "Corpus",
+        "metadata": {"name": corpus.name_any()},
+        "spec": corpus.spec,
+    });
+    let render =
+        |v: &serde_json::Value| serde_yaml::to_string(v).map_err(|e| Error::Render(e.to_string()));
+    Ok(format!(
+        "{}---\n{}",
+        render(&profile_doc)?,
+        render(&corpus_doc)?
+    ))
+}
+
+fn labels(corpus: &str, inputs: Option<&str>) -> BTreeMap<String, String> {
+    let mut labels = common_labels("ingest");
+    labels.insert(CORPUS_LABEL.into(), corpus.into());
+    if let Some(inputs) = inputs {
+        labels.insert(INPUTS_LABEL.into(), inputs.into());
+    }
+    labels
+}
+
+fn meta(
+    name: &str,
+    namespace: Option<String>,
+    labels: BTreeMap<String, String>,
+    owner: &OwnerReference,
+) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace,
+        labels: Some(labels),
+        owner_references: Some(vec![owner.clone()]),
+        ..Default::default()
+    }
+}
+
+/// Everything a new ingest needs, in the order to apply it: the ingest
+/// pods' ServiceAccount and the Role that lets them write their report
+/// ConfigMap and nothing else, the report ConfigMap itself (metadata only:
+/// its data belongs to the pods), the rendered manifests, and the Job.
+pub fn ingest_objects(
+    corpus: &Corpus,
+    profile: &IndexProfile,
+    inputs: &str,
+    names: &Names,
+    settings: &Settings,
+) -> Result<Vec<Desired>, Error> {
+    let name = corpus.name_any();
+    let ns = corpus.namespace();
+    let owner = super::owner_reference(corpus)?;
+    let base = labels(&name, None);
+    let account = ServiceAccount {
+        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
+        automount_service_account_token: Some(true),
+        ..Default::default()
+    };
+    let role = Role {
+        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["configmaps".into()]),
+            resource_names: Some(vec![names.report.clone()]),
+            verbs: vec!["get".into(), "patch".into(), "update".into()],
+            ..Default::default()
+        }]),
+    };
+    let binding = RoleBinding {
+        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: names.service_account.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: names.service_account.clone(),
+            namespace: ns.clone(),
+            ..Default::default()
+        }]),
+    };
+    let report = ConfigMap {
+        metadata: meta(&names.report, ns.clone(), base.clone(), &owner),
+        ..Default::default()
+    };
+    let manifests = ConfigMap {
+        metadata: meta(
+            &names.inputs_config,
+            ns.clone(),
+            labels(&name, Some(inputs)),
+            &owner,
+        ),
+        data: Some(BTreeMap::from([(
+            "manifests.yaml".to_string(),
+            render_manifests(&kept_for_rollouts(corpus), profile)?,
+        )])),
+        immutable: Some(true),
+        ..Default::default()
+    };
+    let shards = corpus.spec.ingest.shards.max(1);
+    let mut args = ingest_args(&name, &names.report, inputs);
+    if shards > 1 {
+        args.extend([
+            "--shard".into(),
+            format!("$(JOB_COMPLETION_INDEX)/{shards}"),
+        ]);
+    }
+    let job = job(
+        corpus,
+        &names.ingest_job,
+        inputs,
+        names,
+        settings,
+        args,
+        shards,
+        owner,
+    );
+    Ok(vec![
+        Desired::ServiceAccount(account),
+        Desired::Role(role),
+        Desired::RoleBinding(binding),
+        Desired::ConfigMap(report),
+        Desired::ConfigMap(manifests),
+        Desired::Job(Box::new(job)),
+    ])
+}
+
+/// The Corpus as an ingest pod reads it: at least two versions kept, so
+/// that publishing a new one never removes the one routes serve until
+/// their pods have rolled.
+fn kept_for_rollouts(corpus: &Corpus) -> Corpus {
+    let mut kept = corpus.clone();
+    kept.spec.storage.retain_versions = kept.spec.storage.retain_versions.max(2);
+    kept
+}
+
+fn ingest_args(corpus: &str, report: &str, inputs: &str) -> Vec<String> {
+    [
+        "ingest",
+        "-f",
+        paths::MANIFESTS,
+        "--corpus",
+        corpus,
+        "--data-dir",
+        paths::DATA,
+        "--report-configmap",
+        report,
+        "--inputs",
+        inputs,
+        "--log-format",
+        "json",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The single-pod Job that builds and publishes a sharded ingest's version
+/// from the vectors its shards cached.
+pub fn finalize_job(
+    corpus: &Corpus,
+    inputs: &str,
+    names: &Names,
+    settings: &Settings,
+    owner: OwnerReference,
+) -> Job {
+    let args = ingest_args(&corpus.name_any(), &names.report, inputs);
+    job(
+        corpus,
+        &names.finalize_job,
+        inputs,
+        names,
+        settings,
+        args,
+        1,
+        owner,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn job(
+    corpus: &Corpus,
+    job_name: &str,
+    inputs: &str,
+    names: &Names,
+    settings: &Settings,
+    args: Vec<String>,
+    completions: u32,
+    owner: OwnerReference,
+) -> Job {
+    let spec = &corpus.spec.ingest;
+    let name = corpus.name_any();
+    let labels = labels(&name, Some(inputs));
+    let (mut volumes, mut mounts) =
+        pod_volumes(&corpus.spec.storage.claim_name, false, &names.inputs_config);
+    let mut claims: Vec<&str> = corpus
+        .spec
+        .sources
+        .iter()
+        .filter_map(|s| s.pvc.as_ref().map(|p| p.claim_name.as_str()))
+        .collect();
+    claims.sort_unstable();
+    claims.dedup();
+    for (i, claim) in claims.into_iter().enumerate() {
+        let volume = format!("source-{i}");
+        volumes.push(Volume {
+            name: volume.clone(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim.to_string(),
+                read_only: Some(true),
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(
+            &volume,
+            &format!("{}/{claim}", paths::PVC_ROOT),
+            true,
+        ));
+    }
+    let container = Container {
+        name: "ingest".into(),
+        image: Some(settings.image.clone()),
+        image_pull_policy: Some(settings.image_pull_policy.clone()),
+        args: Some(args),
+        env: Some(vec![
+            EnvVar {
+                name: "TRELLIS_PVC_ROOT".into(),
+                value: Some(paths::PVC_ROOT.into()),
+                ..Default::default()
+            },
+            EnvVar {
+                name: "POD_NAMESPACE".into(),
+                value_from: Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector {
+                        field_path: "metadata.namespace".into(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        ]),
+        resources: spec.resources.clone(),
+        volume_mounts: Some(mounts),
+        security_context: Some(container_security()),
+        ..Default::default()
+    };
+    Job {
+        metadata: meta(job_name, corpus.namespace(), labels.clone(), &owner),
+        spec: Some(JobSpec {
+            completion_mode: Some("Indexed".into()),
+            completions: Some(completions as i32),
+            parallelism: Some(
+                spec.parallelism
+                    .unwrap_or(completions)
+                    .clamp(1, completions) as i32,
+            ),
+            backoff_limit: Some(spec.backoff_limit as i32),
+            active_deadline_seconds: Some(i64::from(spec.active_deadline_seconds)),
+            ttl_seconds_after_finished: Some(spec.ttl_seconds_after_finished as i32),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    restart_policy: Some("Never".into()),
+                    service_account_name: Some(names.service_account.clone()),
+                    security_context: Some(pod_security()),
+                    containers: vec![container],
+                    volumes: Some(volumes),
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// The volumes every Trellis pod has: the data claim (read-only for
+/// retrieval pods), the rendered manifests and a scratch directory under
+/// the read-only root filesystem; and their mounts.
+pub(super) fn pod_volumes(
+    claim: &str,
+    data_read_only: bool,
+    manifests: &str,
+) -> (Vec<Volume>, Vec<VolumeMount>) {
+    let volumes = vec![
+        Volume {
+            name: "data".into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim.to_string(),
+                read_only: Some(data_read_only),
+            }),
+            ..Default::default()
+        },
+        Volume {
+            name: "manifests".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: manifests.to_string(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        Volume {
+            name: "tmp".into(),
+            empty_dir: Some(Default::default()),
+            ..Default::default()
+        },
+    ];
+    let mounts = vec![
+        mount("data", paths::DATA, data_read_only),
+        mount("manifests", paths::MANIFESTS, true),
+        mount("tmp", paths::TMP, false),
+    ];
+    (volumes, mounts)
+}
+
+pub(super) fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        read_only: Some(read_only),
+        ..Default::default()
+    }
+}
+
+/// Non-root, as the image's user, with the volumes' group so that a fresh
+/// claim is writable.
+pub(super) fn pod_security() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(IMAGE_USER),
+        run_as_group: Some(IMAGE_USER),
+        fs_group: Some(IMAGE_USER),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// No privilege escalation, no capabilities, a read-only root filesystem.
+pub(super) fn container_security() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        capabilities: Some(k8s_openapi::api::core::v1::Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The ConfigMap key holding why an ingest failed outright.
+pub const REPORT_ERROR_KEY: &str = "error";
+
+/// What an ingest pod writes into its report ConfigMap: the version it
+/// published, or why it could not.
+pub fn report_data(
+    inputs: &str,
+    outcome: Result<&IndexVersionStatus, &str>,
+) -> BTreeMap<String, String> {
+    let mut data = BTreeMap::from([(REPORT_INPUTS_KEY.to_string(), inputs.to_string())]);
+    match outcome {
+        Ok(status) => {
+            data.insert(
+                REPORT_STATUS_KEY.into(),
+                serde_json::to_string(status).unwrap_or_default(),
+            );
+        }
+        Err(reason) => {
+            data.insert(REPORT_ERROR_KEY.into(), reason.to_string());
+        }
+    }
+    data
+}
+
+/// Writes an ingest's report into the ConfigMap `name` of `namespace`
+/// (which the controller created for it). Both keys are replaced, so a
+/// report never mixes two ingests.
+pub async fn write_report(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+    data: BTreeMap<String, String>,
+) -> Result<(), kube::Error> {
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client, namespace);
+    let mut patch = serde_json::json!({ "data": data });
+    // A merge patch keeps keys it does not mention: clear the other ones.
+    for key in [REPORT_STATUS_KEY, REPORT_ERROR_KEY] {
+        if !data.contains_key(key) {
+            patch["data"][key] = serde_json::Value::Null;
+        }
+    }
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Why the ingest for `inputs` failed, as its pod reported it.
+pub fn report_error<'r>(report: &'r ConfigMap, inputs: &str) -> Option<&'r str> {
+    let data = report.data.as_ref()?;
+    if data.get(REPORT_INPUTS_KEY).map(String::as_str) != Some(inputs) {
+        return None;
+    }
+    data.get(REPORT_ERROR_KEY).map(String::as_str)
+}

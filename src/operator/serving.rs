@@ -1,0 +1,452 @@
+//! The RetrievalRoute reconciler's pure half: the Deployment running
+//! `trellis serve` over the Corpus' active index version, the ConfigMap it
+//! reads, its Service and PodDisruptionBudget, and the route's status
+//! computed from the Deployment.
+//!
+//! Pods are pinned to a version (`--index-version`) and load the embedder
+//! that version was built with, so a profile change never reaches running
+//! pods before its index does. The pod template carries the index version and the hash of the rendered
+//! configuration, so a new version or a route change rolls the pods
+//! (surge first: old pods serve until new ones are ready), while nothing
+//! else does. The rendered configuration is an immutable ConfigMap named
+//! by its hash, so a pod of the old ReplicaSet that restarts mid-rollout
+//! still reads the configuration it was made for.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, ContainerPort, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
+    SecretVolumeSource, Service, ServicePort, ServiceSpec, Volume,
+};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::ResourceExt;
+
+use super::conditions::{self, Set};
+use super::ingest::{container_security, mount, pod_security, pod_volumes};
+use super::{
+    CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL, Settings,
+    common_labels, object_name, paths, short_hash,
+};
+use crate::spec::{Corpus, RetrievalRoute, RetrievalRouteStatus};
+
+/// The port `trellis serve` listens on inside the pod.
+const CONTAINER_PORT: i32 = 8080;
+
+/// What the controller observed around a route.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    pub corpus: Option<Corpus>,
+    pub deployment: Option<Deployment>,
+}
+
+/// The objects a route runs on.
+#[derive(Clone, Debug)]
+pub struct Objects {
+    pub config: ConfigMap,
+    pub deployment: Deployment,
+    pub service: Service,
+    /// Only with two replicas or more: a budget over one pod would block
+    /// every node drain.
+    pub budget: Option<PodDisruptionBudget>,
+}
+
+/// What to do for a route.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Objects to apply, if the route can be served now.
+    pub objects: Option<Objects>,
+    pub status: RetrievalRouteStatus,
+    /// Remove the configuration ConfigMaps other than the current one (no
+    /// pod reads them any more).
+    pub prune_configs: Option<String>,
+    /// A message for an Event when the served version changed.
+    pub served_changed: Option<String>,
+}
+
+/// The names of a route's objects.
+pub fn workload_name(route: &str) -> String {
+    object_name(route, "retrieval")
+}
+
+/// The labels selecting a route's pods.
+fn selector(route: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("app.kubernetes.io/name".to_string(), "trellis".to_string()),
+        (ROUTE_LABEL.to_string(), route.to_string()),
+    ])
+}
+
+/// The manifest a retrieval pod reads: the route alone. The embedder
+/// comes from the index version itself (the profile it was built with),
+/// so pods serving an older version after a profile change still embed
+/// queries with that version's model.
+pub fn render_manifest(route: &RetrievalRoute) -> Result<String, Error> {
+    let route_doc = serde_json::json!({
+        "apiVersion": crate::spec::API_VERSION,
+        "kind": "RetrievalRoute",
+        "metadata": {"name": route.name_any()},
+        "spec": route.spec,
+    });
+    serde_yaml::to_string(&route_doc).map_err(|e| Error::Render(e.to_string()))
+}
+
+/// Builds the route's objects serving `version`.
+pub fn route_objects(
+    route: &RetrievalRoute,
+    corpus: &Corpus,
+    version: &str,
+    settings: &Settings,
+) -> Result<Objects, Error> {
+    let name = route.name_any();
+    let ns = route.namespace();
+    let owner = super::owner_reference(route)?;
+    let serving = &route.spec.serving;
+    let mut labels = common_labels("retrieval");
+    labels.insert(ROUTE_LABEL.into(), name.clone());
+    labels.insert(CORPUS_LABEL.into(), corpus.name_any());
+    let meta = |object_name: String, labels: BTreeMap<String, String>| ObjectMeta {
+        name: Some(object_name),
+        namespace: ns.clone(),
+        labels: Some(labels),
+        owner_references: Some(vec![owner.clone()]),
+        ..Default::default()
+    };
+
+    let manifests = render_manifest(route)?;
+    let config_hash = short_hash(&[manifests.as_bytes()]);
+    let config_name = object_name(&name, &format!("config-{}", &config_hash[..8]));
+    let mut config_labels = labels.clone();
+    config_labels.insert(CONFIG_HASH_ANNOTATION.into(), config_hash.clone());
+    let config = ConfigMap {
+        metadata: meta(config_name.clone(), config_labels),
+        data: Some(BTreeMap::from([("route.yaml".to_string(), manifests)])),
+        immutable: Some(true),
+        ..Default::default()
+    };
+
+    let workload = workload_name(&name);
+    let mut args = [
+        "serve",
+        "-f",
+        paths::MANIFESTS,
+        "--route",
+        &name,
+        "--data-dir",
+        paths::DATA,
+        "--index-version",
+        version,
+        "--listen",
+        "0.0.0.0:8080",
+        "--log-format",
+        "json",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (mut volumes, mut mounts) =
+        pod_volumes(&corpus.spec.storage.claim_name, true, &config_name);
+    if let Some(secret) = &serving.token_secret {
+        args.extend(["--token-file".into(), format!("{}/tokens", paths::TOKENS)]);
+        volumes.push(Volume {
+            name: "tokens".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount("tokens", paths::TOKENS, true));
+    }
+    let probe = |path: &str, period: i32, failures: i32| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::String("http".into()),
+            ..Default::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        ..Default::default()
+    };
+    let container = Container {
+        name: "serve".into(),
+        image: Some(settings.image.clone()),
+        image_pull_policy: Some(settings.image_pull_policy.clone()),
+        args: Some(args),
+        ports: Some(vec![ContainerPort {
+            name: Some("http".into()),
+            container_port: CONTAINER_PORT,
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        }]),
+        // Loading an index and warming the encoder takes a while on a
+        // large corpus: the startup probe allows 5 minutes before liveness
+        // applies.
+        startup_probe: Some(probe("/healthz", 5, 60)),
+        liveness_probe: Some(probe("/healthz", 10, 3)),
+        readiness_probe: Some(probe("/readyz", 5, 2)),
+        resources: serving.resources.clone(),
+        volume_mounts: Some(mounts),
+        security_context: Some(container_security()),
+        ..Default::default()
+    };
+    let mut pod_labels = labels.clone();
+    pod_labels.extend(selector(&name));
+    let deployment = Deployment {
+        metadata: meta(workload.clone(), labels.clone()),
+        spec: Some(DeploymentSpec {
+            replicas: Some(serving.replicas),
+            selector: LabelSelector {
+                match_labels: Some(selector(&name)),
+                ..Default::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".into()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::Int(1)),
+                    max_unavailable: Some(IntOrString::Int(0)),
+                }),
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    annotations: Some(BTreeMap::from([
+                        (INDEX_VERSION_ANNOTATION.to_string(), version.to_string()),
+                        (CONFIG_HASH_ANNOTATION.to_string(), config_hash),
+                    ])),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    automount_service_account_token: Some(false),
+                    security_context: Some(pod_security()),
+                    termination_grace_period_seconds: Some(30),
+                    containers: vec![container],
+                    volumes: Some(volumes),
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let service = Service {
+        metadata: meta(workload.clone(), labels.clone()),
+        spec: Some(ServiceSpec {
+            selector: Some(selector(&name)),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port: serving.port,
+                target_port: Some(IntOrString::String("http".into())),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let budget = (serving.replicas >= 2).then(|| PodDisruptionBudget {
+        metadata: meta(workload, labels),
+        spec: Some(PodDisruptionBudgetSpec {
+            min_available: Some(IntOrString::Int(
+                serving.min_available.clamp(0, serving.replicas - 1),
+            )),
+            selector: Some(LabelSelector {
+                match_labels: Some(selector(&name)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    });
+    Ok(Objects {
+        config,
+        deployment,
+        service,
+        budget,
+    })
+}
+
+/// The index version a Deployment's pod template serves.
+pub fn template_version(deployment: &Deployment) -> Option<&str> {
+    template_annotation(deployment, INDEX_VERSION_ANNOTATION)
+}
+
+fn template_annotation<'d>(deployment: &'d Deployment, key: &str) -> Option<&'d str> {
+    deployment
+        .spec
+        .as_ref()?
+        .template
+        .metadata
+        .as_ref()?
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+/// Whether every replica of the Deployment runs its current template and
+/// is available.
+fn rolled_out(deployment: &Deployment) -> bool {
+    let wanted = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let Some(status) = &deployment.status else {
+        return false;
+    };
+    let generation = deployment.metadata.generation.unwrap_or(0);
+    status.observed_generation.unwrap_or(0) >= generation
+        && status.updated_replicas.unwrap_or(0) >= wanted
+        && status.available_replicas.unwrap_or(0) >= wanted
+        && status.replicas.unwrap_or(0) == wanted
+}
+
+/// Plans the reconcile of `route`.
+pub fn plan_route(
+    route: &RetrievalRoute,
+    observed: &Observed,
+    settings: &Settings,
+    now: &str,
+) -> Result<Plan, Error> {
+    let generation = route.metadata.generation;
+    let mut status = route.status.clone().unwrap_or_default();
+    status.observed_generation = generation;
+    let mut plan = Plan {
+        objects: None,
+        status,
+        prune_configs: None,
+        served_changed: None,
+    };
+    let set = |plan: &mut Plan, change: Set<'_>| {
+        conditions::set(&mut plan.status.conditions, change, generation, now)
+    };
+
+    if super::is_paused(&route.metadata) {
+        set(&mut plan, Set::paused());
+        return Ok(plan);
+    }
+    conditions::remove(&mut plan.status.conditions, "Paused");
+
+    // What the running Deployment says, whatever happens next.
+    if let Some(deployment) = &observed.deployment {
+        let ready = deployment
+            .status
+            .as_ref()
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0);
+        plan.status.ready_replicas = ready;
+        let done = rolled_out(deployment);
+        if done && let Some(version) = template_version(deployment) {
+            if plan.status.served_version.as_deref() != Some(version) {
+                plan.served_changed = Some(format!("pods serve index version {version}"));
+            }
+            plan.status.served_version = Some(version.to_string());
+            plan.prune_configs =
+                template_annotation(deployment, CONFIG_HASH_ANNOTATION).map(String::from);
+        }
+        let available = deployment
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Available"))
+            .is_some_and(|c| c.status == "True");
+        set(
+            &mut plan,
+            if available {
+                Set::new(
+                    "Available",
+                    true,
+                    "MinimumReplicasAvailable",
+                    format!("{ready} pods ready"),
+                )
+            } else {
+                Set::new(
+                    "Available",
+                    false,
+                    "ReplicasUnavailable",
+                    format!("{ready} pods ready"),
+                )
+            },
+        );
+        set(
+            &mut plan,
+            if done {
+                Set::new(
+                    "Progressing",
+                    false,
+                    "RolloutComplete",
+                    "every pod runs the current template",
+                )
+            } else {
+                Set::new("Progressing", true, "RollingOut", "pods are being replaced")
+            },
+        );
+    }
+
+    let Some(corpus) = &observed.corpus else {
+        let message = format!(
+            "Corpus {:?} not found in this namespace",
+            route.spec.corpus_ref.name
+        );
+        set(
+            &mut plan,
+            Set::new("Progressing", false, "CorpusNotFound", message.clone()),
+        );
+        if observed.deployment.is_none() {
+            set(
+                &mut plan,
+                Set::new("Available", false, "CorpusNotFound", message),
+            );
+        }
+        return Ok(plan);
+    };
+    let Some(active) = corpus.status.as_ref().and_then(|s| s.active_index.as_ref()) else {
+        let message = format!("Corpus {} has no index version yet", corpus.name_any());
+        set(
+            &mut plan,
+            Set::new("Progressing", true, "WaitingForIndex", message.clone()),
+        );
+        if observed.deployment.is_none() {
+            set(
+                &mut plan,
+                Set::new("Available", false, "WaitingForIndex", message),
+            );
+        }
+        return Ok(plan);
+    };
+    let objects = route_objects(route, corpus, &active.version, settings)?;
+    let changes_template = observed.deployment.as_ref().is_none_or(|d| {
+        template_version(d) != Some(active.version.as_str())
+            || template_annotation(d, CONFIG_HASH_ANNOTATION)
+                != template_annotation(&objects.deployment, CONFIG_HASH_ANNOTATION)
+    });
+    if changes_template {
+        plan.prune_configs = None;
+        set(
+            &mut plan,
+            Set::new(
+                "Progressing",
+                true,
+                "NewTemplate",
+                format!("rolling pods to index version {}", active.version),
+            ),
+        );
+        if observed.deployment.is_none() {
+            set(
+                &mut plan,
+                Set::new(
+                    "Available",
+                    false,
+                    "Deploying",
+                    "the first pods are starting",
+                ),
+            );
+        }
+    }
+    plan.objects = Some(objects);
+    Ok(plan)
+}

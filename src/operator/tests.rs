@@ -1,0 +1,811 @@
+//! The plans and builders, without an API server.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus};
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use super::conditions;
+use super::ingest::{self, Desired, JobState, Observed, plan_corpus};
+use super::serving::{self, plan_route};
+use super::*;
+use crate::spec::{
+    Corpus, CorpusSpec, IndexProfile, IndexProfileSpec, IndexVersionStatus, RetrievalRoute,
+    RetrievalRouteSpec, SourceSpec,
+};
+
+const NOW: u64 = 1_800_000_000;
+
+pub(crate) fn profile() -> IndexProfile {
+    let mut p = IndexProfile::new("default", IndexProfileSpec::default());
+    p.metadata.namespace = Some("docs".into());
+    p.metadata.uid = Some("uid-profile".into());
+    p
+}
+
+pub(crate) fn corpus() -> Corpus {
+    let spec: CorpusSpec = serde_json::from_value(serde_json::json!({
+        "profileRef": {"name": "default"},
+        "sources": [{"pvc": {"claimName": "contracts", "path": "2026"}}],
+        "acl": ["legal"],
+    }))
+    .unwrap();
+    let mut c = Corpus::new("handbook", spec);
+    c.metadata.namespace = Some("docs".into());
+    c.metadata.uid = Some("uid-corpus".into());
+    c.metadata.generation = Some(1);
+    c
+}
+
+pub(crate) fn route() -> RetrievalRoute {
+    let mut r = RetrievalRoute::new("handbook-qa", RetrievalRouteSpec::for_corpus("handbook"));
+    r.metadata.namespace = Some("docs".into());
+    r.metadata.uid = Some("uid-route".into());
+    r.metadata.generation = Some(1);
+    r
+}
+
+fn settings() -> Settings {
+    Settings {
+        image: "registry.example/trellis:1.0".into(),
+        image_pull_policy: "IfNotPresent".into(),
+    }
+}
+
+pub(crate) fn finished_job(succeeded: bool) -> Job {
+    Job {
+        status: Some(JobStatus {
+            conditions: Some(vec![JobCondition {
+                type_: if succeeded { "Complete" } else { "Failed" }.into(),
+                status: "True".into(),
+                reason: (!succeeded).then(|| "BackoffLimitExceeded".into()),
+                message: (!succeeded).then(|| "Job has reached the specified backoff limit".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn report(inputs: &str, version: &str, failed: u64) -> ConfigMap {
+    let status = IndexVersionStatus {
+        version: version.into(),
+        profile_hash: Some(crate::index::profile_hash(&IndexProfileSpec::default())),
+        documents: 12,
+        failed_documents: failed,
+        sentences: 3400,
+        chunks: 210,
+        edges: 950,
+        failures: (0..failed)
+            .map(|i| format!("bad-{i}.pdf: truncated"))
+            .collect(),
+        ..Default::default()
+    };
+    ConfigMap {
+        data: Some(ingest::report_data(inputs, Ok(&status))),
+        ..Default::default()
+    }
+}
+
+fn plan(corpus: &Corpus, observed: &Observed) -> ingest::Plan {
+    plan_corpus(corpus, observed, &settings(), NOW, "2026-11-24T00:00:00Z").unwrap()
+}
+
+fn with_profile() -> Observed {
+    Observed {
+        profile: Some(profile()),
+        ..Default::default()
+    }
+}
+
+fn job_of(plan: &ingest::Plan) -> Option<&Job> {
+    plan.apply.iter().find_map(|d| match d {
+        Desired::Job(j) => Some(j.as_ref()),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
+    let c = corpus();
+    let plan = plan(&c, &with_profile());
+    let kinds: Vec<&str> = plan
+        .apply
+        .iter()
+        .map(|d| match d {
+            Desired::ServiceAccount(_) => "ServiceAccount",
+            Desired::Role(_) => "Role",
+            Desired::RoleBinding(_) => "RoleBinding",
+            Desired::ConfigMap(_) => "ConfigMap",
+            Desired::Job(_) => "Job",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "ConfigMap",
+            "ConfigMap",
+            "Job"
+        ]
+    );
+    let names = ingest::Names::new("handbook", &plan.inputs);
+    let job = job_of(&plan).unwrap();
+    assert_eq!(
+        job.metadata.name.as_deref(),
+        Some(names.ingest_job.as_str())
+    );
+    let owner = &job.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("Corpus", "uid-corpus")
+    );
+    assert_eq!(owner.controller, Some(true));
+
+    let spec = job.spec.as_ref().unwrap();
+    assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
+    assert_eq!((spec.completions, spec.parallelism), (Some(1), Some(1)));
+    assert_eq!(spec.backoff_limit, Some(2));
+    assert_eq!(spec.active_deadline_seconds, Some(6 * 3600));
+    assert_eq!(spec.ttl_seconds_after_finished, Some(3600));
+    let pod = spec.template.spec.as_ref().unwrap();
+    assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        Some(names.service_account.as_str())
+    );
+    let container = &pod.containers[0];
+    assert_eq!(
+        container.image.as_deref(),
+        Some("registry.example/trellis:1.0")
+    );
+    let args = container.args.as_ref().unwrap().join(" ");
+    assert!(
+        args.contains(&format!(
+            "ingest -f /etc/trellis/manifests --corpus handbook --data-dir /var/lib/trellis --report-configmap {} --inputs {}",
+            names.report, plan.inputs
+        )),
+        "{args}"
+    );
+    assert!(!args.contains("--shard"), "{args}");
+    let security = container.security_context.as_ref().unwrap();
+    assert_eq!(security.read_only_root_filesystem, Some(true));
+    assert_eq!(security.allow_privilege_escalation, Some(false));
+    // The data claim read-write, the source claim read-only under the
+    // root the source module reads.
+    let mounts = container.volume_mounts.as_ref().unwrap();
+    let data = mounts.iter().find(|m| m.name == "data").unwrap();
+    assert_eq!(
+        (data.mount_path.as_str(), data.read_only),
+        ("/var/lib/trellis", Some(false))
+    );
+    let source = mounts.iter().find(|m| m.name == "source-0").unwrap();
+    assert_eq!(
+        (source.mount_path.as_str(), source.read_only),
+        ("/var/run/trellis/pvc/contracts", Some(true))
+    );
+    let volumes = pod.volumes.as_ref().unwrap();
+    let claim = volumes
+        .iter()
+        .find(|v| v.name == "data")
+        .and_then(|v| v.persistent_volume_claim.as_ref())
+        .unwrap();
+    assert_eq!(claim.claim_name, "trellis-data");
+
+    // The pods may write their report and nothing else.
+    let role = plan
+        .apply
+        .iter()
+        .find_map(|d| match d {
+            Desired::Role(r) => Some(r),
+            _ => None,
+        })
+        .unwrap();
+    let rule = &role.rules.as_ref().unwrap()[0];
+    assert_eq!(
+        rule.resources.as_deref(),
+        Some(&["configmaps".to_string()][..])
+    );
+    assert_eq!(
+        rule.resource_names.as_deref(),
+        Some(&[names.report.clone()][..])
+    );
+    assert!(!rule.verbs.contains(&"create".to_string()));
+
+    // The rendered manifests read back as the same resources.
+    let manifests = plan
+        .apply
+        .iter()
+        .find_map(|d| match d {
+            Desired::ConfigMap(cm)
+                if cm.metadata.name.as_deref() == Some(names.inputs_config.as_str()) =>
+            {
+                cm.data.as_ref()?.get("manifests.yaml").cloned()
+            }
+            _ => None,
+        })
+        .unwrap();
+    let loaded =
+        crate::spec::parse_str(&manifests, std::path::Path::new("manifests.yaml")).unwrap();
+    assert_eq!(loaded.len(), 2);
+    assert_eq!(loaded[1].manifest.as_corpus().unwrap().spec, c.spec);
+
+    assert_eq!(plan.status.phase.as_deref(), Some("Ingesting"));
+    assert!(conditions::is_true(&plan.status.conditions, "Ingesting"));
+    assert!(!conditions::is_true(&plan.status.conditions, "Ready"));
+    assert_eq!(plan.events[0].reason, "IngestStarted");
+    let pending = plan.status.pending_index.as_ref().unwrap();
+    assert_eq!(pending.inputs.as_deref(), Some(plan.inputs.as_str()));
+}
+
+#[test]
+fn sharded_ingests_run_one_pod_per_shard_then_a_finalize_job() {
+    let mut c = corpus();
+    c.spec.ingest.shards = 4;
+    c.spec.ingest.parallelism = Some(2);
+    let first = plan(&c, &with_profile());
+    let spec = job_of(&first).unwrap().spec.clone().unwrap();
+    assert_eq!((spec.completions, spec.parallelism), (Some(4), Some(2)));
+    let args = spec.template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(args.ends_with(&["--shard".into(), "$(JOB_COMPLETION_INDEX)/4".into()]));
+
+    let shards_done = Observed {
+        ingest_job: Some(finished_job(true)),
+        ..with_profile()
+    };
+    let second = plan(&c, &shards_done);
+    let finalize = job_of(&second).unwrap();
+    let names = ingest::Names::new("handbook", &second.inputs);
+    assert_eq!(
+        finalize.metadata.name.as_deref(),
+        Some(names.finalize_job.as_str())
+    );
+    let spec = finalize.spec.as_ref().unwrap();
+    assert_eq!(spec.completions, Some(1));
+    let args = spec.template.spec.as_ref().unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(!args.contains(&"--shard".to_string()));
+    assert_eq!(second.events[0].reason, "FinalizeStarted");
+}
+
+#[test]
+fn a_report_makes_the_version_active_and_ready() {
+    let c = corpus();
+    let inputs = plan(&c, &with_profile()).inputs;
+    let done = Observed {
+        ingest_job: Some(finished_job(true)),
+        report: Some(report(&inputs, "v1", 0)),
+        ..with_profile()
+    };
+    let plan = plan(&c, &done);
+    assert!(plan.apply.is_empty());
+    let active = plan.status.active_index.as_ref().unwrap();
+    assert_eq!(active.version, "v1");
+    assert_eq!((active.documents, active.sentences), (12, 3400));
+    assert_eq!(active.inputs.as_deref(), Some(inputs.as_str()));
+    assert!(plan.status.pending_index.is_none());
+    assert!(conditions::is_true(&plan.status.conditions, "Ready"));
+    assert!(!conditions::is_true(&plan.status.conditions, "Ingesting"));
+    assert!(!conditions::is_true(&plan.status.conditions, "Degraded"));
+    assert_eq!(plan.status.phase.as_deref(), Some("Ready"));
+    assert!(plan.prune_inputs);
+    assert_eq!(plan.events[0].reason, "IndexPublished");
+
+    // Once recorded, nothing more happens for the same inputs.
+    let mut settled = c.clone();
+    settled.status = Some(plan.status.clone());
+    let again = super::ingest::plan_corpus(
+        &settled,
+        &with_profile(),
+        &settings(),
+        NOW,
+        "2026-11-24T00:01:00Z",
+    )
+    .unwrap();
+    assert!(again.apply.is_empty() && again.events.is_empty());
+    assert_eq!(again.status, plan.status);
+}
+
+#[test]
+fn failed_documents_mark_the_corpus_degraded_not_failed() {
+    let c = corpus();
+    let inputs = plan(&c, &with_profile()).inputs;
+    let done = Observed {
+        ingest_job: Some(finished_job(true)),
+        report: Some(report(&inputs, "v1", 2)),
+        ..with_profile()
+    };
+    let plan = plan(&c, &done);
+    assert!(conditions::is_true(&plan.status.conditions, "Ready"));
+    let degraded = conditions::get(&plan.status.conditions, "Degraded").unwrap();
+    assert_eq!(
+        (degraded.status.as_str(), degraded.reason.as_str()),
+        ("True", "DocumentsFailed")
+    );
+    assert!(
+        degraded.message.contains("bad-0.pdf: truncated"),
+        "{}",
+        degraded.message
+    );
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.warning && e.reason == "DocumentsFailed")
+    );
+}
+
+#[test]
+fn a_failed_job_sets_ready_false_with_the_reason() {
+    let c = corpus();
+    let inputs = plan(&c, &with_profile()).inputs;
+    let told = ConfigMap {
+        data: Some(ingest::report_data(
+            &inputs,
+            Err("IndexProfile: embedding model not found"),
+        )),
+        ..Default::default()
+    };
+    let failed = Observed {
+        ingest_job: Some(finished_job(false)),
+        report: Some(told),
+        ..with_profile()
+    };
+    let plan = plan(&c, &failed);
+    assert!(
+        plan.apply.is_empty(),
+        "a failed Job is not retried by itself"
+    );
+    let ready = conditions::get(&plan.status.conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "IngestFailed")
+    );
+    assert!(
+        ready.message.contains("BackoffLimitExceeded"),
+        "{}",
+        ready.message
+    );
+    assert!(
+        ready.message.contains("embedding model not found"),
+        "{}",
+        ready.message
+    );
+    assert_eq!(plan.status.phase.as_deref(), Some("Failed"));
+    assert!(plan.events[0].warning);
+}
+
+#[test]
+fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
+    let c = corpus();
+    let inputs = plan(&c, &with_profile()).inputs;
+    let done = Observed {
+        ingest_job: Some(finished_job(true)),
+        report: Some(report(&inputs, "v1", 0)),
+        ..with_profile()
+    };
+    let mut settled = c.clone();
+    settled.status = Some(plan(&c, &done).status);
+
+    let mut changed = profile();
+    changed.spec.semantic_links.threshold = 0.85;
+    let next = plan(
+        &settled,
+        &Observed {
+            profile: Some(changed),
+            ..Default::default()
+        },
+    );
+    assert_ne!(next.inputs, inputs);
+    let job = job_of(&next).unwrap();
+    assert_eq!(
+        job.metadata.name.as_deref(),
+        Some(
+            ingest::Names::new("handbook", &next.inputs)
+                .ingest_job
+                .as_str()
+        )
+    );
+    // The old version stays active and Ready while the new one builds.
+    assert_eq!(next.status.active_index.as_ref().unwrap().version, "v1");
+    assert!(conditions::is_true(&next.status.conditions, "Ready"));
+    assert!(conditions::is_true(&next.status.conditions, "Ingesting"));
+}
+
+#[test]
+fn ingest_settings_and_retention_do_not_change_the_inputs_but_the_reingest_annotation_does() {
+    let c = corpus();
+    let base = ingest::inputs_hash(&c, &profile(), NOW);
+    let mut tuned = c.clone();
+    tuned.spec.ingest.backoff_limit = 9;
+    tuned.spec.storage.retain_versions = 7;
+    assert_eq!(ingest::inputs_hash(&tuned, &profile(), NOW), base);
+    let mut forced = c.clone();
+    forced.metadata.annotations = Some(BTreeMap::from([(
+        REINGEST_ANNOTATION.to_string(),
+        "2026-11-24".to_string(),
+    )]));
+    assert_ne!(ingest::inputs_hash(&forced, &profile(), NOW), base);
+    let mut refreshed = c.clone();
+    refreshed.spec.ingest.refresh_interval = Some("1h".into());
+    let tick = ingest::inputs_hash(&refreshed, &profile(), NOW);
+    assert_eq!(ingest::inputs_hash(&refreshed, &profile(), NOW + 1), tick);
+    assert_ne!(
+        ingest::inputs_hash(&refreshed, &profile(), NOW + 3600),
+        tick
+    );
+    let p = plan(&refreshed, &with_profile());
+    let wait = p.requeue.unwrap().as_secs();
+    assert!((1..=3601).contains(&wait), "{wait}");
+}
+
+#[test]
+fn a_paused_corpus_is_left_alone() {
+    let mut c = corpus();
+    c.metadata.annotations = Some(BTreeMap::from([(
+        PAUSED_ANNOTATION.to_string(),
+        "true".to_string(),
+    )]));
+    let plan = plan(&c, &with_profile());
+    assert!(plan.apply.is_empty());
+    assert!(conditions::is_true(&plan.status.conditions, "Paused"));
+}
+
+#[test]
+fn problems_are_reported_not_built() {
+    let c = corpus();
+    let missing = plan(&c, &Observed::default());
+    let ready = conditions::get(&missing.status.conditions, "Ready").unwrap();
+    assert_eq!(ready.reason, "ProfileNotFound");
+    assert!(missing.apply.is_empty());
+
+    let mut local = corpus();
+    local.spec.sources = vec![SourceSpec {
+        path: Some("docs".into()),
+        pvc: None,
+        include: vec![],
+        exclude: vec![],
+        acl: None,
+        metadata: BTreeMap::new(),
+    }];
+    let p = plan(&local, &with_profile());
+    let ready = conditions::get(&p.status.conditions, "Ready").unwrap();
+    assert_eq!(ready.reason, "InvalidSpec");
+    assert!(ready.message.contains("pvc"), "{}", ready.message);
+    assert!(p.apply.is_empty());
+}
+
+#[test]
+fn job_states_come_from_conditions() {
+    assert_eq!(ingest::job_state(&Job::default()), JobState::Running);
+    assert_eq!(ingest::job_state(&finished_job(true)), JobState::Succeeded);
+    assert!(
+        matches!(ingest::job_state(&finished_job(false)), JobState::Failed(r) if r.contains("BackoffLimitExceeded"))
+    );
+}
+
+fn active_corpus(version: &str) -> Corpus {
+    let mut c = corpus();
+    c.status = Some(crate::spec::CorpusStatus {
+        active_index: Some(IndexVersionStatus {
+            version: version.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    c
+}
+
+fn rolled(deployment: &Deployment, ready: i32) -> Deployment {
+    let mut d = deployment.clone();
+    d.metadata.generation = Some(1);
+    d.status = Some(DeploymentStatus {
+        observed_generation: Some(1),
+        replicas: Some(ready),
+        updated_replicas: Some(ready),
+        ready_replicas: Some(ready),
+        available_replicas: Some(ready),
+        conditions: Some(vec![DeploymentCondition {
+            type_: "Available".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    d
+}
+
+fn route_plan(route: &RetrievalRoute, observed: &serving::Observed) -> serving::Plan {
+    plan_route(route, observed, &settings(), "2026-11-24T00:00:00Z").unwrap()
+}
+
+#[test]
+fn a_route_runs_a_hardened_deployment_a_service_and_a_budget() {
+    let r = route();
+    let observed = serving::Observed {
+        corpus: Some(active_corpus("v1")),
+        deployment: None,
+    };
+    let plan = route_plan(&r, &observed);
+    let objects = plan.objects.unwrap();
+    let d = &objects.deployment;
+    assert_eq!(d.metadata.name.as_deref(), Some("handbook-qa-retrieval"));
+    let spec = d.spec.as_ref().unwrap();
+    assert_eq!(spec.replicas, Some(2));
+    let rolling = spec
+        .strategy
+        .as_ref()
+        .unwrap()
+        .rolling_update
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        rolling.max_unavailable,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(0))
+    );
+    let template = &spec.template;
+    let annotations = template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .as_ref()
+        .unwrap();
+    assert_eq!(annotations[INDEX_VERSION_ANNOTATION], "v1");
+    let pod = template.spec.as_ref().unwrap();
+    assert_eq!(pod.automount_service_account_token, Some(false));
+    assert_eq!(
+        pod.security_context.as_ref().unwrap().run_as_non_root,
+        Some(true)
+    );
+    let c = &pod.containers[0];
+    let args = c.args.as_ref().unwrap().join(" ");
+    assert!(
+        args.contains("serve -f /etc/trellis/manifests --route handbook-qa"),
+        "{args}"
+    );
+    assert!(args.contains("--index-version v1"), "{args}");
+    assert!(!args.contains("--token-file"), "{args}");
+    let security = c.security_context.as_ref().unwrap();
+    assert_eq!(security.read_only_root_filesystem, Some(true));
+    assert_eq!(
+        security.capabilities.as_ref().unwrap().drop.as_deref(),
+        Some(&["ALL".to_string()][..])
+    );
+    let readiness = c
+        .readiness_probe
+        .as_ref()
+        .unwrap()
+        .http_get
+        .as_ref()
+        .unwrap();
+    assert_eq!(readiness.path.as_deref(), Some("/readyz"));
+    let liveness = c
+        .liveness_probe
+        .as_ref()
+        .unwrap()
+        .http_get
+        .as_ref()
+        .unwrap();
+    assert_eq!(liveness.path.as_deref(), Some("/healthz"));
+    let data = c
+        .volume_mounts
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|m| m.name == "data")
+        .unwrap();
+    assert_eq!(data.read_only, Some(true));
+
+    let service = objects.service.spec.as_ref().unwrap();
+    assert_eq!(service.ports.as_ref().unwrap()[0].port, 8080);
+    assert_eq!(
+        service.selector.as_ref(),
+        spec.selector.match_labels.as_ref()
+    );
+    let budget = objects.budget.unwrap();
+    assert_eq!(
+        budget.spec.unwrap().min_available,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
+    );
+    // The ConfigMap holds the route, readable as a manifest.
+    assert_eq!(objects.config.immutable, Some(true));
+    let yaml = &objects.config.data.as_ref().unwrap()["route.yaml"];
+    let loaded = crate::spec::parse_str(yaml, std::path::Path::new("route.yaml")).unwrap();
+    assert_eq!(loaded[0].manifest.as_route().unwrap().spec, r.spec);
+    let volume = pod
+        .volumes
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|v| v.name == "manifests")
+        .unwrap();
+    assert_eq!(
+        volume.config_map.as_ref().unwrap().name,
+        objects.config.metadata.name.clone().unwrap()
+    );
+
+    assert!(conditions::is_true(&plan.status.conditions, "Progressing"));
+    assert!(!conditions::is_true(&plan.status.conditions, "Available"));
+}
+
+#[test]
+fn a_token_secret_is_mounted_and_required() {
+    let mut r = route();
+    r.spec.serving.token_secret = Some("qa-tokens".into());
+    r.spec.serving.replicas = 1;
+    let plan = route_plan(
+        &r,
+        &serving::Observed {
+            corpus: Some(active_corpus("v1")),
+            deployment: None,
+        },
+    );
+    let objects = plan.objects.unwrap();
+    let pod = objects.deployment.spec.unwrap().template.spec.unwrap();
+    let args = pod.containers[0].args.clone().unwrap().join(" ");
+    assert!(
+        args.contains("--token-file /etc/trellis/tokens/tokens"),
+        "{args}"
+    );
+    let secret = pod
+        .volumes
+        .unwrap()
+        .into_iter()
+        .find_map(|v| v.secret)
+        .unwrap();
+    assert_eq!(secret.secret_name.as_deref(), Some("qa-tokens"));
+    assert!(objects.budget.is_none(), "no budget over a single pod");
+}
+
+#[test]
+fn a_route_only_change_rolls_pods_without_an_ingest() {
+    let r = route();
+    let c = active_corpus("v1");
+    let first = route_plan(
+        &r,
+        &serving::Observed {
+            corpus: Some(c.clone()),
+            deployment: None,
+        },
+    )
+    .objects
+    .unwrap();
+    let running = rolled(&first.deployment, 2);
+
+    // The same route and version: the template is unchanged.
+    let same = route_plan(
+        &r,
+        &serving::Observed {
+            corpus: Some(c.clone()),
+            deployment: Some(running.clone()),
+        },
+    );
+    assert_eq!(
+        same.objects.unwrap().deployment.spec.unwrap().template,
+        first.deployment.spec.clone().unwrap().template
+    );
+    assert_eq!(same.status.served_version.as_deref(), Some("v1"));
+    assert!(!conditions::is_true(&same.status.conditions, "Progressing"));
+    assert!(conditions::is_true(&same.status.conditions, "Available"));
+    assert_eq!(same.status.ready_replicas, 2);
+
+    // A route change: a new template (new config hash), the same version,
+    // and the Corpus' plan has nothing to build.
+    let mut changed = r.clone();
+    changed.spec.selection.top_k = 9;
+    let next = route_plan(
+        &changed,
+        &serving::Observed {
+            corpus: Some(c.clone()),
+            deployment: Some(running),
+        },
+    );
+    let template = next.objects.unwrap().deployment.spec.unwrap().template;
+    let before = first.deployment.spec.unwrap().template;
+    assert_ne!(template, before);
+    let annotations = template.metadata.unwrap().annotations.unwrap();
+    assert_eq!(annotations[INDEX_VERSION_ANNOTATION], "v1");
+    assert_ne!(
+        annotations[CONFIG_HASH_ANNOTATION],
+        before.metadata.unwrap().annotations.unwrap()[CONFIG_HASH_ANNOTATION]
+    );
+    assert!(conditions::is_true(&next.status.conditions, "Progressing"));
+    assert!(
+        next.prune_configs.is_none(),
+        "old pods still read the old ConfigMap"
+    );
+}
+
+#[test]
+fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
+    let r = route();
+    let first = route_plan(
+        &r,
+        &serving::Observed {
+            corpus: Some(active_corpus("v1")),
+            deployment: None,
+        },
+    )
+    .objects
+    .unwrap();
+    let running = rolled(&first.deployment, 2);
+    let mut served = r.clone();
+    served.status = Some(
+        route_plan(
+            &r,
+            &serving::Observed {
+                corpus: Some(active_corpus("v1")),
+                deployment: Some(running.clone()),
+            },
+        )
+        .status,
+    );
+    let next = route_plan(
+        &served,
+        &serving::Observed {
+            corpus: Some(active_corpus("v2")),
+            deployment: Some(running),
+        },
+    );
+    let objects = next.objects.unwrap();
+    assert_eq!(serving::template_version(&objects.deployment), Some("v2"));
+    // Still v1 until the new pods are ready.
+    assert_eq!(next.status.served_version.as_deref(), Some("v1"));
+    let mut rolling = objects.deployment.clone();
+    rolling.metadata.generation = Some(2);
+    rolling.status = Some(DeploymentStatus {
+        observed_generation: Some(2),
+        replicas: Some(3),
+        updated_replicas: Some(1),
+        ready_replicas: Some(2),
+        available_replicas: Some(2),
+        ..Default::default()
+    });
+    let mid = route_plan(
+        &served,
+        &serving::Observed {
+            corpus: Some(active_corpus("v2")),
+            deployment: Some(rolling),
+        },
+    );
+    assert_eq!(mid.status.served_version.as_deref(), Some("v1"));
+    assert!(conditions::is_true(&mid.status.conditions, "Progressing"));
+    let done = route_plan(
+        &served,
+        &serving::Observed {
+            corpus: Some(active_corpus("v2")),
+            deployment: Some(rolled(&objects.deployment, 2)),
+        },
+    );
+    assert_eq!(done.status.served_version.as_deref(), Some("v2"));
+    assert!(done.served_changed.is_some());
+    assert!(done.prune_configs.is_some());
+}
+
+#[test]
+fn a_route_waits_for_its_corpus() {
+    let r = route();
+    let none = route_plan(&r, &serving::Observed::default());
+    assert!(none.objects.is_none());
+    let available = conditions::get(&none.status.conditions, "Available").unwrap();
+    assert_eq!(available.reason, "CorpusNotFound");
+    let unbuilt = route_plan(
+        &r,
+        &serving::Observed {
+            corpus: Some(corpus()),
+            deployment: None,
+        },
+    );
+    assert!(unbuilt.objects.is_none());
+    let progressing = conditions::get(&unbuilt.status.conditions, "Progressing").unwrap();
+    assert_eq!(progressing.reason, "WaitingForIndex");
+}
