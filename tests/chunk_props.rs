@@ -189,7 +189,7 @@ fn check(skeleton: &Skeleton, spec: &ChunkingSpec, chunks: &[Chunk], counter: &d
             "{chunk:#?}"
         );
         assert!(chunk.tokens <= max, "{} > {max}: {chunk:#?}", chunk.tokens);
-        assert!(chunk.overlap_tokens <= chunk.tokens);
+        assert!(chunk.overlap_tokens <= chunk.tokens, "{chunk:#?}");
         assert!(
             chunk.sentences.windows(2).all(|w| w[0] < w[1]),
             "sentences out of order: {chunk:#?}"

@@ -306,7 +306,12 @@ impl<'a> Draft<'a> {
             heading_path: self.path.to_vec(),
             sentences,
             tokens,
-            overlap_tokens: self.overlap_tokens,
+            // The overlap is counted piece by piece; with a counter that is
+            // not additive (one that counts line breaks, say) a piece's
+            // count can exceed what its text adds to the rendered chunk
+            // (whitespace at a cut is trimmed), and the overlap is never
+            // more than the chunk.
+            overlap_tokens: self.overlap_tokens.min(tokens),
             span,
             pages,
         }
