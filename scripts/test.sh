@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, lints, then every unit,
-# integration and property test, then a schemathesis run against the
-# retrieval service. Fetches what the tests need (the
+# integration and property test, then a lint of the Helm chart and a
+# schemathesis run against the retrieval service. Fetches what the tests need (the
 # all-MiniLM-L6-v2 tokenizer, for token-counted chunking) on first use.
 #
 #   scripts/test.sh
@@ -21,6 +21,10 @@ cargo test --locked --doc 2>&1 | tee -a "$log"
 cargo test --locked --lib --bins --tests 2>&1 | tee -a "$log"
 awk '/^test result:/ { passed += $4; failed += $6 }
      END { printf "all tests: %d passed, %d failed\n", passed, failed }' "$log"
+
+# The Helm chart, linted by Helm's library with each values overlay, and
+# the GitOps health checks run on sample objects.
+scripts/lint-deploy.sh
 
 # The retrieval service against its own OpenAPI document (schemathesis).
 scripts/fuzz-api.sh

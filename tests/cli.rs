@@ -244,3 +244,84 @@ fn the_example_profile_spells_out_exactly_the_defaults() {
     expected.chunking.tokenizer = Some("all-MiniLM-L6-v2".into());
     assert_eq!(profile.spec, expected);
 }
+
+/// Copies a directory tree (the quickstart documents) to `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_cluster_quickstart_runs_as_its_ingest_pods_do() {
+    // The claim's contents where the operator would mount it.
+    let tmp = tempfile::tempdir().unwrap();
+    let pvc = tmp.path().join("pvc");
+    copy_tree(
+        &root().join("examples/quickstart/documents"),
+        &pvc.join("trellis-documents"),
+    );
+    let data = tmp.path().join("data");
+    let ingest = |extra: &[&str]| {
+        let output = run(trellis()
+            .env("TRELLIS_PVC_ROOT", &pvc)
+            .args([
+                "ingest",
+                "-f",
+                "examples/kubernetes/quickstart.yaml",
+                "--data-dir",
+            ])
+            .arg(&data)
+            .args(extra));
+        assert!(output.status.success(), "{extra:?}: {}", stderr(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    // A sharded ingest: each shard pod embeds its share, then the
+    // finalize pod publishes without embedding anything.
+    let first = ingest(&["--shard", "0/2"]);
+    assert!(first.contains("shard 0/2: 2 documents"), "{first}");
+    ingest(&["--shard", "1/2"]);
+    let report: serde_json::Value = serde_json::from_str(&ingest(&["--json"])).unwrap();
+    let manifest = &report["manifest"];
+    assert_eq!(manifest["counts"]["documents"], 4, "{report}");
+    assert_eq!(manifest["embedded_sentences"], 0, "{report}");
+    assert_eq!(manifest["embedded_headings"], 0, "{report}");
+    let output = run(trellis().args([
+        "ingest",
+        "-f",
+        "examples/kubernetes/quickstart.yaml",
+        "--shard",
+        "2/2",
+    ]));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("below the count"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_argocd_health_checks_are_the_lua_files() {
+    let dir = root().join("examples/kubernetes/gitops/argocd");
+    let config: serde_json::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(dir.join("argocd-cm.yaml")).unwrap())
+            .unwrap();
+    for (kind, file) in [
+        ("Corpus", "corpus-health.lua"),
+        ("IndexProfile", "indexprofile-health.lua"),
+        ("RetrievalRoute", "retrievalroute-health.lua"),
+    ] {
+        let embedded =
+            &config["data"][format!("resource.customizations.health.trellis.dev_{kind}")];
+        let script = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert_eq!(embedded.as_str(), Some(script.as_str()), "{kind}");
+    }
+}

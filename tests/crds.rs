@@ -27,6 +27,50 @@ fn crds_directory_matches_the_spec_types() {
 }
 
 #[test]
+fn the_chart_carries_the_same_crds() {
+    for crd in spec::crds() {
+        let name = crd.metadata.name.clone().unwrap();
+        let path = root()
+            .join("charts/trellis/files/crds")
+            .join(format!("{name}.yaml"));
+        let copy = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; run `trellis crd --out charts/trellis/files/crds`",
+                path.display()
+            )
+        });
+        assert!(
+            copy == spec::crd_yaml(&crd).unwrap(),
+            "{} is stale; run `trellis crd --out charts/trellis/files/crds`",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn the_chart_values_satisfy_their_schema() {
+    let chart = root().join("charts/trellis");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(chart.join("values.schema.json")).unwrap())
+            .unwrap();
+    let values: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(chart.join("values.yaml")).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let problems: Vec<String> = validator
+        .iter_errors(&values)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(problems.is_empty(), "{problems:#?}");
+    // And the schema refuses what it should.
+    let mut typo = values.clone();
+    typo["replicaCount"] = "two".into();
+    assert!(!validator.is_valid(&typo));
+    let mut unknown = values;
+    unknown["imag"] = serde_json::json!({});
+    assert!(!validator.is_valid(&unknown));
+}
+
+#[test]
 fn crds_have_short_names_status_and_columns() {
     let crds = spec::crds();
     let by_kind = |kind: &str| {

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Checks what users deploy besides the binary: lints the Helm chart with
+# Helm's own library (the helm_sdkpy wheel from PyPI) so that templates
+# render with the default values and with every optional part switched on
+# and values.schema.json accepts them; and runs the Argo CD health checks
+# of the examples on sample objects under Lua 5.1 (the lupa wheel). Tools
+# go into a cached virtualenv. Fails on any lint error or warning.
+#
+#   scripts/lint-deploy.sh [CHART_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CHART="${1:-charts/trellis}"
+HELM_SDKPY_VERSION="0.1.32"
+PYTHON="${PYTHON:-python3}"
+TOOLS="${TRELLIS_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/trellis/tools}"
+LUPA_VERSION="2.8"
+VENV="$TOOLS/deploy-lint-$HELM_SDKPY_VERSION-$LUPA_VERSION"
+
+if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c "import helm_sdkpy, yaml, lupa" 2>/dev/null; then
+  echo "installing helm_sdkpy $HELM_SDKPY_VERSION and lupa $LUPA_VERSION into $VENV" >&2
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV"
+  # The wheel declares a newer Python than it needs.
+  "$VENV/bin/pip" install --quiet --ignore-requires-python "helm_sdkpy==$HELM_SDKPY_VERSION" "pyyaml==6.0.2" "lupa==$LUPA_VERSION"
+fi
+
+"$VENV/bin/python" scripts/lint_chart.py "$CHART"
+"$VENV/bin/python" scripts/check_health_lua.py
