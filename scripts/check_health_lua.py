@@ -1,5 +1,5 @@
 """Runs the Argo CD health checks of the Trellis kinds
-(examples/kubernetes/gitops/argocd/*-health.lua) on sample objects, under
+(examples/gitops/argocd/*-health.lua) on sample objects, under
 Lua 5.1 as Argo CD's interpreter speaks it, and checks the health each gets.
 
     python scripts/check_health_lua.py     # needs the lupa wheel
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import lupa.lua51 as lua51
 
-DIR = Path(__file__).resolve().parent.parent / "examples/kubernetes/gitops/argocd"
+DIR = Path(__file__).resolve().parent.parent / "examples/gitops/argocd"
 
 
 def condition(kind, status, reason="", message=""):

@@ -2,13 +2,17 @@
 # The whole test suite, as CI runs it: formatting, lints, then every unit,
 # integration and property test, then a lint of the Helm chart and a
 # schemathesis run against the retrieval service. Fetches what the tests need (the
-# all-MiniLM-L6-v2 tokenizer, for token-counted chunking) on first use.
+# all-MiniLM-L6-v2 tokenizer, for token-counted chunking; moto's S3
+# server, for the S3 source tests) on first use.
 #
 #   scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/fetch-model.sh >/dev/null
+# The S3 source tests start moto's S3 server; install it before the tests
+# run, so that no test waits on pip.
+scripts/s3-test-server.sh --install
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings

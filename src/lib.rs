@@ -24,3 +24,19 @@ pub mod serve;
 pub mod skeleton;
 pub mod source;
 pub mod spec;
+
+/// An error and its causes on one line, each cause once (many errors
+/// repeat their source's message in their own).
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -310,7 +310,7 @@ fn the_cluster_quickstart_runs_as_its_ingest_pods_do() {
 
 #[test]
 fn the_argocd_health_checks_are_the_lua_files() {
-    let dir = root().join("examples/kubernetes/gitops/argocd");
+    let dir = root().join("examples/gitops/argocd");
     let config: serde_json::Value =
         serde_yaml::from_str(&std::fs::read_to_string(dir.join("argocd-cm.yaml")).unwrap())
             .unwrap();

@@ -687,7 +687,7 @@ spec:
         trellis::index::ingest(
             "c",
             &corpus.spec,
-            dir,
+            &trellis::source::SourceContext::new(dir),
             &profile.spec,
             dir,
             &dir.join("data"),

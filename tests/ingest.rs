@@ -48,7 +48,7 @@ fn ingest(dir: &Path, corpus: &Corpus, profile: &IndexProfile) -> index::IngestR
     index::ingest(
         "c",
         &corpus.spec,
-        dir,
+        &trellis::source::SourceContext::new(dir),
         &profile.spec,
         dir,
         &dir.join("data"),
@@ -153,8 +153,9 @@ fn shards_embed_their_slices_and_the_full_ingest_then_embeds_nothing() {
     let mut total = 0;
     for index in 0..2 {
         let shard = index::embed_shard(
+            "c",
             &corpus.spec,
-            dir.path(),
+            &trellis::source::SourceContext::new(dir.path()),
             &profile.spec,
             dir.path(),
             &dir.path().join("data"),

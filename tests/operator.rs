@@ -286,7 +286,7 @@ fn report(inputs: &str, version: &str) -> Value {
 }
 
 fn inputs_of(corpus: &Corpus) -> String {
-    ingest::inputs_hash(corpus, &profile(), NOW)
+    ingest::inputs_hash(corpus, &profile(), &Default::default(), NOW)
 }
 
 #[tokio::test]
@@ -423,7 +423,7 @@ async fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
     let mut changed = profile();
     changed.spec.index.hnsw_m = 24;
     api.put(PROFILE_PATH, serde_json::to_value(&changed).unwrap());
-    let new_inputs = ingest::inputs_hash(&c, &changed, NOW);
+    let new_inputs = ingest::inputs_hash(&c, &changed, &Default::default(), NOW);
     assert_ne!(new_inputs, old_inputs);
     api.put(CORPUS_PATH, serde_json::to_value(&c).unwrap());
     controller::reconcile_corpus(Arc::new(c), context(client))

@@ -72,7 +72,9 @@ pub fn ingest(
 struct Selected {
     corpus_name: String,
     corpus: spec::Corpus,
-    corpus_dir: PathBuf,
+    /// Where the corpus' sources are: its manifest's directory, the
+    /// mounts, the ConfigMaps of the manifest set.
+    sources: trellis::source::SourceContext,
     profile: spec::IndexProfile,
     profile_dir: PathBuf,
 }
@@ -89,7 +91,8 @@ fn select(manifests: &Path, corpus: Option<&str>) -> Result<Selected> {
     Ok(Selected {
         corpus_name,
         corpus: corpus_res.clone(),
-        corpus_dir: manifest_dir(corpus_file),
+        sources: trellis::source::SourceContext::new(&manifest_dir(corpus_file))
+            .with_config_maps(spec::config_maps(&loaded)),
         profile: profile.clone(),
         profile_dir: manifest_dir(profile_file),
     })
@@ -105,14 +108,15 @@ fn ingest_shard(
     let Selected {
         corpus_name,
         corpus: corpus_res,
-        corpus_dir,
+        sources,
         profile,
         profile_dir,
     } = select(manifests, corpus)?;
     let bars = StageBars::new();
     let report = index::embed_shard(
+        &corpus_name,
         &corpus_res.spec,
-        &corpus_dir,
+        &sources,
         &profile.spec,
         &profile_dir,
         data_dir,
@@ -122,6 +126,11 @@ fn ingest_shard(
     bars.finish();
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if report.sources_unchanged {
+        println!(
+            "corpus {corpus_name} shard {}/{}: sources unchanged since the current version; nothing to embed",
+            report.shard, report.shards
+        );
     } else {
         println!(
             "corpus {corpus_name} shard {}/{}: {} documents ({} failed) · {} sentences · embedded {} vectors, {} from cache · {:.1} s",
@@ -147,7 +156,7 @@ fn ingest_corpus(
     let Selected {
         corpus_name,
         corpus: corpus_res,
-        corpus_dir,
+        sources,
         profile,
         profile_dir,
     } = select(manifests, corpus)?;
@@ -156,7 +165,7 @@ fn ingest_corpus(
     let report = index::ingest(
         &corpus_name,
         &corpus_res.spec,
-        &corpus_dir,
+        &sources,
         &profile.spec,
         &profile_dir,
         data_dir,
@@ -173,7 +182,9 @@ fn ingest_corpus(
             "corpus {} → index version {}{}",
             m.corpus,
             m.version,
-            if report.reused {
+            if report.sources_unchanged {
+                " (sources unchanged since it was built; nothing read)"
+            } else if report.reused {
                 " (unchanged; reused)"
             } else {
                 ""

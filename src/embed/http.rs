@@ -792,18 +792,7 @@ fn retry_after(response: &Response) -> Option<Duration> {
 /// A transport error and its causes, without the URL (the caller names the
 /// endpoint once).
 fn describe(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
+    crate::error_chain(&error.without_url())
 }
 
 #[cfg(test)]

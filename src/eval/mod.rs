@@ -163,11 +163,7 @@ impl Evaluation<'_> {
             },
             sources: vec![SourceSpec {
                 path: Some("documents".to_string()),
-                pvc: None,
-                include: Vec::new(),
-                exclude: Vec::new(),
-                acl: None,
-                metadata: Default::default(),
+                ..Default::default()
             }],
             include: Vec::new(),
             exclude: Vec::new(),
@@ -178,7 +174,7 @@ impl Evaluation<'_> {
         let report = index::ingest(
             &corpus_name,
             &corpus,
-            &corpus_dir,
+            &crate::source::SourceContext::new(&corpus_dir),
             self.profile,
             self.profile_base,
             self.data_dir,

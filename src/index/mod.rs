@@ -39,7 +39,7 @@ use thiserror::Error;
 
 use crate::embed::{self, EmbedError, EmbeddingCache};
 use crate::pipeline::Pipeline;
-use crate::source::{self, CorpusDocument, SourceError};
+use crate::source::{self, CorpusDocument, Fetched, SourceContext, SourceError};
 use crate::spec::{CorpusSpec, EmbeddingProvider, IndexProfileSpec};
 
 pub use links::RelatedEdge;
@@ -136,6 +136,12 @@ pub struct VersionManifest {
     pub embedded_terms: usize,
     pub timings: Timings,
     pub failed: Vec<FailedDocument>,
+    /// What the sources said about their documents when this version was
+    /// built (see [`source::revision`]), with the profile and corpus specs:
+    /// an ingest that finds the same again reuses the version without
+    /// reading a document. `None` when a source could not tell.
+    #[serde(default)]
+    pub source_revision: Option<String>,
     /// Seconds since the Unix epoch when the build finished.
     pub created: u64,
 }
@@ -146,6 +152,10 @@ pub struct IngestReport {
     pub manifest: VersionManifest,
     /// The version existed already; nothing was rebuilt.
     pub reused: bool,
+    /// The sources reported no change since the current version was
+    /// built, so no document was read.
+    #[serde(default)]
+    pub sources_unchanged: bool,
     /// Versions removed by retention.
     pub removed: Vec<String>,
 }
@@ -166,27 +176,41 @@ pub type Progress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
 
 /// Builds (or finds) the index version of a corpus and makes it current.
 ///
-/// `corpus_base` and `profile_base` are the manifests' directories
-/// (relative paths resolve against them). One bad document is recorded in
-/// the report and the manifest and never stops the ingest.
+/// `sources` says where the corpus' sources are (relative paths resolve
+/// against its `base_dir`, the Corpus manifest's directory);
+/// `profile_base` is the profile manifest's directory. One bad document is
+/// recorded in the report and the manifest and never stops the ingest.
+///
+/// When the sources report the same revision as the current version's
+/// (sizes and modification times, ETags) and the specs are unchanged, the
+/// current version is kept without reading any document.
 pub fn ingest(
     corpus_name: &str,
     corpus: &CorpusSpec,
-    corpus_base: &Path,
+    sources: &SourceContext,
     profile: &IndexProfileSpec,
     profile_base: &Path,
     data_dir: &Path,
     progress: Progress<'_>,
 ) -> Result<IngestReport, IndexError> {
     let started = Instant::now();
-    let documents = source::corpus_documents(corpus, corpus_base)?;
-    let contents: Vec<Result<Vec<u8>, String>> = documents
-        .iter()
-        .map(|d| std::fs::read(&d.path).map_err(|e| e.to_string()))
-        .collect();
-    let version = version_hash(profile, corpus, &documents, &contents);
+    let documents = source::corpus_documents(corpus, sources)?;
     let root = corpus_dir(data_dir, corpus_name);
     std::fs::create_dir_all(&root).map_err(|e| IndexError::io(&root, e))?;
+
+    let revision = source::revision(&documents).map(|r| inputs_revision(profile, corpus, &r));
+    if let Some(manifest) = unchanged_current(data_dir, corpus_name, revision.as_deref()) {
+        let removed = retain(&root, corpus.storage.retain_versions)?;
+        return Ok(IngestReport {
+            manifest,
+            reused: true,
+            sources_unchanged: true,
+            removed,
+        });
+    }
+
+    let contents = read_documents(&documents, progress);
+    let version = version_hash(profile, corpus, &documents, &contents);
 
     let final_dir = root.join(&version);
     if final_dir.join("manifest.json").is_file() {
@@ -196,6 +220,7 @@ pub fn ingest(
         return Ok(IngestReport {
             manifest,
             reused: true,
+            sources_unchanged: false,
             removed,
         });
     }
@@ -213,6 +238,7 @@ pub fn ingest(
         data_dir,
         &documents,
         contents,
+        revision,
         &build_dir,
         progress,
         started,
@@ -232,15 +258,70 @@ pub fn ingest(
     Ok(IngestReport {
         manifest,
         reused: false,
+        sources_unchanged: false,
         removed,
     })
+}
+
+/// The current version's manifest, when it was built from `revision`.
+fn unchanged_current(
+    data_dir: &Path,
+    corpus_name: &str,
+    revision: Option<&str>,
+) -> Option<VersionManifest> {
+    let revision = revision?;
+    let current = current_version(data_dir, corpus_name).ok()?;
+    let manifest = read_manifest(&corpus_dir(data_dir, corpus_name).join(current)).ok()?;
+    (manifest.source_revision.as_deref() == Some(revision)).then_some(manifest)
+}
+
+/// Reads every document (in parallel: remote sources wait on the network);
+/// a document that cannot be read keeps its reason.
+fn read_documents(
+    documents: &[CorpusDocument],
+    progress: Progress<'_>,
+) -> Vec<Result<Fetched, String>> {
+    let total = documents.len() as u64;
+    let done = std::sync::atomic::AtomicU64::new(0);
+    documents
+        .par_iter()
+        .map(|d| {
+            let content = d.read();
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress("read", n, total);
+            content
+        })
+        .collect()
+}
+
+/// The corpus and profile specs as they decide a version, without where
+/// versions are kept and how ingest pods run.
+fn indexed_corpus_spec(corpus: &CorpusSpec) -> Vec<u8> {
+    let mut corpus = serde_json::to_value(corpus).unwrap_or_default();
+    if let Some(fields) = corpus.as_object_mut() {
+        fields.remove("storage");
+        fields.remove("ingest");
+    }
+    serde_json::to_vec(&corpus).unwrap_or_default()
+}
+
+/// What an ingest compares with the current version's `source_revision`:
+/// the specs and the sources' revision.
+fn inputs_revision(profile: &IndexProfileSpec, corpus: &CorpusSpec, sources: &str) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&FORMAT_VERSION.to_le_bytes());
+    hasher.update(&crate::pipeline::SKELETON_REVISION.to_le_bytes());
+    hasher.update(&serde_json::to_vec(profile).unwrap_or_default());
+    hasher.update(&indexed_corpus_spec(corpus));
+    hasher.update(sources.as_bytes());
+    hasher.finalize().to_hex()[..16].to_string()
 }
 
 fn version_hash(
     profile: &IndexProfileSpec,
     corpus: &CorpusSpec,
     documents: &[CorpusDocument],
-    contents: &[Result<Vec<u8>, String>],
+    contents: &[Result<Fetched, String>],
 ) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(&FORMAT_VERSION.to_le_bytes());
@@ -248,19 +329,14 @@ fn version_hash(
     hasher.update(&serde_json::to_vec(profile).unwrap_or_default());
     // Where versions are kept and how ingest pods run do not change what
     // is indexed.
-    let mut corpus = serde_json::to_value(corpus).unwrap_or_default();
-    if let Some(fields) = corpus.as_object_mut() {
-        fields.remove("storage");
-        fields.remove("ingest");
-    }
-    hasher.update(&serde_json::to_vec(&corpus).unwrap_or_default());
+    hasher.update(&indexed_corpus_spec(corpus));
     for (doc, content) in documents.iter().zip(contents) {
         hasher.update(doc.key.as_bytes());
         hasher.update(&[0]);
         hasher.update(doc.acl.join(",").as_bytes());
         hasher.update(&[0]);
         match content {
-            Ok(bytes) => hasher.update(blake3::hash(bytes).as_bytes()),
+            Ok(fetched) => hasher.update(blake3::hash(&fetched.bytes).as_bytes()),
             Err(e) => hasher.update(e.as_bytes()),
         };
     }
@@ -275,7 +351,8 @@ fn build_version(
     profile_base: &Path,
     data_dir: &Path,
     documents: &[CorpusDocument],
-    contents: Vec<Result<Vec<u8>, String>>,
+    contents: Vec<Result<Fetched, String>>,
+    source_revision: Option<String>,
     dir: &Path,
     progress: Progress<'_>,
     started: Instant,
@@ -405,6 +482,7 @@ fn build_version(
         embedded_terms: term_stats.embedded,
         timings,
         failed,
+        source_revision,
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
@@ -427,7 +505,7 @@ struct Processed {
 fn process_documents(
     pipeline: &Pipeline,
     documents: &[CorpusDocument],
-    contents: Vec<Result<Vec<u8>, String>>,
+    contents: Vec<Result<Fetched, String>>,
     progress: Progress<'_>,
 ) -> Processed {
     let total = documents.len() as u64;
@@ -439,10 +517,11 @@ fn process_documents(
             let _span = tracing::info_span!("document", key = %doc.key).entered();
             let result = content
                 .map_err(|e| format!("cannot read: {e}"))
-                .and_then(|bytes| {
+                .and_then(|fetched| {
                     // The same format choice as `trellis parse` and `chunk`.
-                    crate::parse::detect_format(&doc.path, &bytes)
-                        .and_then(|format| pipeline.process_bytes(&doc.key, &bytes, format))
+                    let bytes = &fetched.bytes;
+                    crate::parse::detect_format(&fetched.name, bytes)
+                        .and_then(|format| pipeline.process_bytes(&doc.key, bytes, format))
                         .map_err(|e| e.to_string())
                 });
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -599,6 +678,10 @@ pub struct ShardReport {
     pub embedded: usize,
     /// Vectors found in the cache.
     pub cached: usize,
+    /// The sources reported no change since the current version: the
+    /// shard read nothing.
+    #[serde(default)]
+    pub sources_unchanged: bool,
     pub seconds: f64,
 }
 
@@ -607,9 +690,12 @@ pub struct ShardReport {
 /// and embeds their sentences, headings and terms into the shard's own
 /// embedding cache file. Nothing is published: a later [`ingest`] of the
 /// whole corpus finds every vector in the cache and only builds.
+// The same inputs as `ingest`, and which shard.
+#[allow(clippy::too_many_arguments)]
 pub fn embed_shard(
+    corpus_name: &str,
     corpus: &CorpusSpec,
-    corpus_base: &Path,
+    sources: &SourceContext,
     profile: &IndexProfileSpec,
     profile_base: &Path,
     data_dir: &Path,
@@ -617,16 +703,30 @@ pub fn embed_shard(
     progress: Progress<'_>,
 ) -> Result<ShardReport, IndexError> {
     let started = Instant::now();
-    let documents: Vec<CorpusDocument> = source::corpus_documents(corpus, corpus_base)?
+    let listed = source::corpus_documents(corpus, sources)?;
+    // The whole corpus unchanged since the current version: nothing to
+    // embed, and the finalize step keeps that version.
+    let revision = source::revision(&listed).map(|r| inputs_revision(profile, corpus, &r));
+    if unchanged_current(data_dir, corpus_name, revision.as_deref()).is_some() {
+        return Ok(ShardReport {
+            shard: shard.index,
+            shards: shard.count,
+            documents: 0,
+            failed: Vec::new(),
+            sentences: 0,
+            embedded: 0,
+            cached: 0,
+            sources_unchanged: true,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    let documents: Vec<CorpusDocument> = listed
         .into_iter()
         .enumerate()
         .filter(|(i, _)| *i as u32 % shard.count == shard.index)
         .map(|(_, d)| d)
         .collect();
-    let contents: Vec<Result<Vec<u8>, String>> = documents
-        .iter()
-        .map(|d| std::fs::read(&d.path).map_err(|e| e.to_string()))
-        .collect();
+    let contents = read_documents(&documents, progress);
     let pipeline = Pipeline::new(profile, Some(profile_base))
         .map_err(|e| IndexError::Profile(e.to_string()))?;
     let processed = process_documents(&pipeline, &documents, contents, progress);
@@ -659,6 +759,7 @@ pub fn embed_shard(
         sentences: processed.store.sentences.len(),
         embedded: stats.iter().map(|s| s.embedded).sum(),
         cached: stats.iter().map(|s| s.hits).sum(),
+        sources_unchanged: false,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

@@ -25,7 +25,7 @@ use super::ingest::{self, Desired};
 use super::telemetry::Metrics;
 use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, FIELD_MANAGER, INPUTS_LABEL, ROUTE_LABEL,
-    Settings, conditions, profile, serving,
+    SOURCE_LABEL, Settings, conditions, profile, serving,
 };
 use crate::spec::{Corpus, IndexProfile, RetrievalRoute};
 
@@ -176,7 +176,15 @@ pub async fn reconcile_corpus(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<
     if let Some(profile) = &observed.profile
         && !super::is_paused(&corpus.metadata)
     {
-        let inputs = ingest::inputs_hash(&corpus, profile, now);
+        for source in ingest::source_config_map_names(&corpus) {
+            let version = config_maps
+                .get_opt(&source)
+                .await?
+                .and_then(|c| c.metadata.resource_version)
+                .unwrap_or_default();
+            observed.source_config_maps.insert(source, version);
+        }
+        let inputs = ingest::inputs_hash(&corpus, profile, &observed.source_config_maps, now);
         let names = ingest::Names::new(&name, &inputs);
         observed.report = config_maps.get_opt(&names.report).await?;
         observed.ingest_job = jobs.get_opt(&names.ingest_job).await?;
@@ -352,6 +360,7 @@ pub async fn run(
 
     let corpora = Controller::new(api::<Corpus>(client, namespace), Default::default());
     let corpus_store = corpora.store();
+    let source_store = corpus_store.clone();
     let corpora = corpora
         .owns(api::<Job>(client, namespace), managed())
         .owns(api::<ConfigMap>(client, namespace), managed())
@@ -366,6 +375,24 @@ pub async fn run(
                     .state()
                     .into_iter()
                     .filter(|c| c.namespace() == ns && c.spec.profile_ref.name == name)
+                    .map(|c| ObjectRef::from_obj(c.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        // An edit to a labelled source ConfigMap reaches the corpora that
+        // read it at once (others are seen at the next reconcile).
+        .watches(
+            api::<ConfigMap>(client, namespace),
+            watcher::Config::default().labels(&format!("{SOURCE_LABEL}=true")),
+            move |config_map| {
+                let ns = config_map.namespace();
+                let name = config_map.name_any();
+                source_store
+                    .state()
+                    .into_iter()
+                    .filter(|c| {
+                        c.namespace() == ns && ingest::source_config_map_names(c).contains(&name)
+                    })
                     .map(|c| ObjectRef::from_obj(c.as_ref()))
                     .collect::<Vec<_>>()
             },

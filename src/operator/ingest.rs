@@ -4,10 +4,12 @@
 //!
 //! An ingest is identified by its *inputs* hash ([`inputs_hash`]): what the
 //! controller can know without reading the documents (profile spec, corpus
-//! sources, the reingest annotation, the refresh tick). The ingest pod
-//! hashes the documents themselves and reuses an existing version when
-//! nothing changed, so a refresh tick over unchanged sources costs a read
-//! of the sources and no rebuild.
+//! sources, the resource versions of source ConfigMaps, the reingest
+//! annotation, the refresh tick). The ingest pod then compares the
+//! sources' revision (sizes, modification times, ETags) with the one the
+//! current version was built from and keeps that version without reading
+//! a document when they agree, so a refresh tick over unchanged sources
+//! costs a listing and no rebuild.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,7 +18,7 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, ObjectFieldSelector,
     PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    SeccompProfile, SecurityContext, ServiceAccount, Volume, VolumeMount,
+    SeccompProfile, SecretVolumeSource, SecurityContext, ServiceAccount, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -50,6 +52,9 @@ pub struct Observed {
     pub finalize_job: Option<Job>,
     /// The report ConfigMap the ingest pods write.
     pub report: Option<ConfigMap>,
+    /// The resource version of every ConfigMap a `configMap` source names
+    /// (empty when it does not exist): an edit to one is a new ingest.
+    pub source_config_maps: BTreeMap<String, String>,
 }
 
 /// An object the plan wants applied.
@@ -113,7 +118,12 @@ impl Names {
 /// The inputs hash of a Corpus: everything that can change its index that
 /// the controller sees without reading documents. `now` (Unix seconds)
 /// matters only with a `refreshInterval`, through the tick it falls in.
-pub fn inputs_hash(corpus: &Corpus, profile: &IndexProfile, now: u64) -> String {
+pub fn inputs_hash(
+    corpus: &Corpus,
+    profile: &IndexProfile,
+    source_config_maps: &BTreeMap<String, String>,
+    now: u64,
+) -> String {
     let mut spec = serde_json::to_value(&corpus.spec).unwrap_or_default();
     if let Some(fields) = spec.as_object_mut() {
         // How many versions are kept and how pods run do not change what
@@ -137,7 +147,23 @@ pub fn inputs_hash(corpus: &Corpus, profile: &IndexProfile, now: u64) -> String 
         spec.to_string().as_bytes(),
         reingest.as_bytes(),
         tick.as_bytes(),
+        serde_json::to_string(source_config_maps)
+            .unwrap_or_default()
+            .as_bytes(),
     ])
+}
+
+/// The ConfigMaps the Corpus' `configMap` sources name.
+pub fn source_config_map_names(corpus: &Corpus) -> Vec<String> {
+    let mut names: Vec<String> = corpus
+        .spec
+        .sources
+        .iter()
+        .filter_map(|s| s.config_map.as_ref().map(|c| c.name.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The status an ingest reports for the version it published: counts, the
@@ -187,7 +213,8 @@ fn unsupported_sources(corpus: &Corpus) -> Option<String> {
         s.path.as_ref().map(|p| {
             format!(
                 "source {i} is a local path ({p:?}), which names a directory on the machine \
-                 running `trellis ingest`; in a cluster use a `pvc` source"
+                 running `trellis ingest`; in a cluster use a `pvc`, `configMap`, `http` or \
+                 `s3` source"
             )
         })
     })
@@ -252,7 +279,7 @@ pub fn plan_corpus(
         return Ok(plan);
     }
 
-    let inputs = inputs_hash(corpus, profile, now);
+    let inputs = inputs_hash(corpus, profile, &observed.source_config_maps, now);
     plan.inputs = inputs.clone();
     let names = Names::new(&name, &inputs);
     if let Ok(Some(every)) = corpus.spec.ingest.refresh_seconds() {
@@ -802,17 +829,67 @@ fn job(
             true,
         ));
     }
+    // Source ConfigMaps and S3 credentials, each in its own directory.
+    // Optional: a missing one fails the ingest with a message naming it,
+    // where a required volume would leave the pod pending in silence.
+    let config_maps = source_config_map_names(corpus);
+    let mut secrets: Vec<&str> = corpus
+        .spec
+        .sources
+        .iter()
+        .filter_map(|s| s.s3.as_ref()?.credentials_secret.as_ref())
+        .map(|r| r.name.as_str())
+        .collect();
+    secrets.sort_unstable();
+    secrets.dedup();
+    for (i, config_map) in config_maps.iter().enumerate() {
+        let volume = format!("configmap-{i}");
+        volumes.push(Volume {
+            name: volume.clone(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map.clone(),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(
+            &volume,
+            &format!("{}/{config_map}", paths::CONFIG_MAP_ROOT),
+            true,
+        ));
+    }
+    for (i, secret) in secrets.into_iter().enumerate() {
+        let volume = format!("secret-{i}");
+        volumes.push(Volume {
+            name: volume.clone(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.to_string()),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(
+            &volume,
+            &format!("{}/{secret}", paths::SECRET_ROOT),
+            true,
+        ));
+    }
+    let env_path = |name: &str, value: &str| EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    };
     let container = Container {
         name: "ingest".into(),
         image: Some(settings.image.clone()),
         image_pull_policy: Some(settings.image_pull_policy.clone()),
         args: Some(args),
         env: Some(vec![
-            EnvVar {
-                name: "TRELLIS_PVC_ROOT".into(),
-                value: Some(paths::PVC_ROOT.into()),
-                ..Default::default()
-            },
+            env_path("TRELLIS_PVC_ROOT", paths::PVC_ROOT),
+            env_path("TRELLIS_CONFIGMAP_ROOT", paths::CONFIG_MAP_ROOT),
+            env_path("TRELLIS_SECRET_ROOT", paths::SECRET_ROOT),
             EnvVar {
                 name: "POD_NAMESPACE".into(),
                 value_from: Some(EnvVarSource {

@@ -47,6 +47,10 @@ pub const CONFIG_HASH_ANNOTATION: &str = "trellis.dev/config-hash";
 pub const CORPUS_LABEL: &str = "trellis.dev/corpus";
 /// Label naming the RetrievalRoute an object belongs to.
 pub const ROUTE_LABEL: &str = "trellis.dev/route";
+/// Label of a ConfigMap that a `configMap` source reads (value `"true"`):
+/// the operator watches these and re-ingests when one changes.
+pub const SOURCE_LABEL: &str = "trellis.dev/source";
+
 /// Label carrying the inputs hash of an ingest's objects.
 pub const INPUTS_LABEL: &str = "trellis.dev/inputs";
 
@@ -60,6 +64,10 @@ pub mod paths {
     pub const TOKENS: &str = "/etc/trellis/tokens";
     /// Source claims, one directory per claim name.
     pub const PVC_ROOT: &str = "/var/run/trellis/pvc";
+    /// Source ConfigMaps, one directory per ConfigMap name.
+    pub const CONFIG_MAP_ROOT: &str = "/var/run/trellis/configmaps";
+    /// S3 sources' credential Secrets, one directory per Secret name.
+    pub const SECRET_ROOT: &str = "/var/run/trellis/secrets";
     /// Scratch space under a read-only root filesystem.
     pub const TMP: &str = "/tmp";
 }

@@ -423,28 +423,94 @@ fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
 #[test]
 fn ingest_settings_and_retention_do_not_change_the_inputs_but_the_reingest_annotation_does() {
     let c = corpus();
-    let base = ingest::inputs_hash(&c, &profile(), NOW);
+    let base = ingest::inputs_hash(&c, &profile(), &Default::default(), NOW);
     let mut tuned = c.clone();
     tuned.spec.ingest.backoff_limit = 9;
     tuned.spec.storage.retain_versions = 7;
-    assert_eq!(ingest::inputs_hash(&tuned, &profile(), NOW), base);
+    assert_eq!(
+        ingest::inputs_hash(&tuned, &profile(), &Default::default(), NOW),
+        base
+    );
     let mut forced = c.clone();
     forced.metadata.annotations = Some(BTreeMap::from([(
         REINGEST_ANNOTATION.to_string(),
         "2026-11-24".to_string(),
     )]));
-    assert_ne!(ingest::inputs_hash(&forced, &profile(), NOW), base);
+    assert_ne!(
+        ingest::inputs_hash(&forced, &profile(), &Default::default(), NOW),
+        base
+    );
     let mut refreshed = c.clone();
     refreshed.spec.ingest.refresh_interval = Some("1h".into());
-    let tick = ingest::inputs_hash(&refreshed, &profile(), NOW);
-    assert_eq!(ingest::inputs_hash(&refreshed, &profile(), NOW + 1), tick);
+    let tick = ingest::inputs_hash(&refreshed, &profile(), &Default::default(), NOW);
+    assert_eq!(
+        ingest::inputs_hash(&refreshed, &profile(), &Default::default(), NOW + 1),
+        tick
+    );
     assert_ne!(
-        ingest::inputs_hash(&refreshed, &profile(), NOW + 3600),
+        ingest::inputs_hash(&refreshed, &profile(), &Default::default(), NOW + 3600),
         tick
     );
     let p = plan(&refreshed, &with_profile());
     let wait = p.requeue.unwrap().as_secs();
     assert!((1..=3601).contains(&wait), "{wait}");
+}
+
+#[test]
+fn config_map_and_s3_sources_are_mounted_into_ingest_pods_and_edits_are_new_inputs() {
+    let mut c = corpus();
+    c.spec.sources = serde_json::from_value(serde_json::json!([
+        {"configMap": {"name": "faq"}},
+        {"s3": {"bucket": "b", "credentialsSecret": {"name": "s3-creds"}}},
+        {"http": {"urls": ["https://docs.example.com/a.md"]}},
+    ]))
+    .unwrap();
+    let mut observed = with_profile();
+    observed
+        .source_config_maps
+        .insert("faq".into(), "101".into());
+    let p = plan(&c, &observed);
+    let job = job_of(&p).expect("an ingest Job");
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let volumes = pod.volumes.as_ref().unwrap();
+    let faq = volumes
+        .iter()
+        .find_map(|v| v.config_map.as_ref().filter(|c| c.name == "faq"))
+        .expect("the source ConfigMap as a volume");
+    assert_eq!(faq.optional, Some(true));
+    let secret = volumes
+        .iter()
+        .find_map(|v| v.secret.as_ref())
+        .expect("the credentials Secret as a volume");
+    assert_eq!(secret.secret_name.as_deref(), Some("s3-creds"));
+    let container = &pod.containers[0];
+    let mounts: Vec<&str> = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.mount_path.as_str())
+        .collect();
+    assert!(
+        mounts.contains(&"/var/run/trellis/configmaps/faq"),
+        "{mounts:?}"
+    );
+    assert!(
+        mounts.contains(&"/var/run/trellis/secrets/s3-creds"),
+        "{mounts:?}"
+    );
+    let env: Vec<&str> = container
+        .env
+        .iter()
+        .flatten()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert!(env.contains(&"TRELLIS_CONFIGMAP_ROOT") && env.contains(&"TRELLIS_SECRET_ROOT"));
+
+    // An edit to the ConfigMap (a new resource version) is a new ingest.
+    let mut edited = observed.clone();
+    edited.source_config_maps.insert("faq".into(), "102".into());
+    assert_ne!(plan(&c, &edited).inputs, p.inputs);
+    assert_eq!(ingest::source_config_map_names(&c), ["faq"]);
 }
 
 #[test]
@@ -470,11 +536,7 @@ fn problems_are_reported_not_built() {
     let mut local = corpus();
     local.spec.sources = vec![SourceSpec {
         path: Some("docs".into()),
-        pvc: None,
-        include: vec![],
-        exclude: vec![],
-        acl: None,
-        metadata: BTreeMap::new(),
+        ..Default::default()
     }];
     let p = plan(&local, &with_profile());
     let ready = conditions::get(&p.status.conditions, "Ready").unwrap();

@@ -1,10 +1,22 @@
-//! Where documents come from: local files and directories (`path`), and
-//! directories inside PersistentVolumeClaims (`pvc`), which the operator
-//! mounts under [`pvc_root`].
+//! Where documents come from: local files and directories (`path`),
+//! directories inside PersistentVolumeClaims (`pvc`), ConfigMaps
+//! (`configMap`), URLs (`http`) and S3 buckets (`s3`).
+//!
+//! A source is listed first ([`corpus_documents`]), cheaply and without
+//! reading any document; each document is read later
+//! ([`CorpusDocument::read`]). Between the two, [`revision`] tells from
+//! sizes, modification times and ETags whether anything changed since the
+//! last ingest, so that an unchanged corpus is not read at all.
 
+mod http;
+mod s3;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::parse::Format;
+use crate::spec::SourceKind;
 
 /// The files found under a set of paths.
 #[derive(Debug, Default)]
@@ -67,20 +79,165 @@ fn is_hidden(path: &Path) -> bool {
         .is_some_and(|n| n.starts_with('.'))
 }
 
+/// Where a corpus' sources are found, besides what the Corpus spec says:
+/// the directory relative `path` sources resolve against, where claims,
+/// ConfigMaps and Secrets are mounted, and ConfigMaps read from the
+/// manifest set.
+#[derive(Clone, Debug, Default)]
+pub struct SourceContext {
+    /// The Corpus manifest's directory.
+    pub base_dir: PathBuf,
+    /// Where `pvc` sources' claims are mounted (see [`pvc_root`]).
+    pub pvc_root: PathBuf,
+    /// Where `configMap` sources are mounted when the manifest set does
+    /// not hold them (see [`config_map_root`]).
+    pub config_map_root: PathBuf,
+    /// Where `s3` sources' credential Secrets are mounted (see
+    /// [`secret_root`]).
+    pub secret_root: PathBuf,
+    /// ConfigMaps of the manifest set: name → key → bytes.
+    pub config_maps: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
+}
+
+impl SourceContext {
+    /// Relative paths resolve against `base_dir`; mounts are where the
+    /// environment says (the operator's defaults otherwise).
+    pub fn new(base_dir: &Path) -> Self {
+        Self {
+            base_dir: base_dir.to_path_buf(),
+            pvc_root: pvc_root(),
+            config_map_root: config_map_root(),
+            secret_root: secret_root(),
+            config_maps: BTreeMap::new(),
+        }
+    }
+
+    /// With the ConfigMaps of a manifest set (see
+    /// [`crate::spec::config_maps`]).
+    pub fn with_config_maps(mut self, maps: BTreeMap<String, BTreeMap<String, Vec<u8>>>) -> Self {
+        self.config_maps = maps;
+        self
+    }
+}
+
 /// One document of a corpus, ready to read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CorpusDocument {
-    /// Where the file is.
+    /// Where the file is, for local sources; for the others a name whose
+    /// extension tells the format (a ConfigMap key, an object key, a URL's
+    /// path).
     pub path: PathBuf,
     /// The document's stable key: the source path as written in the
-    /// manifest joined with the file's path below it (`docs/a/b.md`). Keys
-    /// do not depend on where the manifest happens to be checked out, so
-    /// document ids are the same on every machine.
+    /// manifest joined with the file's path below it (`docs/a/b.md`),
+    /// `pvc:<claim>/<path>`, `configmap:<name>/<key>`, the URL, or
+    /// `s3://<bucket>/<key>`. Keys do not depend on where the manifest
+    /// happens to be checked out, so document ids are the same on every
+    /// machine.
     pub key: String,
     /// ACL tags: the source's own, else the corpus default.
     pub acl: Vec<String>,
     /// The source's metadata labels.
-    pub metadata: std::collections::BTreeMap<String, String>,
+    pub metadata: BTreeMap<String, String>,
+    origin: Origin,
+}
+
+/// Where a document's bytes come from.
+#[derive(Clone)]
+enum Origin {
+    File,
+    Inline(Arc<[u8]>),
+    Http(Arc<http::HttpFetcher>),
+    S3 {
+        objects: Arc<s3::S3Objects>,
+        location: String,
+        /// The listing's ETag and size: the object's revision.
+        revision: Option<String>,
+    },
+}
+
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Origin::File => "File",
+            Origin::Inline(_) => "Inline",
+            Origin::Http(_) => "Http",
+            Origin::S3 { .. } => "S3",
+        })
+    }
+}
+
+/// A document's bytes, read.
+#[derive(Clone, Debug)]
+pub struct Fetched {
+    pub bytes: Vec<u8>,
+    /// A name whose extension tells the format: the document's path, or
+    /// for a URL the path it ended at after redirects, with an extension
+    /// from its `Content-Type` when the path has none.
+    pub name: PathBuf,
+}
+
+impl CorpusDocument {
+    /// The document's bytes, or why they cannot be had (a reason for the
+    /// ingest report; the key is not repeated in it).
+    pub fn read(&self) -> Result<Fetched, String> {
+        let local = |bytes: Vec<u8>| Fetched {
+            bytes,
+            name: self.path.clone(),
+        };
+        match &self.origin {
+            Origin::File => std::fs::read(&self.path)
+                .map(local)
+                .map_err(|e| e.to_string()),
+            Origin::Inline(bytes) => Ok(local(bytes.to_vec())),
+            Origin::Http(fetcher) => fetcher.get(&self.key),
+            Origin::S3 {
+                objects, location, ..
+            } => objects.get(location).map(local),
+        }
+    }
+
+    /// A token that changes whenever the document's content may have
+    /// changed, got without reading it: size and modification time of a
+    /// file, the hash of an inline document, an object's ETag, a URL's
+    /// ETag or Last-Modified. `None` when the source cannot tell.
+    pub fn revision(&self) -> Option<String> {
+        match &self.origin {
+            Origin::File => {
+                let meta = std::fs::metadata(&self.path).ok()?;
+                let modified = meta
+                    .modified()
+                    .ok()?
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()?;
+                Some(format!("{}:{}", meta.len(), modified.as_nanos()))
+            }
+            Origin::Inline(bytes) => Some(blake3::hash(bytes).to_hex().to_string()),
+            Origin::Http(fetcher) => fetcher.revision(&self.key),
+            Origin::S3 { revision, .. } => revision.clone(),
+        }
+    }
+}
+
+/// The revision of a whole listing: every document's key, ACL, labels and
+/// [`CorpusDocument::revision`], hashed; `None` when any document's
+/// revision is unknown. Equal revisions mean the documents did not change
+/// (as far as their sources can tell without reading them).
+pub fn revision(documents: &[CorpusDocument]) -> Option<String> {
+    use rayon::prelude::*;
+    let tokens: Vec<Option<String>> = documents.par_iter().map(CorpusDocument::revision).collect();
+    let mut hasher = blake3::Hasher::new();
+    for (doc, token) in documents.iter().zip(tokens) {
+        for part in [
+            doc.key.as_str(),
+            &doc.acl.join(","),
+            &serde_json::to_string(&doc.metadata).unwrap_or_default(),
+            &token?,
+        ] {
+            hasher.update(part.as_bytes());
+            hasher.update(&[0]);
+        }
+    }
+    Some(hasher.finalize().to_hex()[..16].to_string())
 }
 
 /// Why a corpus' sources could not be listed.
@@ -94,98 +251,206 @@ pub enum SourceError {
     Discovery(#[from] DiscoveryError),
 }
 
-/// Lists a corpus' documents: every source's files that match the include
-/// globs (all when none are given) and no exclude glob, in a stable order.
-/// Relative source paths resolve against `base_dir`, the manifest's
-/// directory.
+/// Lists a corpus' documents: every source's documents that match the
+/// include globs (all when none are given) and no exclude glob, in a
+/// stable order.
+///
+/// Listing never reads a document. A source that cannot be listed at all
+/// (a missing directory or ConfigMap, a bucket that refuses the listing)
+/// is an error: indexing without it would silently drop its documents. A
+/// document that cannot be read later is a failed document of the ingest.
 pub fn corpus_documents(
     spec: &crate::spec::CorpusSpec,
-    base_dir: &Path,
-) -> Result<Vec<CorpusDocument>, SourceError> {
-    corpus_documents_in(spec, base_dir, &pvc_root())
-}
-
-/// [`corpus_documents`] with claims mounted under `pvc_root`.
-pub fn corpus_documents_in(
-    spec: &crate::spec::CorpusSpec,
-    base_dir: &Path,
-    pvc_root: &Path,
+    context: &SourceContext,
 ) -> Result<Vec<CorpusDocument>, SourceError> {
     let mut documents = Vec::new();
     for (index, source) in spec.sources.iter().enumerate() {
-        let (root, written) = match (&source.path, &source.pvc) {
-            (Some(path), None) => {
-                let root = if Path::new(path).is_absolute() {
-                    PathBuf::from(path)
-                } else {
-                    base_dir.join(path)
-                };
-                (root, path.clone())
-            }
-            (None, Some(pvc)) => {
-                let inner = pvc.path.trim_matches('/');
-                if pvc.claim_name.is_empty()
-                    || pvc.claim_name.contains('/')
-                    || inner.split('/').any(|part| part == "..")
-                {
-                    return Err(SourceError::Invalid {
-                        index,
-                        reason: format!(
-                            "pvc source {:?} path {:?}: a claim name and a path inside the claim are needed",
-                            pvc.claim_name, pvc.path
-                        ),
-                    });
-                }
-                let root = pvc_root.join(&pvc.claim_name).join(inner);
-                // Keys name the claim, not where it happens to be mounted.
-                let key = if inner.is_empty() {
-                    format!("pvc:{}", pvc.claim_name)
-                } else {
-                    format!("pvc:{}/{inner}", pvc.claim_name)
-                };
-                (root, key)
-            }
-            _ => {
-                return Err(SourceError::Invalid {
-                    index,
-                    reason: "set exactly one source kind (path or pvc)".into(),
-                });
-            }
-        };
-        let written = &written;
+        let invalid = |reason: String| SourceError::Invalid { index, reason };
         let include = globs(spec.include.iter().chain(&source.include))?;
         let exclude = globs(spec.exclude.iter().chain(&source.exclude))?;
-        let found = discover(std::slice::from_ref(&root))?;
-        for path in found.files {
-            let relative = path.strip_prefix(&root).unwrap_or(&path);
-            let relative_text = relative.to_string_lossy().replace('\\', "/");
-            let included = include.as_ref().is_none_or(|g| g.is_match(relative));
-            let excluded = exclude.as_ref().is_some_and(|g| g.is_match(relative));
-            if !included || excluded {
-                continue;
-            }
-            let key = if relative_text.is_empty() {
-                written.trim_end_matches('/').to_string()
-            } else {
-                format!("{}/{relative_text}", written.trim_end_matches('/'))
-            };
+        let wanted = |relative: &Path| {
+            include.as_ref().is_none_or(|g| g.is_match(relative))
+                && !exclude.as_ref().is_some_and(|g| g.is_match(relative))
+        };
+        let mut push = |path: PathBuf, key: String, origin: Origin| {
             documents.push(CorpusDocument {
                 path,
                 key,
                 acl: source.acl.clone().unwrap_or_else(|| spec.acl.clone()),
                 metadata: source.metadata.clone(),
-            });
+                origin,
+            })
+        };
+        match source.kind().map_err(invalid)? {
+            SourceKind::Path(path) => {
+                let root = if Path::new(path).is_absolute() {
+                    PathBuf::from(path)
+                } else {
+                    context.base_dir.join(path)
+                };
+                for (file, key) in walk(&root, path, &wanted)? {
+                    push(file, key, Origin::File);
+                }
+            }
+            SourceKind::Pvc(pvc) => {
+                let inner = pvc.path.trim_matches('/');
+                if !is_plain_name(&pvc.claim_name) || inner.split('/').any(|part| part == "..") {
+                    return Err(invalid(format!(
+                        "pvc source {:?} path {:?}: a claim name and a path inside the claim are needed",
+                        pvc.claim_name, pvc.path
+                    )));
+                }
+                let root = context.pvc_root.join(&pvc.claim_name).join(inner);
+                // Keys name the claim, not where it happens to be mounted.
+                let written = if inner.is_empty() {
+                    format!("pvc:{}", pvc.claim_name)
+                } else {
+                    format!("pvc:{}/{inner}", pvc.claim_name)
+                };
+                for (file, key) in walk(&root, &written, &wanted)? {
+                    push(file, key, Origin::File);
+                }
+            }
+            SourceKind::ConfigMap(config_map) => {
+                let name = &config_map.name;
+                if !is_plain_name(name) {
+                    return Err(invalid(format!("configMap name {name:?} is not a name")));
+                }
+                for (key, origin) in config_map_files(context, name).map_err(invalid)? {
+                    if wanted(Path::new(&key)) {
+                        push(
+                            PathBuf::from(&key),
+                            format!("configmap:{name}/{key}"),
+                            origin,
+                        );
+                    }
+                }
+            }
+            SourceKind::Http(spec) => {
+                let fetcher = Arc::new(http::HttpFetcher::new(spec).map_err(invalid)?);
+                for url in &spec.urls {
+                    let path = http::url_path(url);
+                    if wanted(Path::new(&path)) {
+                        push(
+                            PathBuf::from(path),
+                            url.clone(),
+                            Origin::Http(fetcher.clone()),
+                        );
+                    }
+                }
+            }
+            SourceKind::S3(spec) => {
+                let objects =
+                    Arc::new(s3::S3Objects::new(spec, &context.secret_root).map_err(invalid)?);
+                for object in objects.list().map_err(invalid)? {
+                    let relative = object.key.strip_prefix(&spec.prefix).unwrap_or(&object.key);
+                    let relative = relative.trim_start_matches('/');
+                    // As in a directory walk: only what Trellis reads.
+                    if Format::from_extension(Path::new(relative)).is_none()
+                        || !wanted(Path::new(relative))
+                    {
+                        continue;
+                    }
+                    push(
+                        PathBuf::from(&object.key),
+                        format!("s3://{}/{}", spec.bucket, object.key),
+                        Origin::S3 {
+                            objects: objects.clone(),
+                            location: object.key.clone(),
+                            revision: object.revision.clone(),
+                        },
+                    );
+                }
+            }
         }
     }
     Ok(documents)
 }
 
+/// The files under `root` that `wanted` keeps (by their path relative to
+/// `root`), with their keys: `written` joined with that relative path.
+fn walk(
+    root: &Path,
+    written: &str,
+    wanted: &dyn Fn(&Path) -> bool,
+) -> Result<Vec<(PathBuf, String)>, SourceError> {
+    let found = discover(std::slice::from_ref(&root.to_path_buf()))?;
+    let mut files = Vec::new();
+    for path in found.files {
+        let relative = path.strip_prefix(root).unwrap_or(&path);
+        if !wanted(relative) {
+            continue;
+        }
+        let relative_text = relative.to_string_lossy().replace('\\', "/");
+        let key = if relative_text.is_empty() {
+            written.trim_end_matches('/').to_string()
+        } else {
+            format!("{}/{relative_text}", written.trim_end_matches('/'))
+        };
+        files.push((path, key));
+    }
+    Ok(files)
+}
+
+/// A Kubernetes object name: no path separators, not `.` or `..`.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('/') && name != "." && name != ".."
+}
+
+/// A ConfigMap's documents, key by key: from the manifest set, else from
+/// where it is mounted. Mounted ConfigMaps hold `..data` and timestamped
+/// directories beside the keys; only the keys are read.
+fn config_map_files(context: &SourceContext, name: &str) -> Result<Vec<(String, Origin)>, String> {
+    if let Some(files) = context.config_maps.get(name) {
+        return Ok(files
+            .iter()
+            .map(|(key, bytes)| (key.clone(), Origin::Inline(Arc::from(bytes.as_slice()))))
+            .collect());
+    }
+    let dir = context.config_map_root.join(name);
+    let entries = std::fs::read_dir(&dir).map_err(|e| {
+        format!(
+            "ConfigMap {name:?} is neither in the manifests nor mounted at {}: {e}",
+            dir.display()
+        )
+    })?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let key = entry.file_name().to_string_lossy().to_string();
+        if key.starts_with('.') || !entry.path().is_file() {
+            continue;
+        }
+        let bytes =
+            std::fs::read(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        files.push((key, Origin::Inline(Arc::from(bytes))));
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(files)
+}
+
 /// Where `pvc` sources' claims are mounted: `$TRELLIS_PVC_ROOT`, else
 /// `/var/run/trellis/pvc` (where the operator mounts them in ingest pods).
 pub fn pvc_root() -> PathBuf {
-    std::env::var_os("TRELLIS_PVC_ROOT")
+    env_root("TRELLIS_PVC_ROOT", "/var/run/trellis/pvc")
+}
+
+/// Where `configMap` sources are mounted: `$TRELLIS_CONFIGMAP_ROOT`, else
+/// `/var/run/trellis/configmaps`.
+pub fn config_map_root() -> PathBuf {
+    env_root("TRELLIS_CONFIGMAP_ROOT", "/var/run/trellis/configmaps")
+}
+
+/// Where credential Secrets are mounted: `$TRELLIS_SECRET_ROOT`, else
+/// `/var/run/trellis/secrets`.
+pub fn secret_root() -> PathBuf {
+    env_root("TRELLIS_SECRET_ROOT", "/var/run/trellis/secrets")
+}
+
+fn env_root(variable: &str, default: &str) -> PathBuf {
+    std::env::var_os(variable)
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/run/trellis/pvc"))
+        .unwrap_or_else(|| PathBuf::from(default))
 }
 
 fn globs<'a>(
@@ -228,7 +493,11 @@ mod tests {
             "sources": [{"pvc": {"claimName": "contracts", "path": "/2026/"}}],
         }))
         .unwrap();
-        let docs = corpus_documents_in(&spec, Path::new("/nowhere"), mounts.path()).unwrap();
+        let context = SourceContext {
+            pvc_root: mounts.path().to_path_buf(),
+            ..SourceContext::new(Path::new("/nowhere"))
+        };
+        let docs = corpus_documents(&spec, &context).unwrap();
         assert_eq!(docs.len(), 1);
         assert_eq!(docs[0].key, "pvc:contracts/2026/a.md");
         assert_eq!(docs[0].path, dir.join("a.md"));
@@ -238,7 +507,7 @@ mod tests {
             "sources": [{"pvc": {"claimName": "contracts", "path": "../other"}}],
         }))
         .unwrap();
-        let err = corpus_documents_in(&escape, Path::new("/"), mounts.path()).unwrap_err();
+        let err = corpus_documents(&escape, &context).unwrap_err();
         assert!(err.to_string().contains("source 0"), "{err}");
     }
 }

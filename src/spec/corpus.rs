@@ -61,7 +61,7 @@ pub struct ObjectRef {
 }
 
 /// One source of documents. Exactly one kind is set.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = source_rules)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceSpec {
@@ -73,6 +73,16 @@ pub struct SourceSpec {
     /// `$TRELLIS_PVC_ROOT/<claimName>` (default `/var/run/trellis/pvc`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pvc: Option<PvcSource>,
+    /// Small documents held inline in a ConfigMap of the Corpus'
+    /// namespace, one per key (`data` or `binaryData`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<ConfigMapSource>,
+    /// Documents fetched over HTTP(S) from a list of URLs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpSource>,
+    /// Objects under a prefix of an S3 (or S3-compatible) bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<S3Source>,
     /// Globs for this source only, on top of the corpus-wide ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub include: Vec<String>,
@@ -94,8 +104,9 @@ fn source_rules(schema: &mut schemars::Schema) {
     super::cel_rules(
         schema,
         &[(
-            "[has(self.path), has(self.pvc)].filter(k, k).size() == 1",
-            "set exactly one source kind (path or pvc)",
+            "[has(self.path), has(self.pvc), has(self.configMap), has(self.http), has(self.s3)]\
+             .filter(k, k).size() == 1",
+            "set exactly one source kind (path, pvc, configMap, http or s3)",
         )],
     );
 }
@@ -109,6 +120,110 @@ pub struct PvcSource {
     /// A directory or file inside the claim; default its root.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
+}
+
+/// The kind of a source entry, borrowed from it.
+#[derive(Clone, Copy, Debug)]
+pub enum SourceKind<'a> {
+    Path(&'a str),
+    Pvc(&'a PvcSource),
+    ConfigMap(&'a ConfigMapSource),
+    Http(&'a HttpSource),
+    S3(&'a S3Source),
+}
+
+impl SourceSpec {
+    /// The one kind this entry sets, or why it does not set exactly one.
+    pub fn kind(&self) -> Result<SourceKind<'_>, String> {
+        let kinds: Vec<SourceKind<'_>> = [
+            self.path.as_deref().map(SourceKind::Path),
+            self.pvc.as_ref().map(SourceKind::Pvc),
+            self.config_map.as_ref().map(SourceKind::ConfigMap),
+            self.http.as_ref().map(SourceKind::Http),
+            self.s3.as_ref().map(SourceKind::S3),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        match kinds.as_slice() {
+            [one] => Ok(*one),
+            _ => Err(format!(
+                "set exactly one source kind (path, pvc, configMap, http or s3); {} set",
+                kinds.len()
+            )),
+        }
+    }
+}
+
+/// Documents held in a ConfigMap. The operator mounts it into ingest pods;
+/// the embedded mode reads it from the manifest set when a `v1 ConfigMap`
+/// of that name is in it, else under `$TRELLIS_CONFIGMAP_ROOT/<name>`
+/// (default `/var/run/trellis/configmaps`). A key's extension names its
+/// format (`faq.md`, `policy.html`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfigMapSource {
+    pub name: String,
+}
+
+/// Documents fetched over HTTP(S). Each URL is one document, keyed by the
+/// URL; one that cannot be fetched is a failed document of the ingest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HttpSource {
+    /// `http://` or `https://` URLs.
+    #[schemars(length(min = 1))]
+    pub urls: Vec<String>,
+    /// Hosts that may be fetched from (exact names, or `*.example.com`
+    /// for its subdomains). Default: the hosts of `urls`. A redirect is
+    /// followed only to the same host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
+    /// A response longer than this fails its document. Default 64 MiB.
+    #[serde(default = "default_http_max_bytes")]
+    #[schemars(range(min = 1))]
+    pub max_bytes: u64,
+    /// Connecting and reading one URL must finish within this. Default 30.
+    #[serde(default = "default_http_timeout")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub timeout_seconds: u32,
+}
+
+fn default_http_max_bytes() -> u64 {
+    64 << 20
+}
+
+fn default_http_timeout() -> u32 {
+    30
+}
+
+/// Objects under a prefix of an S3 bucket, or of an S3-compatible store
+/// (MinIO, Ceph RGW) at `endpoint`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct S3Source {
+    pub bucket: String,
+    /// Only keys starting with this are read (`contracts/2026/`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prefix: String,
+    /// The store's URL for an S3-compatible service; default AWS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Default `us-east-1`.
+    #[serde(default = "default_region")]
+    pub region: String,
+    /// A Secret with `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+    /// optionally `AWS_SESSION_TOKEN`. The operator mounts it into ingest
+    /// pods; the embedded mode reads it under
+    /// `$TRELLIS_SECRET_ROOT/<name>` (default `/var/run/trellis/secrets`).
+    /// Without it, credentials come from the environment (the same
+    /// variables, or the instance's role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_secret: Option<ObjectRef>,
+}
+
+fn default_region() -> String {
+    "us-east-1".into()
 }
 
 /// How index versions are kept.

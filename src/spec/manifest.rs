@@ -1,8 +1,9 @@
 //! Reading Trellis manifests: multi-document YAML files, or directories of
 //! them, dispatched on `apiVersion` and `kind`.
 //!
-//! Objects of other API groups (a `Namespace` in the same GitOps folder, say)
-//! are skipped; an object of the `trellis.dev` group with an unknown kind or
+//! Core `v1` ConfigMaps are kept too: a Corpus' `configMap` source reads
+//! its documents from one in the same manifest set. Objects of other API
+//! groups (a `Namespace` in the same GitOps folder, say) are skipped; an object of the `trellis.dev` group with an unknown kind or
 //! version, or one that does not match its schema, is an error that names
 //! the file and the document's position in it.
 
@@ -24,6 +25,8 @@ pub enum Manifest {
     IndexProfile(Box<IndexProfile>),
     Corpus(Box<Corpus>),
     RetrievalRoute(Box<RetrievalRoute>),
+    /// A core `v1` ConfigMap, for `configMap` sources.
+    ConfigMap(Box<k8s_openapi::api::core::v1::ConfigMap>),
 }
 
 impl Manifest {
@@ -33,6 +36,7 @@ impl Manifest {
             Manifest::IndexProfile(_) => "IndexProfile",
             Manifest::Corpus(_) => "Corpus",
             Manifest::RetrievalRoute(_) => "RetrievalRoute",
+            Manifest::ConfigMap(_) => "ConfigMap",
         }
     }
 
@@ -66,6 +70,7 @@ impl Manifest {
             Manifest::IndexProfile(p) => &p.metadata,
             Manifest::Corpus(c) => &c.metadata,
             Manifest::RetrievalRoute(r) => &r.metadata,
+            Manifest::ConfigMap(c) => &c.metadata,
         };
         metadata.name.as_deref().unwrap_or_default()
     }
@@ -173,6 +178,25 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
             .and_then(|v| v.as_str())
             .ok_or_else(|| invalid("missing kind".into()))?
             .to_string();
+        if api_version == "v1" && kind == "ConfigMap" {
+            let config_map: k8s_openapi::api::core::v1::ConfigMap =
+                serde_yaml::from_value(value).map_err(|e| invalid(format!("ConfigMap: {e}")))?;
+            if config_map
+                .metadata
+                .name
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty()
+            {
+                return Err(invalid("ConfigMap has no metadata.name".into()));
+            }
+            loaded.push(LoadedManifest {
+                path: path.to_path_buf(),
+                document,
+                manifest: Manifest::ConfigMap(Box::new(config_map)),
+            });
+            continue;
+        }
         let group = api_version.split_once('/').map_or("", |(group, _)| group);
         if group != API_GROUP {
             tracing::debug!(path = %path.display(), document, %api_version, %kind, "skipping non-Trellis resource");
@@ -218,6 +242,30 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
         });
     }
     Ok(loaded)
+}
+
+/// The documents of every ConfigMap among `manifests`, by name: each key
+/// of `data` and `binaryData` with its bytes.
+pub fn config_maps(
+    manifests: &[LoadedManifest],
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>> {
+    manifests
+        .iter()
+        .filter_map(|m| match &m.manifest {
+            Manifest::ConfigMap(c) => Some(c),
+            _ => None,
+        })
+        .map(|c| {
+            let mut files = std::collections::BTreeMap::new();
+            for (key, text) in c.data.iter().flatten() {
+                files.insert(key.clone(), text.clone().into_bytes());
+            }
+            for (key, bytes) in c.binary_data.iter().flatten() {
+                files.insert(key.clone(), bytes.0.clone());
+            }
+            (c.metadata.name.clone().unwrap_or_default(), files)
+        })
+        .collect()
 }
 
 /// The one `IndexProfile` among `manifests` (or the one called `name`),

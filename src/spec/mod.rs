@@ -10,11 +10,12 @@ mod route;
 mod status;
 
 pub use corpus::{
-    Corpus, CorpusSpec, IngestSpec, ObjectRef, PvcSource, SourceSpec, StorageSpec, parse_duration,
+    ConfigMapSource, Corpus, CorpusSpec, HttpSource, IngestSpec, ObjectRef, PvcSource, S3Source,
+    SourceKind, SourceSpec, StorageSpec, parse_duration,
 };
 pub use manifest::{
-    API_VERSION, LoadedManifest, Manifest, ManifestError, load_path, parse_str, select_corpus,
-    select_profile, select_route,
+    API_VERSION, LoadedManifest, Manifest, ManifestError, config_maps, load_path, parse_str,
+    select_corpus, select_profile, select_route,
 };
 pub use profile::{
     ChunkStrategy, ChunkingSpec, EmbeddingProvider, EmbeddingSpec, EnrichmentSpec,

@@ -37,7 +37,7 @@ pub fn ingest_manifests(
     let report = trellis::index::ingest(
         "c",
         &corpus.spec,
-        dir,
+        &trellis::source::SourceContext::new(dir),
         &profile.spec,
         dir,
         &dir.join("data"),
