@@ -118,6 +118,11 @@ enum Command {
         /// nothing.
         #[arg(long)]
         shard: Option<trellis::index::Shard>,
+        /// An index version that retrieval pods still serve: never
+        /// removed by `storage.retainVersions` (repeatable; the operator
+        /// names every version its routes serve).
+        #[arg(long = "keep-version", value_name = "VERSION")]
+        keep_versions: Vec<String>,
     },
     /// Answer a question with a RetrievalRoute over its corpus' current
     /// index version.
@@ -433,6 +438,7 @@ fn run(command: Command) -> Result<ExitCode> {
             report_configmap,
             inputs,
             shard,
+            keep_versions,
         } => retrieval::ingest(
             &manifests,
             corpus.as_deref(),
@@ -443,6 +449,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 .zip(inputs.as_deref())
                 .map(|(configmap, inputs)| retrieval::ClusterReport { configmap, inputs }),
             shard,
+            &keep_versions,
         ),
         Command::Operator {
             namespace,

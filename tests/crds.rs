@@ -271,3 +271,37 @@ fn an_invalid_manifest_is_refused_by_the_schema() {
         );
     }
 }
+
+#[test]
+fn the_cluster_quickstart_is_the_embedded_one_over_a_claim() {
+    // The two quick starts must not drift apart: the same profile and
+    // route (the cluster one adds replicas), the same corpus but for where
+    // its documents and index versions live.
+    let by_kind = |file: &str| {
+        let mut docs: Vec<Value> = documents(&root().join(file))
+            .into_iter()
+            .filter(|d| d["apiVersion"] == spec::API_VERSION)
+            .collect();
+        docs.sort_by_key(|d| d["kind"].as_str().unwrap_or_default().to_string());
+        docs
+    };
+    let embedded = by_kind("examples/quickstart/trellis.yaml");
+    let mut cluster = by_kind("examples/kubernetes/quickstart.yaml");
+    assert_eq!(embedded.len(), 3);
+    assert_eq!(cluster.len(), 3);
+    for doc in &mut cluster {
+        let kind = doc["kind"].as_str().unwrap_or_default().to_string();
+        let spec = doc["spec"].as_object_mut().unwrap();
+        match kind.as_str() {
+            "RetrievalRoute" => drop(spec.remove("serving")),
+            "Corpus" => {
+                spec.insert("sources".into(), serde_json::json!([{"path": "documents"}]));
+                spec["storage"].as_object_mut().unwrap().remove("claimName");
+            }
+            _ => {}
+        }
+    }
+    for (a, b) in embedded.iter().zip(&cluster) {
+        assert_eq!(a["spec"], b["spec"], "{}", a["kind"]);
+    }
+}

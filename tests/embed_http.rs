@@ -691,6 +691,7 @@ spec:
             &profile.spec,
             dir,
             &dir.join("data"),
+            &[],
             &|_, _, _| {},
         )
         .unwrap()

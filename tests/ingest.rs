@@ -45,6 +45,16 @@ fn setup(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
 }
 
 fn ingest(dir: &Path, corpus: &Corpus, profile: &IndexProfile) -> index::IngestReport {
+    ingest_serving(dir, corpus, profile, &[])
+}
+
+/// An ingest while retrieval pods serve the `served` versions.
+fn ingest_serving(
+    dir: &Path,
+    corpus: &Corpus,
+    profile: &IndexProfile,
+    served: &[String],
+) -> index::IngestReport {
     index::ingest(
         "c",
         &corpus.spec,
@@ -52,6 +62,7 @@ fn ingest(dir: &Path, corpus: &Corpus, profile: &IndexProfile) -> index::IngestR
         &profile.spec,
         dir,
         &dir.join("data"),
+        served,
         &|_, _, _| {},
     )
     .unwrap()
@@ -144,6 +155,34 @@ fn ingest_query_reingest() {
         index::current_version(&dir.join("data"), "c").unwrap(),
         changed.manifest.version
     );
+
+    // A version pods still serve outlives retention until they stop.
+    let served = changed.manifest.version.clone();
+    std::fs::write(
+        dir.join("docs/manual.md"),
+        "# Reset
+
+Hold the button.
+",
+    )
+    .unwrap();
+    let next = ingest_serving(dir, &corpus, &profile, std::slice::from_ref(&served));
+    assert!(next.removed.is_empty(), "{:?}", next.removed);
+    assert!(dir.join("data/indexes/c").join(&served).is_dir());
+    std::fs::write(
+        dir.join("docs/manual.md"),
+        "# Reset
+
+Release the button.
+",
+    )
+    .unwrap();
+    let last = ingest(dir, &corpus, &profile);
+    let mut removed = last.removed.clone();
+    removed.sort();
+    let mut expected = vec![served, next.manifest.version.clone()];
+    expected.sort();
+    assert_eq!(removed, expected);
 }
 
 #[test]

@@ -59,7 +59,9 @@ impl FakeApi {
         self.calls()
             .into_iter()
             .filter(|c| {
-                c.method == Method::PATCH && c.query.contains("fieldManager=trellis-operator")
+                c.method == Method::PATCH
+                    && c.query.contains("fieldManager=trellis-operator")
+                    && !c.path.ends_with("/status")
             })
             .map(|c| {
                 (
@@ -102,6 +104,24 @@ impl FakeApi {
         match *method {
             Method::GET => match objects.get(path) {
                 Some(object) => (StatusCode::OK, object.clone()),
+                // A collection: `…/namespaces/NS/PLURAL`.
+                None if path
+                    .rsplit_once('/')
+                    .is_some_and(|(parent, _)| parent.ends_with(&format!("namespaces/{NS}"))) =>
+                {
+                    let prefix = format!("{path}/");
+                    let items: Vec<Value> = objects
+                        .iter()
+                        .filter(|(key, _)| {
+                            key.strip_prefix(&prefix).is_some_and(|n| !n.contains('/'))
+                        })
+                        .map(|(_, object)| object.clone())
+                        .collect();
+                    (
+                        StatusCode::OK,
+                        json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}),
+                    )
+                }
                 None => (StatusCode::NOT_FOUND, not_found(path)),
             },
             Method::PATCH if path.ends_with("/status") => {
@@ -293,6 +313,17 @@ fn inputs_of(corpus: &Corpus) -> String {
 async fn a_new_corpus_gets_its_ingest_job() {
     let (client, api) = mocked();
     api.put(PROFILE_PATH, serde_json::to_value(profile()).unwrap());
+    api.put(
+        &job_path("handbook-ingest-old"),
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "handbook-ingest-old", "namespace": NS, "labels": {
+                "trellis.dev/corpus": "handbook",
+                "trellis.dev/inputs": "old",
+                "trellis.dev/content": "other",
+            }},
+        }),
+    );
     let c = corpus();
     let names = Names::new("handbook", &inputs_of(&c));
     api.put(CORPUS_PATH, serde_json::to_value(&c).unwrap());
@@ -322,13 +353,20 @@ async fn a_new_corpus_gets_its_ingest_job() {
         .unwrap();
     assert_eq!(job.body["apiVersion"], "batch/v1");
     assert!(job.query.contains("force=true"), "{}", job.query);
-    // Superseded ingests of the same corpus are removed first.
-    let delete = api
+    // A superseded ingest of the same corpus (other content) is removed.
+    let deletes: Vec<String> = api
         .writes()
         .into_iter()
-        .find(|c| c.method == Method::DELETE)
+        .filter(|c| c.method == Method::DELETE)
+        .map(|c| c.path)
+        .collect();
+    assert_eq!(deletes, [job_path("handbook-ingest-old")]);
+    let listed = api
+        .calls()
+        .into_iter()
+        .find(|c| c.method == Method::GET && c.path.ends_with("/jobs"))
         .unwrap();
-    assert!(delete.query.contains("labelSelector"), "{}", delete.query);
+    assert!(listed.query.contains("labelSelector"), "{}", listed.query);
 
     let status = api.status(CORPUS_PATH);
     assert_eq!(status["phase"], "Ingesting");
@@ -426,11 +464,44 @@ async fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
     let new_inputs = ingest::inputs_hash(&c, &changed, &Default::default(), NOW);
     assert_ne!(new_inputs, old_inputs);
     api.put(CORPUS_PATH, serde_json::to_value(&c).unwrap());
+    // A paused route still serves an older version; another corpus' route
+    // serves a version of its own.
+    for (name, corpus, served) in [("qa", "handbook", "older"), ("other", "wiki", "theirs")] {
+        let mut route = RetrievalRoute::new(name, RetrievalRouteSpec::for_corpus(corpus));
+        route.metadata.namespace = Some(NS.into());
+        route.status = Some(trellis::spec::RetrievalRouteStatus {
+            served_version: Some(served.into()),
+            ..Default::default()
+        });
+        api.put(
+            &format!("/apis/trellis.dev/v1alpha1/namespaces/{NS}/retrievalroutes/{name}"),
+            serde_json::to_value(&route).unwrap(),
+        );
+    }
     controller::reconcile_corpus(Arc::new(c), context(client))
         .await
         .unwrap();
     let new_job = Names::new("handbook", &new_inputs).ingest_job;
-    assert!(api.applied().contains(&("Job".into(), new_job)));
+    assert!(api.applied().contains(&("Job".into(), new_job.clone())));
+    // The ingest keeps what this corpus' routes serve and roll to,
+    // whatever retainVersions says.
+    let job = api
+        .calls()
+        .into_iter()
+        .find(|c| c.path == job_path(&new_job) && c.method == Method::PATCH)
+        .unwrap();
+    let args: Vec<&str> = job.body["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let kept: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "--keep-version")
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(kept, ["old", "older"], "{args:?}");
     let status = api.status(CORPUS_PATH);
     assert_eq!(status["activeIndex"]["version"], "old");
     assert_eq!(status["phase"], "Ingesting");
@@ -454,9 +525,14 @@ async fn a_paused_corpus_only_says_so() {
     controller::reconcile_corpus(Arc::new(c), context(client))
         .await
         .unwrap();
-    let writes = api.writes();
+    let writes: Vec<Call> = api
+        .writes()
+        .into_iter()
+        .filter(|c| !c.path.ends_with("/events"))
+        .collect();
     assert_eq!(writes.len(), 1, "{writes:?}");
     assert_eq!(writes[0].path, format!("{CORPUS_PATH}/status"));
+    assert_eq!(api.events(), ["PausedByAnnotation"]);
     let paused = &api.status(CORPUS_PATH)["conditions"][0];
     assert_eq!(
         (paused["type"].as_str(), paused["status"].as_str()),

@@ -47,6 +47,7 @@ fn try_ingest(
         &profile.spec,
         Path::new("."),
         data,
+        &[],
         &|_, _, _| {},
     )
 }

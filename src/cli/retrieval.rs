@@ -36,11 +36,12 @@ pub fn ingest(
     json: bool,
     report: Option<ClusterReport<'_>>,
     shard: Option<index::Shard>,
+    served: &[String],
 ) -> Result<ExitCode> {
     let result = if let Some(shard) = shard {
         ingest_shard(manifests, corpus, data_dir, json, shard)
     } else {
-        ingest_corpus(manifests, corpus, data_dir, json)
+        ingest_corpus(manifests, corpus, data_dir, json, served)
     };
     let Some(cluster) = report else {
         return result.map(|(code, _)| code);
@@ -152,6 +153,7 @@ fn ingest_corpus(
     corpus: Option<&str>,
     data_dir: &Path,
     json: bool,
+    served: &[String],
 ) -> Result<(ExitCode, Option<index::IngestReport>)> {
     let Selected {
         corpus_name,
@@ -169,6 +171,7 @@ fn ingest_corpus(
         &profile.spec,
         &profile_dir,
         data_dir,
+        served,
         &|stage: &str, done, total| bars.update(stage, done, total),
     )?;
     bars.finish();

@@ -178,6 +178,7 @@ impl Evaluation<'_> {
             self.profile,
             self.profile_base,
             self.data_dir,
+            &[],
             progress,
         )?;
         let index_seconds = if report.reused {

@@ -184,6 +184,13 @@ pub type Progress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
 /// When the sources report the same revision as the current version's
 /// (sizes and modification times, ETags) and the specs are unchanged, the
 /// current version is kept without reading any document.
+///
+/// After publishing, versions beyond the Corpus' `retainVersions` are
+/// removed, oldest first, except those named in `served` (versions that
+/// retrieval pods still serve).
+// The corpus, its sources and profile, where versions live, which of
+// them are served, and progress: each is needed, none belongs to another.
+#[allow(clippy::too_many_arguments)]
 pub fn ingest(
     corpus_name: &str,
     corpus: &CorpusSpec,
@@ -191,6 +198,7 @@ pub fn ingest(
     profile: &IndexProfileSpec,
     profile_base: &Path,
     data_dir: &Path,
+    served: &[String],
     progress: Progress<'_>,
 ) -> Result<IngestReport, IndexError> {
     let started = Instant::now();
@@ -200,7 +208,7 @@ pub fn ingest(
 
     let revision = source::revision(&documents).map(|r| inputs_revision(profile, corpus, &r));
     if let Some(manifest) = unchanged_current(data_dir, corpus_name, revision.as_deref()) {
-        let removed = retain(&root, corpus.storage.retain_versions)?;
+        let removed = retain(&root, corpus.storage.retain_versions, served)?;
         return Ok(IngestReport {
             manifest,
             reused: true,
@@ -216,7 +224,7 @@ pub fn ingest(
     if final_dir.join("manifest.json").is_file() {
         let manifest = read_manifest(&final_dir)?;
         set_current(&root, &version)?;
-        let removed = retain(&root, corpus.storage.retain_versions)?;
+        let removed = retain(&root, corpus.storage.retain_versions, served)?;
         return Ok(IngestReport {
             manifest,
             reused: true,
@@ -254,7 +262,7 @@ pub fn ingest(
     std::fs::rename(&build_dir, &final_dir).map_err(|e| IndexError::io(&final_dir, e))?;
     sync_dir(&root)?;
     set_current(&root, &version)?;
-    let removed = retain(&root, corpus.storage.retain_versions)?;
+    let removed = retain(&root, corpus.storage.retain_versions, served)?;
     Ok(IngestReport {
         manifest,
         reused: false,
@@ -891,9 +899,10 @@ pub fn current_version(data_dir: &Path, corpus: &str) -> Result<String, IndexErr
     }
 }
 
-/// Removes complete versions beyond the newest `keep` (never the current
-/// one) and leftovers of builds that did not finish.
-fn retain(root: &Path, keep: u32) -> Result<Vec<String>, IndexError> {
+/// Removes complete versions beyond the newest `keep` (the current one
+/// counts, and is always kept) except those in `served`, and leftovers of
+/// builds that did not finish; returns the versions it removed.
+fn retain(root: &Path, keep: u32, served: &[String]) -> Result<Vec<String>, IndexError> {
     let current = std::fs::read_to_string(root.join("current")).unwrap_or_default();
     let current = current.trim();
     let mut versions = Vec::new();
@@ -925,6 +934,9 @@ fn retain(root: &Path, keep: u32) -> Result<Vec<String>, IndexError> {
     let mut removed = Vec::new();
     let excess = versions.len().saturating_sub(keep);
     for (_, name) in versions.into_iter().take(excess) {
+        if served.contains(&name) {
+            continue;
+        }
         let path = root.join(&name);
         std::fs::remove_dir_all(&path).map_err(|e| IndexError::io(&path, e))?;
         removed.push(name);

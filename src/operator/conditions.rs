@@ -1,5 +1,6 @@
 //! Conditions in the Kubernetes convention: one entry per type, whose
-//! `lastTransitionTime` moves only when its status does.
+//! `lastTransitionTime` moves only when its status does; and the Events
+//! that announce their transitions.
 
 use crate::spec::Condition;
 
@@ -76,6 +77,73 @@ pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
     get(conditions, type_).is_some_and(|c| c.status == "True")
 }
 
+/// An Event to publish on a resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Note {
+    pub fn normal(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            warning: false,
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn warning(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            warning: true,
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Reasons of a not-yet-ready state that is on its way, not a problem.
+const UNDER_WAY: &[&str] = &["Ingesting", "WaitingForIndex", "Deploying"];
+
+/// Whether a condition in this state is a problem: `Ready`, `Valid` or
+/// `Available` false, or `Degraded` true, for a reason other than work
+/// under way.
+fn is_problem(condition: &Condition) -> bool {
+    let bad = match condition.type_.as_str() {
+        "Degraded" => condition.status == "True",
+        "Ready" | "Valid" | "Available" => condition.status == "False",
+        _ => false,
+    };
+    bad && !UNDER_WAY.contains(&condition.reason.as_str())
+}
+
+/// One Event for every condition whose status or reason differs from
+/// `before`, a Warning when it is a problem. A condition set for the first
+/// time is announced only when it is a problem or `Paused` (a new
+/// resource's first steps have Events of their own), and a reason already
+/// in `notes` is not announced twice.
+pub fn transitions(before: &[Condition], after: &[Condition], notes: &mut Vec<Note>) {
+    for condition in after {
+        let changed = match get(before, &condition.type_) {
+            Some(old) => old.status != condition.status || old.reason != condition.reason,
+            None => is_problem(condition) || condition.type_ == "Paused",
+        };
+        if !changed || notes.iter().any(|n| n.reason == condition.reason) {
+            continue;
+        }
+        let message = format!(
+            "{} is {}: {}",
+            condition.type_, condition.status, condition.message
+        );
+        notes.push(if is_problem(condition) {
+            Note::warning(&condition.reason, message)
+        } else {
+            Note::normal(&condition.reason, message)
+        });
+    }
+}
+
 /// The current time in RFC 3339, as conditions carry it.
 pub fn now() -> String {
     k8s_openapi::jiff::Timestamp::now()
@@ -117,5 +185,80 @@ mod tests {
         assert!(is_true(&conditions, "Ready"));
         remove(&mut conditions, "Ready");
         assert!(conditions.is_empty());
+    }
+
+    #[test]
+    fn each_transition_is_announced_once_and_problems_as_warnings() {
+        let mut before = Vec::new();
+        set(
+            &mut before,
+            Set::new("Ready", true, "IndexActive", "v1"),
+            Some(1),
+            "t1",
+        );
+        set(
+            &mut before,
+            Set::new("Ingesting", true, "JobRunning", "job"),
+            Some(1),
+            "t1",
+        );
+        // Only the message moved: nothing to say.
+        let mut after = before.clone();
+        set(
+            &mut after,
+            Set::new("Ready", true, "IndexActive", "v1, 3 documents"),
+            Some(1),
+            "t2",
+        );
+        let mut notes = Vec::new();
+        transitions(&before, &after, &mut notes);
+        assert!(notes.is_empty(), "{notes:?}");
+
+        // A failure flips two conditions for one reason: one Warning.
+        for type_ in ["Ready", "Ingesting"] {
+            set(
+                &mut after,
+                Set::new(type_, false, "IngestFailed", "Job failed"),
+                Some(1),
+                "t2",
+            );
+        }
+        // A new condition is news when it is a problem.
+        set(
+            &mut after,
+            Set::new("Degraded", true, "DocumentsFailed", "2 failed"),
+            Some(1),
+            "t2",
+        );
+        transitions(&before, &after, &mut notes);
+        assert_eq!(
+            notes,
+            [
+                Note::warning("IngestFailed", "Ready is False: Job failed"),
+                Note::warning("DocumentsFailed", "Degraded is True: 2 failed"),
+            ]
+        );
+
+        // A first build under way is not a problem, nor news.
+        let mut first = Vec::new();
+        set(
+            &mut first,
+            Set::new("Ready", false, "Ingesting", "building"),
+            Some(1),
+            "t1",
+        );
+        let mut notes = vec![Note::normal("IngestStarted", "job")];
+        transitions(&[], &first, &mut notes);
+        assert_eq!(notes.len(), 1);
+        // Its end is.
+        let mut ready = first.clone();
+        set(
+            &mut ready,
+            Set::new("Ready", true, "IndexActive", "v1"),
+            Some(1),
+            "t2",
+        );
+        transitions(&first, &ready, &mut notes);
+        assert_eq!(notes[1], Note::normal("IndexActive", "Ready is True: v1"));
     }
 }

@@ -21,6 +21,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::conditions::Note;
 use super::ingest::{self, Desired};
 use super::telemetry::Metrics;
 use super::{
@@ -37,6 +38,8 @@ pub struct Context {
     pub recorder: Recorder,
     /// Unix seconds now; a function so that tests can fix the clock.
     pub clock: fn() -> u64,
+    /// Failed reconciles in a row per object, for the retry backoff.
+    pub failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,
 }
 
 impl Context {
@@ -54,6 +57,7 @@ impl Context {
             metrics,
             recorder,
             clock: unix_now,
+            failures: Default::default(),
         }
     }
 }
@@ -92,39 +96,40 @@ where
         .await?)
 }
 
-/// Writes `status` through the status subresource.
+/// Writes `status` through the status subresource, by server-side apply
+/// with the operator's field manager: a field the new status leaves out
+/// (a finished `pendingIndex`, an old version's failures) is removed, as a
+/// merge patch would not.
 async fn patch_status<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<(), Error>
 where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize,
 {
-    let patch = serde_json::json!({ "status": status });
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    api.patch_status(name, &apply_params(), &Patch::Apply(&patch))
         .await?;
     Ok(())
 }
 
-async fn publish<K: Resource<DynamicType = ()>>(
-    ctx: &Context,
-    object: &K,
-    warning: bool,
-    reason: &str,
-    message: String,
-) {
+async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, note: &Note) {
     let event = Event {
-        type_: if warning {
+        type_: if note.warning {
             EventType::Warning
         } else {
             EventType::Normal
         },
-        reason: reason.into(),
-        note: Some(message),
+        reason: note.reason.clone(),
+        note: Some(note.message.clone()),
         action: "Reconcile".into(),
         secondary: None,
     };
     // An event that cannot be written is not worth failing a reconcile.
     if let Err(e) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
-        tracing::warn!(error = %e, reason, "publishing an event");
+        tracing::warn!(error = %e, reason = %note.reason, "publishing an event");
     }
 }
 
@@ -141,14 +146,33 @@ pub async fn reconcile_profile(
     profile: Arc<IndexProfile>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let started = Instant::now();
+    let key = object_key(profile.as_ref());
+    measured(
+        "IndexProfile",
+        key,
+        &ctx.clone(),
+        profile_once(profile, ctx),
+    )
+    .await
+}
+
+async fn profile_once(profile: Arc<IndexProfile>, ctx: Arc<Context>) -> Result<Action, Error> {
     let ns = namespace(profile.as_ref(), "IndexProfile")?;
     let status = profile::plan_profile(&profile, &conditions::now());
     if Some(&status) != profile.status.as_ref() {
         let api: Api<IndexProfile> = Api::namespaced(ctx.client.clone(), &ns);
         patch_status(&api, &profile.name_any(), &status).await?;
     }
-    ctx.metrics.reconciled("IndexProfile", started.elapsed());
+    let before = profile
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    let mut notes = Vec::new();
+    conditions::transitions(before, &status.conditions, &mut notes);
+    for note in &notes {
+        publish(&ctx, profile.as_ref(), note).await;
+    }
     Ok(Action::await_change())
 }
 
@@ -156,7 +180,11 @@ pub async fn reconcile_profile(
 /// records the published version.
 #[tracing::instrument(skip_all, fields(kind = "Corpus", name = %corpus.name_any()))]
 pub async fn reconcile_corpus(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
+    let key = object_key(corpus.as_ref());
+    measured("Corpus", key, &ctx.clone(), corpus_once(corpus, ctx)).await
+}
+
+async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, Error> {
     if corpus.metadata.deletion_timestamp.is_some() {
         // Owner references remove the Jobs, ConfigMaps and RBAC objects.
         return Ok(Action::await_change());
@@ -184,6 +212,15 @@ pub async fn reconcile_corpus(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<
                 .unwrap_or_default();
             observed.source_config_maps.insert(source, version);
         }
+        let routes: Api<RetrievalRoute> = Api::namespaced(client.clone(), &ns);
+        observed.served_versions = routes
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|r| r.spec.corpus_ref.name == name)
+            .filter_map(|r| r.status.and_then(|s| s.served_version))
+            .collect();
         let inputs = ingest::inputs_hash(&corpus, profile, &observed.source_config_maps, now);
         let names = ingest::Names::new(&name, &inputs);
         observed.report = config_maps.get_opt(&names.report).await?;
@@ -191,22 +228,28 @@ pub async fn reconcile_corpus(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<
         if corpus.spec.ingest.shards > 1 {
             observed.finalize_job = jobs.get_opt(&names.finalize_job).await?;
         }
+        observed.other_jobs = jobs
+            .list(&ListParams::default().labels(&format!(
+                "{CORPUS_LABEL}={name},{INPUTS_LABEL},{INPUTS_LABEL}!={inputs}"
+            )))
+            .await?
+            .items
+            .into_iter()
+            .filter(|j| {
+                j.labels()
+                    .get(INPUTS_LABEL)
+                    .is_some_and(|other| *other != inputs)
+            })
+            .collect();
     }
 
     let plan = ingest::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
-    let starts_job = plan.apply.iter().any(|d| matches!(d, Desired::Job(_)));
-    if starts_job {
-        // An ingest for inputs that are no longer current is wasted work
-        // and would race the new one for the version pointer.
-        let selector = format!(
-            "{CORPUS_LABEL}={name},{INPUTS_LABEL},{INPUTS_LABEL}!={}",
-            plan.inputs
-        );
-        jobs.delete_collection(
-            &DeleteParams::background(),
-            &ListParams::default().labels(&selector),
-        )
-        .await?;
+    for job in &plan.delete_jobs {
+        match jobs.delete(job, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     for desired in &plan.apply {
         match desired {
@@ -233,17 +276,9 @@ pub async fn reconcile_corpus(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<
         let api: Api<Corpus> = Api::namespaced(client.clone(), &ns);
         patch_status(&api, &name, &plan.status).await?;
     }
-    for note in plan.events {
-        publish(
-            &ctx,
-            corpus.as_ref(),
-            note.warning,
-            note.reason,
-            note.message,
-        )
-        .await;
+    for note in &plan.events {
+        publish(&ctx, corpus.as_ref(), note).await;
     }
-    ctx.metrics.reconciled("Corpus", started.elapsed());
     Ok(match plan.requeue {
         Some(after) => Action::requeue(after),
         // Jobs and the report wake the Corpus; this is a safety net.
@@ -259,7 +294,11 @@ pub async fn reconcile_route(
     route: Arc<RetrievalRoute>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let started = Instant::now();
+    let key = object_key(route.as_ref());
+    measured("RetrievalRoute", key, &ctx.clone(), route_once(route, ctx)).await
+}
+
+async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Action, Error> {
     if route.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
@@ -306,19 +345,64 @@ pub async fn reconcile_route(
         let api: Api<RetrievalRoute> = Api::namespaced(client.clone(), &ns);
         patch_status(&api, &name, &plan.status).await?;
     }
-    if let Some(message) = plan.served_changed {
-        publish(&ctx, route.as_ref(), false, "ServedVersionChanged", message).await;
+    for note in &plan.events {
+        publish(&ctx, route.as_ref(), note).await;
     }
-    ctx.metrics.reconciled("RetrievalRoute", started.elapsed());
     Ok(Action::requeue(Duration::from_secs(600)))
 }
 
-/// Requeues a failed reconcile after a pause, counting the failure.
-fn error_policy<K>(kind: &'static str) -> impl Fn(Arc<K>, &Error, Arc<Context>) -> Action {
-    move |_object, error, ctx| {
-        tracing::warn!(kind, error = %error, "reconcile failed");
+/// `kind/namespace/name`: the key of an object's failure count.
+fn object_key<K: ResourceExt>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        std::any::type_name::<K>(),
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
+}
+
+/// Runs one reconcile, recording its duration whatever its outcome, and
+/// forgets the object's failures once one succeeds.
+async fn measured(
+    kind: &'static str,
+    key: String,
+    ctx: &Context,
+    reconcile: impl std::future::Future<Output = Result<Action, Error>>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = reconcile.await;
+    ctx.metrics.reconciled(kind, started.elapsed());
+    if result.is_ok() {
+        ctx.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+    }
+    result
+}
+
+/// The wait before retrying after the `failures`-th failure in a row:
+/// 5 s, doubling, at most 5 minutes.
+pub fn retry_after(failures: u32) -> Duration {
+    let seconds = 5u64.saturating_mul(1u64 << failures.saturating_sub(1).min(6));
+    Duration::from_secs(seconds.min(300))
+}
+
+/// Requeues a failed reconcile with a backoff that grows with the
+/// object's failures in a row, counting the failure.
+fn error_policy<K: ResourceExt>(
+    kind: &'static str,
+) -> impl Fn(Arc<K>, &Error, Arc<Context>) -> Action {
+    move |object, error, ctx| {
+        let failures = {
+            let mut counts = ctx.failures.lock().unwrap_or_else(|e| e.into_inner());
+            let n = counts.entry(object_key(object.as_ref())).or_default();
+            *n += 1;
+            *n
+        };
+        tracing::warn!(kind, error = %error, failures, "reconcile failed");
         ctx.metrics.failed(kind, error);
-        Action::requeue(Duration::from_secs(15))
+        Action::requeue(retry_after(failures))
     }
 }
 

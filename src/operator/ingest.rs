@@ -24,10 +24,10 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 
-use super::conditions::{self, Set};
+use super::conditions::{self, Note, Set};
 use super::{
-    CORPUS_LABEL, Error, INPUTS_LABEL, REINGEST_ANNOTATION, Settings, common_labels, object_name,
-    paths, short_hash,
+    CONTENT_LABEL, CORPUS_LABEL, Error, INPUTS_LABEL, REINGEST_ANNOTATION, Settings, common_labels,
+    object_name, paths, short_hash,
 };
 use crate::index::IngestReport;
 use crate::spec::{Corpus, CorpusStatus, IndexProfile, IndexVersionStatus};
@@ -55,6 +55,10 @@ pub struct Observed {
     /// The resource version of every ConfigMap a `configMap` source names
     /// (empty when it does not exist): an edit to one is a new ingest.
     pub source_config_maps: BTreeMap<String, String>,
+    /// The index versions the Corpus' routes serve (`servedVersion`).
+    pub served_versions: Vec<String>,
+    /// The Corpus' ingest and finalize Jobs for other inputs.
+    pub other_jobs: Vec<Job>,
 }
 
 /// An object the plan wants applied.
@@ -66,14 +70,6 @@ pub enum Desired {
     ConfigMap(ConfigMap),
     /// Boxed: a Job is several times the size of the other objects.
     Job(Box<Job>),
-}
-
-/// An Event to publish on the Corpus.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Note {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub message: String,
 }
 
 /// What to do for a Corpus.
@@ -88,6 +84,8 @@ pub struct Plan {
     pub events: Vec<Note>,
     /// Remove the input ConfigMaps of other inputs (an ingest finished).
     pub prune_inputs: bool,
+    /// Jobs to delete: ingests for inputs that are no longer current.
+    pub delete_jobs: Vec<String>,
     /// When to look again without being woken.
     pub requeue: Option<Duration>,
 }
@@ -115,14 +113,13 @@ impl Names {
     }
 }
 
-/// The inputs hash of a Corpus: everything that can change its index that
-/// the controller sees without reading documents. `now` (Unix seconds)
-/// matters only with a `refreshInterval`, through the tick it falls in.
-pub fn inputs_hash(
+/// The content hash of a Corpus: everything that decides what its index
+/// holds that the controller sees without reading documents (profile spec,
+/// corpus spec as indexed, source ConfigMaps' resource versions).
+pub fn content_hash(
     corpus: &Corpus,
     profile: &IndexProfile,
     source_config_maps: &BTreeMap<String, String>,
-    now: u64,
 ) -> String {
     let mut spec = serde_json::to_value(&corpus.spec).unwrap_or_default();
     if let Some(fields) = spec.as_object_mut() {
@@ -133,6 +130,25 @@ pub fn inputs_hash(
             storage.remove("retainVersions");
         }
     }
+    short_hash(&[
+        crate::index::profile_hash(&profile.spec).as_bytes(),
+        spec.to_string().as_bytes(),
+        serde_json::to_string(source_config_maps)
+            .unwrap_or_default()
+            .as_bytes(),
+    ])
+}
+
+/// The inputs hash of a Corpus: its [`content_hash`] and what asks for a
+/// fresh look at unchanged content (the `trellis.dev/reingest` value, the
+/// refresh tick). `now` (Unix seconds) matters only with a
+/// `refreshInterval`, through the tick it falls in.
+pub fn inputs_hash(
+    corpus: &Corpus,
+    profile: &IndexProfile,
+    source_config_maps: &BTreeMap<String, String>,
+    now: u64,
+) -> String {
     let reingest = corpus
         .annotations()
         .get(REINGEST_ANNOTATION)
@@ -143,13 +159,9 @@ pub fn inputs_hash(
         _ => String::new(),
     };
     short_hash(&[
-        crate::index::profile_hash(&profile.spec).as_bytes(),
-        spec.to_string().as_bytes(),
+        content_hash(corpus, profile, source_config_maps).as_bytes(),
         reingest.as_bytes(),
         tick.as_bytes(),
-        serde_json::to_string(source_config_maps)
-            .unwrap_or_default()
-            .as_bytes(),
     ])
 }
 
@@ -186,6 +198,7 @@ pub fn version_status(report: &IngestReport, inputs: &str) -> IndexVersionStatus
             .take(MAX_LISTED_FAILURES)
             .map(|f| format!("{}: {}", f.key, f.reason))
             .collect(),
+        error: None,
     }
 }
 
@@ -222,8 +235,25 @@ fn unsupported_sources(corpus: &Corpus) -> Option<String> {
 
 /// Plans the reconcile of `corpus` given what was observed. `now_rfc3339`
 /// stamps condition transitions; `now` (Unix seconds) picks the refresh
-/// tick.
+/// tick. Every condition that changes is announced by an Event.
 pub fn plan_corpus(
+    corpus: &Corpus,
+    observed: &Observed,
+    settings: &Settings,
+    now: u64,
+    now_rfc3339: &str,
+) -> Result<Plan, Error> {
+    let before = corpus
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let mut plan = plan_ingest(corpus, observed, settings, now, now_rfc3339)?;
+    conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
+    Ok(plan)
+}
+
+fn plan_ingest(
     corpus: &Corpus,
     observed: &Observed,
     settings: &Settings,
@@ -232,14 +262,13 @@ pub fn plan_corpus(
 ) -> Result<Plan, Error> {
     let name = corpus.name_any();
     let generation = corpus.metadata.generation;
-    let mut status = corpus.status.clone().unwrap_or_default();
-    status.observed_generation = generation;
     let mut plan = Plan {
         inputs: String::new(),
         apply: Vec::new(),
-        status,
+        status: corpus.status.clone().unwrap_or_default(),
         events: Vec::new(),
         prune_inputs: false,
+        delete_jobs: Vec::new(),
         requeue: None,
     };
     let set = |plan: &mut Plan, change: Set<'_>| {
@@ -247,9 +276,12 @@ pub fn plan_corpus(
     };
 
     if super::is_paused(&corpus.metadata) {
+        // The generation is not acted on while paused: observedGeneration
+        // stays where it was, so tools that wait for it keep waiting.
         set(&mut plan, Set::paused());
         return Ok(plan);
     }
+    plan.status.observed_generation = generation;
     conditions::remove(&mut plan.status.conditions, "Paused");
 
     let Some(profile) = &observed.profile else {
@@ -280,6 +312,7 @@ pub fn plan_corpus(
     }
 
     let inputs = inputs_hash(corpus, profile, &observed.source_config_maps, now);
+    let content = content_hash(corpus, profile, &observed.source_config_maps);
     plan.inputs = inputs.clone();
     let names = Names::new(&name, &inputs);
     if let Ok(Some(every)) = corpus.spec.ingest.refresh_seconds() {
@@ -307,27 +340,14 @@ pub fn plan_corpus(
         match report {
             Ok(version) => {
                 let previous = plan.status.active_index.as_ref().map(|a| a.version.clone());
-                let message = match previous {
-                    Some(p) if p != version.version => {
-                        format!("index version {} replaces {p}", version.version)
-                    }
-                    _ => format!("index version {} is active", version.version),
-                };
-                plan.events.push(Note {
-                    warning: false,
-                    reason: "IndexPublished",
-                    message,
-                });
-                if version.failed_documents > 0 {
-                    plan.events.push(Note {
-                        warning: true,
-                        reason: "DocumentsFailed",
-                        message: format!(
-                            "{} of {} documents could not be indexed",
-                            version.failed_documents,
-                            version.documents + version.failed_documents
-                        ),
-                    });
+                // A refresh that found nothing new publishes the same
+                // version again: worth a status update, not an Event.
+                if previous.as_deref() != Some(version.version.as_str()) {
+                    let message = match previous {
+                        Some(p) => format!("index version {} replaces {p}", version.version),
+                        None => format!("index version {} is active", version.version),
+                    };
+                    plan.events.push(Note::normal("IndexPublished", message));
                 }
                 plan.status.active_index = Some(version);
                 plan.status.pending_index = None;
@@ -356,13 +376,24 @@ pub fn plan_corpus(
         }
     }
 
+    // An ingest of these inputs that failed is not retried (its Job may
+    // be gone, removed by its TTL) until the inputs change.
+    let failed_before = plan
+        .status
+        .pending_index
+        .as_ref()
+        .filter(|p| p.inputs.as_deref() == Some(inputs.as_str()))
+        .and_then(|p| p.error.clone());
+
     let shards = corpus.spec.ingest.shards.max(1);
-    // A sharded ingest has two Jobs: the shards, then the finalize step.
+    // A sharded ingest has two Jobs: the shards, then the finalize step,
+    // whose start means the shards are done even once their Job is gone.
     let shards_done = shards > 1
-        && observed
-            .ingest_job
-            .as_ref()
-            .is_some_and(|j| job_state(j) == JobState::Succeeded);
+        && (observed.finalize_job.is_some()
+            || observed
+                .ingest_job
+                .as_ref()
+                .is_some_and(|j| job_state(j) == JobState::Succeeded));
     let (job_name, job) = if shards_done {
         (&names.finalize_job, observed.finalize_job.as_ref())
     } else {
@@ -374,28 +405,58 @@ pub fn plan_corpus(
         job: Some(job_name.clone()),
         ..Default::default()
     });
+    let keep = versions_to_keep(&plan.status, observed);
     match job.map(job_state) {
-        None if shards_done => {
-            let owner = super::owner_reference(corpus)?;
-            plan.apply = vec![Desired::Job(Box::new(finalize_job(
-                corpus, &inputs, &names, settings, owner,
-            )))];
-            plan.events.push(Note {
-                warning: false,
-                reason: "FinalizeStarted",
-                message: format!("shards done; Job {job_name} builds and publishes the version"),
-            });
+        None if failed_before.is_some() => {
+            let message = failed_before.unwrap_or_default();
+            return Ok(failed(
+                plan,
+                "IngestFailed",
+                message,
+                generation,
+                now_rfc3339,
+            ));
         }
         None => {
-            plan.apply = ingest_objects(corpus, profile, &inputs, &names, settings)?;
-            plan.events.push(Note {
-                warning: false,
-                reason: "IngestStarted",
-                message: format!(
-                    "Job {job_name} ingests inputs {inputs} in {shards} shard{}",
-                    if shards == 1 { "" } else { "s" }
-                ),
+            // An ingest of the same content, started by an earlier tick or
+            // reingest value, is still running: it is waited for, not
+            // cancelled, or a refresh shorter than an ingest would never
+            // publish.
+            let running = observed.other_jobs.iter().find(|j| {
+                job_state(j) == JobState::Running && j.labels().get(CONTENT_LABEL) == Some(&content)
             });
+            if let Some(running) = running {
+                let running = running.name_any();
+                if let Some(pending) = plan.status.pending_index.as_mut() {
+                    pending.job = Some(running.clone());
+                }
+                set_ingesting(&mut plan, &running, generation, now_rfc3339);
+                plan.status.phase = Some(phase(&plan.status, true));
+                return Ok(plan);
+            }
+            // Ingests for inputs that are no longer current are wasted
+            // work and would race this one for the version pointer.
+            plan.delete_jobs = observed.other_jobs.iter().map(|j| j.name_any()).collect();
+            if shards_done {
+                let owner = super::owner_reference(corpus)?;
+                plan.apply = vec![Desired::Job(Box::new(finalize_job(
+                    corpus, &inputs, &content, &names, settings, owner, &keep,
+                )))];
+                plan.events.push(Note::normal(
+                    "FinalizeStarted",
+                    format!("shards done; Job {job_name} builds and publishes the version"),
+                ));
+            } else {
+                plan.apply =
+                    ingest_objects(corpus, profile, &inputs, &content, &names, settings, &keep)?;
+                plan.events.push(Note::normal(
+                    "IngestStarted",
+                    format!(
+                        "Job {job_name} ingests inputs {inputs} in {shards} shard{}",
+                        if shards == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
         }
         Some(JobState::Running) => {}
         Some(JobState::Failed(reason)) => {
@@ -523,6 +584,9 @@ fn set_ready(plan: &mut Plan, generation: Option<i64>, now: &str) {
     plan.status.phase = Some("Ready".into());
 }
 
+/// The ingest of the pending inputs failed: `Ready` and `Ingesting` false
+/// with the reason, which `pendingIndex.error` keeps so that the ingest is
+/// not retried until the inputs change.
 fn failed(
     mut plan: Plan,
     reason: &'static str,
@@ -542,12 +606,10 @@ fn failed(
         generation,
         now,
     );
+    if let Some(pending) = plan.status.pending_index.as_mut() {
+        pending.error = Some(message);
+    }
     plan.status.phase = Some("Failed".into());
-    plan.events.push(Note {
-        warning: true,
-        reason,
-        message,
-    });
     plan
 }
 
@@ -652,12 +714,17 @@ fn meta(
 /// pods' ServiceAccount and the Role that lets them write their report
 /// ConfigMap and nothing else, the report ConfigMap itself (metadata only:
 /// its data belongs to the pods), the rendered manifests, and the Job.
+///
+/// `keep` names the versions the ingest must not remove when it applies
+/// `retainVersions`: those routes serve or are rolling to.
 pub fn ingest_objects(
     corpus: &Corpus,
     profile: &IndexProfile,
     inputs: &str,
+    content: &str,
     names: &Names,
     settings: &Settings,
+    keep: &[String],
 ) -> Result<Vec<Desired>, Error> {
     let name = corpus.name_any();
     let ns = corpus.namespace();
@@ -705,13 +772,13 @@ pub fn ingest_objects(
         ),
         data: Some(BTreeMap::from([(
             "manifests.yaml".to_string(),
-            render_manifests(&kept_for_rollouts(corpus), profile)?,
+            render_manifests(corpus, profile)?,
         )])),
         immutable: Some(true),
         ..Default::default()
     };
     let shards = corpus.spec.ingest.shards.max(1);
-    let mut args = ingest_args(&name, &names.report, inputs);
+    let mut args = ingest_args(&name, &names.report, inputs, keep);
     if shards > 1 {
         args.extend([
             "--shard".into(),
@@ -722,6 +789,7 @@ pub fn ingest_objects(
         corpus,
         &names.ingest_job,
         inputs,
+        content,
         names,
         settings,
         args,
@@ -738,17 +806,8 @@ pub fn ingest_objects(
     ])
 }
 
-/// The Corpus as an ingest pod reads it: at least two versions kept, so
-/// that publishing a new one never removes the one routes serve until
-/// their pods have rolled.
-fn kept_for_rollouts(corpus: &Corpus) -> Corpus {
-    let mut kept = corpus.clone();
-    kept.spec.storage.retain_versions = kept.spec.storage.retain_versions.max(2);
-    kept
-}
-
-fn ingest_args(corpus: &str, report: &str, inputs: &str) -> Vec<String> {
-    [
+fn ingest_args(corpus: &str, report: &str, inputs: &str, keep: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = [
         "ingest",
         "-f",
         paths::MANIFESTS,
@@ -764,7 +823,27 @@ fn ingest_args(corpus: &str, report: &str, inputs: &str) -> Vec<String> {
         "json",
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    for version in keep {
+        args.extend(["--keep-version".to_string(), version.clone()]);
+    }
+    args
+}
+
+/// The versions an ingest must keep whatever `retainVersions` says: the
+/// active one (routes' pods may be rolling to it) and every one a route
+/// serves.
+pub fn versions_to_keep(status: &CorpusStatus, observed: &Observed) -> Vec<String> {
+    let mut keep: Vec<String> = status
+        .active_index
+        .iter()
+        .map(|a| a.version.clone())
+        .chain(observed.served_versions.iter().cloned())
+        .filter(|v| !v.is_empty())
+        .collect();
+    keep.sort();
+    keep.dedup();
+    keep
 }
 
 /// The single-pod Job that builds and publishes a sharded ingest's version
@@ -772,15 +851,18 @@ fn ingest_args(corpus: &str, report: &str, inputs: &str) -> Vec<String> {
 pub fn finalize_job(
     corpus: &Corpus,
     inputs: &str,
+    content: &str,
     names: &Names,
     settings: &Settings,
     owner: OwnerReference,
+    keep: &[String],
 ) -> Job {
-    let args = ingest_args(&corpus.name_any(), &names.report, inputs);
+    let args = ingest_args(&corpus.name_any(), &names.report, inputs, keep);
     job(
         corpus,
         &names.finalize_job,
         inputs,
+        content,
         names,
         settings,
         args,
@@ -794,6 +876,7 @@ fn job(
     corpus: &Corpus,
     job_name: &str,
     inputs: &str,
+    content: &str,
     names: &Names,
     settings: &Settings,
     args: Vec<String>,
@@ -802,7 +885,8 @@ fn job(
 ) -> Job {
     let spec = &corpus.spec.ingest;
     let name = corpus.name_any();
-    let labels = labels(&name, Some(inputs));
+    let mut labels = labels(&name, Some(inputs));
+    labels.insert(CONTENT_LABEL.into(), content.into());
     let (mut volumes, mut mounts) =
         pod_volumes(&corpus.spec.storage.claim_name, false, &names.inputs_config);
     let mut claims: Vec<&str> = corpus

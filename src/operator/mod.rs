@@ -53,6 +53,10 @@ pub const SOURCE_LABEL: &str = "trellis.dev/source";
 
 /// Label carrying the inputs hash of an ingest's objects.
 pub const INPUTS_LABEL: &str = "trellis.dev/inputs";
+/// Label carrying the content hash of an ingest's Jobs: ingests of the
+/// same content differ only in what asked for them (a refresh tick, the
+/// reingest annotation), so one still running is waited for, not deleted.
+pub const CONTENT_LABEL: &str = "trellis.dev/content";
 
 /// Where pods mount things. The image's binary reads these paths.
 pub mod paths {

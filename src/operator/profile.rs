@@ -77,11 +77,12 @@ pub fn validate(spec: &IndexProfileSpec) -> Vec<String> {
 pub fn plan_profile(profile: &IndexProfile, now: &str) -> IndexProfileStatus {
     let generation = profile.metadata.generation;
     let mut status = profile.status.clone().unwrap_or_default();
-    status.observed_generation = generation;
     if super::is_paused(&profile.metadata) {
+        // Not acted on: observedGeneration stays where it was.
         conditions::set(&mut status.conditions, Set::paused(), generation, now);
         return status;
     }
+    status.observed_generation = generation;
     conditions::remove(&mut status.conditions, "Paused");
     status.hash = Some(crate::index::profile_hash(&profile.spec));
     let problems = validate(&profile.spec);

@@ -26,7 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
-use super::conditions::{self, Set};
+use super::conditions::{self, Note, Set};
 use super::ingest::{container_security, mount, pod_security, pod_volumes};
 use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL, Settings,
@@ -64,8 +64,8 @@ pub struct Plan {
     /// Remove the configuration ConfigMaps other than the current one (no
     /// pod reads them any more).
     pub prune_configs: Option<String>,
-    /// A message for an Event when the served version changed.
-    pub served_changed: Option<String>,
+    /// Events: the served version changed, conditions changed.
+    pub events: Vec<Note>,
 }
 
 /// The names of a route's objects.
@@ -305,30 +305,47 @@ fn rolled_out(deployment: &Deployment) -> bool {
         && status.replicas.unwrap_or(0) == wanted
 }
 
-/// Plans the reconcile of `route`.
+/// Plans the reconcile of `route`; every condition that changes is
+/// announced by an Event.
 pub fn plan_route(
     route: &RetrievalRoute,
     observed: &Observed,
     settings: &Settings,
     now: &str,
 ) -> Result<Plan, Error> {
+    let before = route
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let mut plan = plan_serving(route, observed, settings, now)?;
+    conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
+    Ok(plan)
+}
+
+fn plan_serving(
+    route: &RetrievalRoute,
+    observed: &Observed,
+    settings: &Settings,
+    now: &str,
+) -> Result<Plan, Error> {
     let generation = route.metadata.generation;
-    let mut status = route.status.clone().unwrap_or_default();
-    status.observed_generation = generation;
     let mut plan = Plan {
         objects: None,
-        status,
+        status: route.status.clone().unwrap_or_default(),
         prune_configs: None,
-        served_changed: None,
+        events: Vec::new(),
     };
     let set = |plan: &mut Plan, change: Set<'_>| {
         conditions::set(&mut plan.status.conditions, change, generation, now)
     };
 
     if super::is_paused(&route.metadata) {
+        // Not acted on: observedGeneration stays where it was.
         set(&mut plan, Set::paused());
         return Ok(plan);
     }
+    plan.status.observed_generation = generation;
     conditions::remove(&mut plan.status.conditions, "Paused");
 
     // What the running Deployment says, whatever happens next.
@@ -342,7 +359,10 @@ pub fn plan_route(
         let done = rolled_out(deployment);
         if done && let Some(version) = template_version(deployment) {
             if plan.status.served_version.as_deref() != Some(version) {
-                plan.served_changed = Some(format!("pods serve index version {version}"));
+                plan.events.push(Note::normal(
+                    "ServedVersionChanged",
+                    format!("pods serve index version {version}"),
+                ));
             }
             plan.status.served_version = Some(version.to_string());
             plan.prune_configs =
@@ -372,17 +392,30 @@ pub fn plan_route(
                 )
             },
         );
+        // A rollout the Deployment gave up on (its progress deadline) is
+        // reported as the Deployment reports it.
+        let stalled = deployment
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Progressing"))
+            .filter(|c| c.status == "False");
         set(
             &mut plan,
-            if done {
-                Set::new(
+            match stalled {
+                Some(c) if !done => Set::new(
+                    "Progressing",
+                    false,
+                    c.reason.as_deref().unwrap_or("ProgressDeadlineExceeded"),
+                    c.message.clone().unwrap_or_default(),
+                ),
+                _ if done => Set::new(
                     "Progressing",
                     false,
                     "RolloutComplete",
                     "every pod runs the current template",
-                )
-            } else {
-                Set::new("Progressing", true, "RollingOut", "pods are being replaced")
+                ),
+                _ => Set::new("Progressing", true, "RollingOut", "pods are being replaced"),
             },
         );
     }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 
 use super::conditions;
 use super::ingest::{self, Desired, JobState, Observed, plan_corpus};
@@ -381,6 +382,190 @@ fn a_failed_job_sets_ready_false_with_the_reason() {
     );
     assert_eq!(plan.status.phase.as_deref(), Some("Failed"));
     assert!(plan.events[0].warning);
+    assert_eq!(plan.events.len(), 1, "one Warning: {:?}", plan.events);
+
+    // Its Job removed by its TTL, the failure is remembered, not retried,
+    // and not announced again.
+    let mut after = c.clone();
+    after.status = Some(plan.status.clone());
+    let gone = super::ingest::plan_corpus(
+        &after,
+        &with_profile(),
+        &settings(),
+        NOW,
+        "2026-11-24T02:00:00Z",
+    )
+    .unwrap();
+    assert!(gone.apply.is_empty(), "not retried");
+    assert!(gone.events.is_empty(), "{:?}", gone.events);
+    let ready = conditions::get(&gone.status.conditions, "Ready").unwrap();
+    assert_eq!(ready.reason, "IngestFailed");
+    assert!(ready.message.contains("embedding model not found"));
+    // A new reingest value is new inputs: tried again.
+    after.metadata.annotations = Some(BTreeMap::from([(
+        REINGEST_ANNOTATION.to_string(),
+        "again".to_string(),
+    )]));
+    let retried = super::ingest::plan_corpus(
+        &after,
+        &with_profile(),
+        &settings(),
+        NOW,
+        "2026-11-24T02:00:00Z",
+    )
+    .unwrap();
+    assert!(job_of(&retried).is_some());
+}
+
+#[test]
+fn a_refresh_waits_for_a_running_ingest_of_the_same_content() {
+    let mut c = corpus();
+    c.spec.ingest.refresh_interval = Some("10m".into());
+    let content = ingest::content_hash(&c, &profile(), &Default::default());
+    let job_for = |name: &str, content: &str| Job {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(BTreeMap::from([
+                (CONTENT_LABEL.to_string(), content.to_string()),
+                (INPUTS_LABEL.to_string(), "earlier".to_string()),
+            ])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    // The last tick's ingest of the same content still runs: wait for it.
+    let waiting = plan(
+        &c,
+        &Observed {
+            other_jobs: vec![job_for("handbook-ingest-earlier", &content)],
+            ..with_profile()
+        },
+    );
+    assert!(waiting.apply.is_empty() && waiting.delete_jobs.is_empty());
+    let pending = waiting.status.pending_index.as_ref().unwrap();
+    assert_eq!(pending.job.as_deref(), Some("handbook-ingest-earlier"));
+    assert!(conditions::is_true(&waiting.status.conditions, "Ingesting"));
+
+    // An ingest of other content (an edited spec) is obsolete: replaced.
+    let replaced = plan(
+        &c,
+        &Observed {
+            other_jobs: vec![job_for("handbook-ingest-old", "other")],
+            ..with_profile()
+        },
+    );
+    assert!(job_of(&replaced).is_some());
+    assert_eq!(replaced.delete_jobs, ["handbook-ingest-old"]);
+    // The Job carries its content, for the next tick to see.
+    assert_eq!(
+        job_of(&replaced).unwrap().labels().get(CONTENT_LABEL),
+        Some(&content)
+    );
+}
+
+#[test]
+fn a_finalize_outlives_its_shards_job() {
+    let mut c = corpus();
+    c.spec.ingest.shards = 3;
+    // The shards' Job is gone (its TTL) while the finalize Job runs.
+    let p = plan(
+        &c,
+        &Observed {
+            finalize_job: Some(Job::default()),
+            ..with_profile()
+        },
+    );
+    assert!(p.apply.is_empty(), "the shards are not run again");
+    let names = ingest::Names::new("handbook", &p.inputs);
+    assert_eq!(
+        p.status.pending_index.unwrap().job.as_deref(),
+        Some(names.finalize_job.as_str())
+    );
+}
+
+#[test]
+fn every_object_built_is_owned_by_its_resource() {
+    let owned_by = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+                    uid: &str| {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid && o.controller == Some(true))
+    };
+    let c = corpus();
+    let mut shards = corpus();
+    shards.spec.ingest.shards = 2;
+    let finalize = plan(
+        &shards,
+        &Observed {
+            ingest_job: Some(finished_job(true)),
+            ..with_profile()
+        },
+    );
+    for desired in plan(&c, &with_profile())
+        .apply
+        .iter()
+        .chain(&finalize.apply)
+    {
+        let meta = match desired {
+            Desired::ServiceAccount(o) => &o.metadata,
+            Desired::Role(o) => &o.metadata,
+            Desired::RoleBinding(o) => &o.metadata,
+            Desired::ConfigMap(o) => &o.metadata,
+            Desired::Job(o) => &o.metadata,
+        };
+        assert!(owned_by(meta, "uid-corpus"), "{:?}", meta.name);
+    }
+    let objects = route_plan(
+        &route(),
+        &serving::Observed {
+            corpus: Some(active_corpus("v1")),
+            deployment: None,
+        },
+    )
+    .objects
+    .unwrap();
+    let mut metas = vec![
+        &objects.config.metadata,
+        &objects.deployment.metadata,
+        &objects.service.metadata,
+    ];
+    metas.extend(objects.budget.as_ref().map(|b| &b.metadata));
+    for meta in metas {
+        assert!(owned_by(meta, "uid-route"), "{:?}", meta.name);
+    }
+}
+
+#[test]
+fn paused_objects_keep_their_observed_generation() {
+    let mut c = corpus();
+    c.metadata.generation = Some(5);
+    c.status = Some(crate::spec::CorpusStatus {
+        observed_generation: Some(4),
+        ..Default::default()
+    });
+    c.metadata.annotations = Some(BTreeMap::from([(
+        PAUSED_ANNOTATION.to_string(),
+        "true".to_string(),
+    )]));
+    let p = plan(&c, &with_profile());
+    assert_eq!(p.status.observed_generation, Some(4));
+    assert_eq!(p.events.len(), 1, "{:?}", p.events);
+    assert_eq!(p.events[0].reason, "PausedByAnnotation");
+
+    let mut r = route();
+    r.metadata.generation = Some(3);
+    r.metadata.annotations = c.metadata.annotations.clone();
+    let paused = route_plan(&r, &serving::Observed::default());
+    assert_eq!(paused.status.observed_generation, None);
+    assert!(conditions::is_true(&paused.status.conditions, "Paused"));
+}
+
+#[test]
+fn failed_reconciles_back_off() {
+    use super::controller::retry_after;
+    let waits: Vec<u64> = (1..=9).map(|n| retry_after(n).as_secs()).collect();
+    assert_eq!(waits, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
 }
 
 #[test]
@@ -849,8 +1034,45 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
         },
     );
     assert_eq!(done.status.served_version.as_deref(), Some("v2"));
-    assert!(done.served_changed.is_some());
+    assert!(
+        done.events
+            .iter()
+            .any(|e| e.reason == "ServedVersionChanged" && e.message.contains("v2"))
+    );
     assert!(done.prune_configs.is_some());
+
+    // A rollout the Deployment gave up on says so, as the Deployment does.
+    let mut stuck = objects.deployment.clone();
+    stuck.metadata.generation = Some(2);
+    stuck.status = Some(DeploymentStatus {
+        observed_generation: Some(2),
+        replicas: Some(3),
+        updated_replicas: Some(1),
+        ready_replicas: Some(2),
+        available_replicas: Some(2),
+        conditions: Some(vec![DeploymentCondition {
+            type_: "Progressing".into(),
+            status: "False".into(),
+            reason: Some("ProgressDeadlineExceeded".into()),
+            message: Some("ReplicaSet has timed out progressing.".into()),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    let stalled = route_plan(
+        &served,
+        &serving::Observed {
+            corpus: Some(active_corpus("v2")),
+            deployment: Some(stuck),
+        },
+    );
+    let progressing = conditions::get(&stalled.status.conditions, "Progressing").unwrap();
+    assert_eq!(
+        (progressing.status.as_str(), progressing.reason.as_str()),
+        ("False", "ProgressDeadlineExceeded")
+    );
+    assert!(progressing.message.contains("timed out"));
+    assert_eq!(stalled.status.served_version.as_deref(), Some("v1"));
 }
 
 #[test]

@@ -77,6 +77,11 @@ pub struct IndexVersionStatus {
     /// Documents that failed, with reasons (the first few).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
+    /// Why building this version failed (pending versions): it is not
+    /// retried until the inputs change (a spec edit, a new
+    /// `trellis.dev/reingest` value, the next refresh tick).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What the operator reports on a `Corpus`.

@@ -41,6 +41,7 @@ pub fn ingest_manifests(
         &profile.spec,
         dir,
         &dir.join("data"),
+        &[],
         &|_, _, _| {},
     )
     .expect("ingest");
