@@ -372,3 +372,94 @@ fn spread_and_decay_put_other_documents_first_and_never_empty_one() {
         .unwrap();
     assert_eq!(sentences(&plain.hits), sentences(&decayed.hits));
 }
+
+#[test]
+fn a_question_every_document_answers_is_answered_in_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    // Three agreements: each names its governing law, and the first says
+    // more about it than the others do.
+    let contracts = [
+        (
+            "alpha.txt",
+            "1. Governing Law\n\nThis Agreement is governed by the laws of the State of Delaware. \
+             The law of Delaware governs its interpretation. Disputes under the governing law \
+             go to the courts of Delaware. The governing law applies to every amendment.\n\n\
+             2. Escrow\n\nThe escrow agent holds the source code of the Licensor.\n",
+        ),
+        (
+            "beta.txt",
+            "1. Term\n\nThis Agreement lasts two years.\n\n2. Law\n\n\
+             This Agreement is governed by the laws of England.\n",
+        ),
+        (
+            "gamma.txt",
+            "1. Fees\n\nFees are due monthly under this Agreement.\n\n2. Law\n\n\
+             The laws of the State of New York govern this Agreement.\n",
+        ),
+    ];
+    for (name, text) in contracts {
+        std::fs::write(dir.join("docs").join(name), text).unwrap();
+    }
+    let (_, route) = common::ingest_manifests(MANIFESTS, dir);
+    let version = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    let embedder = embed::from_spec(&version.profile.embedding, None).unwrap();
+    let retriever = Retriever::new(&version, embedder.as_ref()).unwrap();
+    let documents = |answer: &trellis::retrieve::Answer| {
+        answer
+            .hits
+            .iter()
+            .map(|h| h.citation.document.clone())
+            .collect::<Vec<_>>()
+    };
+
+    // Every agreement has a governing law: each gives its answer before
+    // the first gives a second.
+    let question = "Which law governs this agreement?";
+    let common = retriever
+        .retrieve(&route.spec, question, Some(3), &Filter::default())
+        .unwrap();
+    let mut found = documents(&common);
+    found.sort();
+    assert_eq!(
+        found,
+        ["docs/alpha.txt", "docs/beta.txt", "docs/gamma.txt"],
+        "{:?}",
+        common.hits
+    );
+    assert!(common.common_query);
+    assert!(common.hits.iter().all(|h| h.text.contains("law")));
+    // A question about what one agreement alone says is not spread.
+    let specific = retriever
+        .retrieve(
+            &route.spec,
+            "Who holds the source code in escrow?",
+            Some(2),
+            &Filter::default(),
+        )
+        .unwrap();
+    assert!(!specific.common_query);
+    assert_eq!(documents(&specific)[0], "docs/alpha.txt");
+    assert!(specific.hits[0].text.contains("escrow agent"));
+
+    // Filtered to one agreement, the common question is as it would be
+    // without the rule.
+    let mut off = route.spec.clone();
+    off.selection.common_query_share = 2.0;
+    let only = Filter {
+        documents: Some(vec!["docs/alpha.txt".to_string()]),
+        ..Filter::default()
+    };
+    let sentences = |answer: &trellis::retrieve::Answer| {
+        answer.hits.iter().map(|h| h.sentence).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        sentences(
+            &retriever
+                .retrieve(&route.spec, question, Some(3), &only)
+                .unwrap()
+        ),
+        sentences(&retriever.retrieve(&off, question, Some(3), &only).unwrap())
+    );
+}

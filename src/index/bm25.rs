@@ -10,6 +10,12 @@
 //! text decides between them. Queries are analysed with the
 //! same tokenizers and turned into term queries directly, never through a
 //! query language, so no user input is ever syntax.
+//!
+//! A fifth field, never searched, holds each document's words once, on its
+//! first indexed sentence, so that its document frequency counts
+//! documents rather than sentences: how many of the corpus' documents use
+//! a query's words tells a question about one document from a question
+//! every document answers ([`Bm25Index::document_share`]).
 
 use std::path::Path;
 
@@ -28,6 +34,16 @@ use super::IndexError;
 
 const TEXT_TOKENIZER: &str = "trellis_en";
 const ID_TOKENIZER: &str = "trellis_ids";
+/// The text analyzer without the words that ask rather than say: what a
+/// query is about, for [`Bm25Index::document_share`].
+const TOPIC_TOKENIZER: &str = "trellis_topic";
+/// Interrogatives, auxiliaries and pronouns, which every document uses and
+/// no question is about (the English stop words are left out already).
+const QUESTION_WORDS: &[&str] = &[
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "do", "does", "did",
+    "can", "could", "would", "should", "shall", "may", "might", "must", "has", "have", "had",
+    "been", "being", "were", "am", "i", "you", "we", "he", "she", "its", "any", "all",
+];
 /// Weight of a section-path match relative to a text match.
 const SECTION_BOOST: f32 = 0.3;
 /// Weight of a whole-identifier match relative to a text match.
@@ -39,6 +55,7 @@ struct Fields {
     section: Field,
     paragraph: Field,
     ids: Field,
+    document: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -53,23 +70,41 @@ fn schema() -> (Schema, Fields) {
             .set_tokenizer(ID_TOKENIZER)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
+    // Presence is all the document field records: no frequencies, no
+    // positions.
+    let words = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TEXT_TOKENIZER)
+            .set_index_option(IndexRecordOption::Basic),
+    );
     let fields = Fields {
         sentence: builder.add_u64_field("sentence", INDEXED | STORED),
         text: builder.add_text_field("text", stemmed.clone()),
         section: builder.add_text_field("section", stemmed.clone()),
         paragraph: builder.add_text_field("paragraph", stemmed),
         ids: builder.add_text_field("ids", ids),
+        document: builder.add_text_field("document", words),
     };
     (builder.build(), fields)
 }
 
 fn register_tokenizers(index: &Index) -> Result<(), IndexError> {
+    let stop_words = StopWordFilter::new(Language::English).ok_or_else(|| {
+        IndexError::Bm25("no English stop-word list in this tantivy build".into())
+    })?;
     let english = TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(64))
         .filter(LowerCaser)
-        .filter(StopWordFilter::new(Language::English).ok_or_else(|| {
-            IndexError::Bm25("no English stop-word list in this tantivy build".into())
-        })?)
+        .filter(stop_words.clone())
+        .filter(Stemmer::new(Language::English))
+        .build();
+    let topic = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(64))
+        .filter(LowerCaser)
+        .filter(stop_words)
+        .filter(StopWordFilter::remove(
+            QUESTION_WORDS.iter().map(|w| w.to_string()),
+        ))
         .filter(Stemmer::new(Language::English))
         .build();
     // Identifiers: a run of letters/digits joined by - . / that holds at
@@ -84,6 +119,7 @@ fn register_tokenizers(index: &Index) -> Result<(), IndexError> {
     .build();
     index.tokenizers().register(TEXT_TOKENIZER, english);
     index.tokenizers().register(ID_TOKENIZER, ids);
+    index.tokenizers().register(TOPIC_TOKENIZER, topic);
     Ok(())
 }
 
@@ -95,6 +131,9 @@ pub struct Bm25Input<'a> {
     pub section_path: String,
     /// The text of the sentence's paragraph (empty to leave it out).
     pub paragraph: &'a str,
+    /// The text of the sentence's whole document on the first indexed
+    /// sentence of each document, empty on every other.
+    pub document: &'a str,
 }
 
 /// Builds the index in `dir` (which must exist and be empty).
@@ -120,6 +159,7 @@ pub fn build<'a>(
                 fields.section => s.section_path,
                 fields.paragraph => s.paragraph,
                 fields.ids => s.text,
+                fields.document => s.document,
             ))
             .map_err(bm25_error)?;
     }
@@ -146,6 +186,41 @@ impl Bm25Index {
             reader,
             fields,
         })
+    }
+
+    /// The mean, over the query's distinct words (stemmed; stop words and
+    /// question words left out), of the share of the `documents` indexed documents that use the
+    /// word; 0 for a query with no such word. A query about one document
+    /// names words few others use (a person, a compound, a topic); one
+    /// that every document answers ("Which law governs the contract?" over
+    /// a set of contracts) is made of words most of them use.
+    pub fn document_share(&self, query: &str, documents: usize) -> Result<f32, IndexError> {
+        if documents == 0 {
+            return Ok(0.0);
+        }
+        let mut analyzer = self
+            .index
+            .tokenizers()
+            .get(TOPIC_TOKENIZER)
+            .ok_or_else(|| IndexError::Bm25(format!("tokenizer {TOPIC_TOKENIZER} missing")))?;
+        let mut stream = analyzer.token_stream(query);
+        // Ordered, so that the sum (and a share at a threshold) comes out
+        // the same on every run.
+        let mut words = std::collections::BTreeSet::new();
+        while let Some(token) = stream.next() {
+            words.insert(token.text.clone());
+        }
+        if words.is_empty() {
+            return Ok(0.0);
+        }
+        let searcher = self.reader.searcher();
+        let mut total = 0.0;
+        for word in &words {
+            let term = Term::from_field_text(self.fields.document, word);
+            let used_by = searcher.doc_freq(&term).map_err(bm25_error)?;
+            total += (used_by as f32 / documents as f32).min(1.0);
+        }
+        Ok(total / words.len() as f32)
     }
 
     /// The `limit` best sentences for `query`, best first, with scores.
@@ -244,6 +319,7 @@ mod tests {
                     text,
                     section_path: String::new(),
                     paragraph,
+                    document: "",
                 }),
         )
         .expect("build");
@@ -284,5 +360,44 @@ mod tests {
         ]);
         let hits = index.search("5.1", 10, 1.0, &|_| true).expect("search");
         assert_eq!(hits.first().map(|h| h.0), Some(0));
+    }
+
+    #[test]
+    fn document_share_counts_documents_not_sentences() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // Three documents: every one names the governing law, one alone
+        // names an escrow agent, whose sentences repeat the word.
+        let documents = [
+            "This Agreement is governed by the law of Delaware. The escrow agent holds the code. The escrow agent releases it.",
+            "This Agreement is governed by the law of New York.",
+            "The law of England governs this Agreement.",
+        ];
+        let mut sentences = Vec::new();
+        for (d, text) in documents.iter().enumerate() {
+            for (n, sentence) in text.split_inclusive(". ").enumerate() {
+                sentences.push((d, n, sentence));
+            }
+        }
+        build(
+            dir.path(),
+            sentences
+                .iter()
+                .enumerate()
+                .map(|(i, &(d, n, text))| Bm25Input {
+                    sentence: i as u32,
+                    text,
+                    section_path: String::new(),
+                    paragraph: "",
+                    document: if n == 0 { documents[d] } else { "" },
+                }),
+        )
+        .expect("build");
+        let index = Bm25Index::open(dir.path()).expect("open");
+        let share = |q: &str| index.document_share(q, documents.len()).expect("share");
+        assert!((share("Which law governs the agreement?") - 1.0).abs() < 1e-6);
+        assert!((share("escrow agent") - 1.0 / 3.0).abs() < 1e-6);
+        assert!((share("law of Delaware") - (1.0 + 1.0 / 3.0) / 2.0).abs() < 1e-6);
+        assert_eq!(share("the of"), 0.0);
+        assert_eq!(share("unheard"), 0.0);
     }
 }

@@ -30,6 +30,7 @@ pub mod links;
 pub mod store;
 pub mod vectors;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -47,7 +48,7 @@ pub use store::SkeletonStore;
 pub use vectors::{HnswGraph, Vectors};
 
 /// Version of the on-disk layout; part of every version hash.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 #[derive(Debug, Error)]
 pub enum IndexError {
@@ -424,10 +425,30 @@ fn build_version(
     } else {
         Vec::new()
     };
+    // Each document's words ride on its first indexed sentence.
+    let mut first_rows: HashMap<u32, u32> = HashMap::new();
+    for &i in &rows {
+        first_rows
+            .entry(store.sentences[i as usize].document)
+            .or_insert(i);
+    }
+    let documents: Vec<String> = store
+        .documents
+        .iter()
+        .enumerate()
+        .map(|(d, document)| {
+            if first_rows.contains_key(&(d as u32)) {
+                store.document_text(document)
+            } else {
+                String::new()
+            }
+        })
+        .collect();
     bm25::build(
         &bm25_dir,
         rows.iter().map(|&i| {
             let sentence = &store.sentences[i as usize];
+            let first = first_rows.get(&sentence.document) == Some(&i);
             bm25::Bm25Input {
                 sentence: i,
                 text: &sentence.text,
@@ -439,6 +460,10 @@ fn build_version(
                 paragraph: paragraphs
                     .get(sentence.paragraph as usize)
                     .map_or("", String::as_str),
+                document: match documents.get(sentence.document as usize) {
+                    Some(text) if first => text,
+                    _ => "",
+                },
             }
         }),
     )?;
@@ -963,6 +988,9 @@ pub struct IndexVersion {
     pub term_sentences: Vec<u32>,
     pub graph: HnswGraph,
     pub bm25: bm25::Bm25Index,
+    /// Documents with at least one indexed sentence: those the BM25
+    /// index's document field counts.
+    pub indexed_documents: usize,
     /// `RELATED_TO` edges leaving each sentence.
     pub related: Vec<Vec<(u32, f32)>>,
 }
@@ -992,6 +1020,16 @@ impl IndexVersion {
         let terms = read_rows(&dir, "terms.f32", manifest.dims, term_sentences.len())?;
         let graph = HnswGraph::load(&dir)?;
         let bm25 = bm25::Bm25Index::open(&dir.join("bm25"))?;
+        let indexed_documents = store
+            .documents
+            .iter()
+            .filter(|d| {
+                let [start, end] = d.sentences;
+                store.sentences[start as usize..end as usize]
+                    .iter()
+                    .any(|s| s.indexed)
+            })
+            .count();
         let edges: Vec<RelatedEdge> = read_json(&dir.join("related.json"))?;
         let mut related = vec![Vec::new(); store.sentences.len()];
         for e in edges {
@@ -1011,6 +1049,7 @@ impl IndexVersion {
             term_sentences,
             graph,
             bm25,
+            indexed_documents,
             related,
         })
     }

@@ -175,7 +175,16 @@ impl SkeletonStore {
 
     /// The indexed sentences of a paragraph, joined by spaces.
     pub fn paragraph_text(&self, paragraph: &ParagraphRecord) -> String {
-        let [start, end] = paragraph.sentences;
+        self.indexed_text(paragraph.sentences)
+    }
+
+    /// The indexed sentences of a document, joined by spaces.
+    pub fn document_text(&self, document: &DocumentRecord) -> String {
+        self.indexed_text(document.sentences)
+    }
+
+    /// The indexed sentences of the range `[start, end)`, joined by spaces.
+    fn indexed_text(&self, [start, end]: [u32; 2]) -> String {
         let mut text = String::new();
         for s in &self.sentences[start as usize..end as usize] {
             if s.indexed {

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use super::{Candidate, Signals};
 use crate::embed::dot;
 use crate::index::IndexVersion;
-use crate::spec::{RetrievalRouteSpec, ScoringWeights};
+use crate::spec::{RetrievalRouteSpec, ScoringWeights, SelectionSpec};
 
 /// Words that carry no topic; left out of the structure and entity signals.
 const STOP: &[&str] = &[
@@ -249,16 +249,15 @@ pub(super) fn score(
         .collect()
 }
 
-/// Picks `k` results from a ranking: threshold, per-document limit and
-/// MMR diversity (when `mmrLambda` < 1).
+/// Picks `k` results from a ranking: threshold, per-document limits and
+/// decay, MMR diversity (when `mmrLambda` < 1).
 pub(super) fn select(
     index: &IndexVersion,
-    route: &RetrievalRouteSpec,
+    spec: &SelectionSpec,
     ranking: &[(u32, f32)],
     k: usize,
     query: Option<&[f32]>,
 ) -> Vec<(u32, f32)> {
-    let spec = &route.selection;
     let store = &index.store;
     let mut pool: Vec<(u32, f32)> = ranking
         .iter()

@@ -218,6 +218,10 @@ pub struct RetrieveResponse {
     pub hits: Vec<Hit>,
     /// The results' paragraphs in reading order, duplicates removed.
     pub context: String,
+    /// The query was common to the corpus (its words used by most
+    /// documents): answered in each of the best documents, which then
+    /// took turns, rather than from the one that matched best.
+    pub common_query: bool,
 }
 
 /// What `GET /v1/info` says.

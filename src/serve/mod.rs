@@ -464,6 +464,7 @@ async fn answer(
         index_version: version,
         hits: answer.hits,
         context: answer.context,
+        common_query: answer.common_query,
     })
 }
 

@@ -287,6 +287,19 @@ pub struct SelectionSpec {
     /// for other documents that gives way when one document is clearly
     /// better. 0 for off. Default 0.
     pub document_decay: f32,
+    /// A query whose words are, on average, used by at least this share
+    /// of the corpus' documents names no document in particular ("Which
+    /// law governs the contract?" over a folder of contracts): any
+    /// document may hold its answer. Such a common query is answered in
+    /// each of the `topK` documents the corpus-wide ranking puts first,
+    /// each searched alone, and the documents then take turns
+    /// (`commonQueryDecay`). A query that names what one document is about
+    /// keeps that document's sentences together. Stop words and question
+    /// words are not counted. Above 1 for off. Default 0.55.
+    pub common_query_share: f32,
+    /// The `documentDecay` of a common query (the larger of the two
+    /// applies). Default 0.4.
+    pub common_query_decay: f32,
     /// MMR trade-off between relevance (1.0) and diversity; 1.0 turns
     /// diversity off. Default 1.0.
     pub mmr_lambda: f32,
@@ -301,6 +314,8 @@ impl Default for SelectionSpec {
             max_per_document: 0,
             spread_per_document: 0,
             document_decay: 0.0,
+            common_query_share: 0.55,
+            common_query_decay: 0.4,
             mmr_lambda: 1.0,
         }
     }
