@@ -189,8 +189,8 @@ impl Bm25Index {
     }
 
     /// The mean, over the query's distinct words (stemmed; stop words and
-    /// question words left out), of the share of the `documents` indexed documents that use the
-    /// word; 0 for a query with no such word. A query about one document
+    /// question words left out), of the share of the `documents` indexed
+    /// documents that use the word; 0 for a query with no such word. A query about one document
     /// names words few others use (a person, a compound, a topic); one
     /// that every document answers ("Which law governs the contract?" over
     /// a set of contracts) is made of words most of them use.
@@ -198,18 +198,10 @@ impl Bm25Index {
         if documents == 0 {
             return Ok(0.0);
         }
-        let mut analyzer = self
-            .index
-            .tokenizers()
-            .get(TOPIC_TOKENIZER)
-            .ok_or_else(|| IndexError::Bm25(format!("tokenizer {TOPIC_TOKENIZER} missing")))?;
-        let mut stream = analyzer.token_stream(query);
-        // Ordered, so that the sum (and a share at a threshold) comes out
+        // Sorted, so that the sum (and a share at a threshold) comes out
         // the same on every run.
-        let mut words = std::collections::BTreeSet::new();
-        while let Some(token) = stream.next() {
-            words.insert(token.text.clone());
-        }
+        let mut words = self.words(TOPIC_TOKENIZER, query)?;
+        words.sort();
         if words.is_empty() {
             return Ok(0.0);
         }
@@ -221,6 +213,24 @@ impl Bm25Index {
             total += (used_by as f32 / documents as f32).min(1.0);
         }
         Ok(total / words.len() as f32)
+    }
+
+    /// The distinct tokens `tokenizer` makes of `text`, in order of
+    /// appearance.
+    fn words(&self, tokenizer: &str, text: &str) -> Result<Vec<String>, IndexError> {
+        let mut analyzer = self
+            .index
+            .tokenizers()
+            .get(tokenizer)
+            .ok_or_else(|| IndexError::Bm25(format!("tokenizer {tokenizer} missing")))?;
+        let mut stream = analyzer.token_stream(text);
+        let mut words: Vec<String> = Vec::new();
+        while let Some(token) = stream.next() {
+            if !words.contains(&token.text) {
+                words.push(token.text.clone());
+            }
+        }
+        Ok(words)
     }
 
     /// The `limit` best sentences for `query`, best first, with scores.
@@ -244,18 +254,8 @@ impl Bm25Index {
             if boost <= 0.0 {
                 continue;
             }
-            let mut analyzer = self
-                .index
-                .tokenizers()
-                .get(tokenizer)
-                .ok_or_else(|| IndexError::Bm25(format!("tokenizer {tokenizer} missing")))?;
-            let mut stream = analyzer.token_stream(query);
-            let mut seen = std::collections::HashSet::new();
-            while let Some(token) = stream.next() {
-                if !seen.insert(token.text.clone()) {
-                    continue;
-                }
-                let term = Term::from_field_text(field, &token.text);
+            for word in self.words(tokenizer, query)? {
+                let term = Term::from_field_text(field, &word);
                 let q: Box<dyn Query> =
                     Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
                 clauses.push((Occur::Should, Box::new(BoostQuery::new(q, boost))));

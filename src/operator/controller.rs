@@ -235,6 +235,8 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
             .await?
             .items
             .into_iter()
+            // The selector says as much; the current ingest must never be
+            // taken for another, whatever answered the list.
             .filter(|j| {
                 j.labels()
                     .get(INPUTS_LABEL)
