@@ -19,8 +19,15 @@ Fixtures (each must fail with the named ParseFailure, fast, never panic):
   deep.html              <div> nested 100,000 levels deep          -> TooDeep
   latin1.txt             Windows-1252 text, not UTF-8              -> parsed, with a warning
   utf16.txt              UTF-16 LE text with a byte-order mark     -> parsed
+  truncated.pdf          a valid three-page PDF cut in half        -> Corrupt, or parsed with a warning
+  bad_xref.pdf           every cross-reference offset wrong        -> parsed (the table is rebuilt)
+  encrypted.pdf          RC4-128, opened only with a user password -> Encrypted
+  owner_only.pdf         RC4-128 with an empty user password       -> parsed, decrypted
+  scanned.pdf            one page holding only an image            -> NeedsOcr
+  three_pages.pdf        the valid three-page PDF                  -> parsed (maxPages: 2 warns)
 """
 
+import hashlib
 import io
 import os
 import random
@@ -124,6 +131,144 @@ def deep() -> bytes:
     )
 
 
+# PDF: a minimal writer (one Helvetica font, text pages, an image page) and
+# the standard security handler's RC4-128 (revision 3) encryption.
+
+PDF_ID = bytes(range(16))
+PASSWORD_PAD = bytes.fromhex(
+    "28bf4e5e4e758a4164004e56fffa01082e2e00b6d0683e802f0ca9fe6453697a"
+)
+
+
+def rc4(key: bytes, data: bytes) -> bytes:
+    s = list(range(256))
+    j = 0
+    for i in range(256):
+        j = (j + s[i] + key[i % len(key)]) % 256
+        s[i], s[j] = s[j], s[i]
+    out = bytearray()
+    i = j = 0
+    for byte in data:
+        i = (i + 1) % 256
+        j = (j + s[i]) % 256
+        s[i], s[j] = s[j], s[i]
+        out.append(byte ^ s[(s[i] + s[j]) % 256])
+    return bytes(out)
+
+
+def padded(password: bytes) -> bytes:
+    return (password + PASSWORD_PAD)[:32]
+
+
+def security(user: bytes, owner: bytes, permissions: int = -4):
+    """(file key, /O, /U, /P) of the standard handler, revision 3, 128-bit."""
+    digest = hashlib.md5(padded(owner)).digest()
+    for _ in range(50):
+        digest = hashlib.md5(digest).digest()
+    o = rc4(digest, padded(user))
+    for i in range(1, 20):
+        o = rc4(bytes(b ^ i for b in digest), o)
+    p = permissions.to_bytes(4, "little", signed=True)
+    key = hashlib.md5(padded(user) + o + p + PDF_ID).digest()
+    for _ in range(50):
+        key = hashlib.md5(key).digest()
+    u = rc4(key, hashlib.md5(PASSWORD_PAD + PDF_ID).digest())
+    for i in range(1, 20):
+        u = rc4(bytes(b ^ i for b in key), u)
+    return key, o, u + bytes(16), permissions
+
+
+def pdf_string(data: bytes) -> bytes:
+    return b"<" + data.hex().encode() + b">"
+
+
+def pdf_file(pages, encryption=None, break_xref=False) -> bytes:
+    """A PDF whose pages are given as content streams (bytes), or as None
+    for a page holding only a grey 8x8 image."""
+    objects = {}
+    kids = []
+    next_id = 4  # 1 catalog, 2 pages, 3 font
+    for content in pages:
+        page_id, content_id = next_id, next_id + 1
+        next_id += 2
+        resources = b"/Font << /F1 3 0 R >>"
+        if content is None:
+            image_id = next_id
+            next_id += 1
+            objects[image_id] = (
+                b"<< /Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceGray "
+                b"/BitsPerComponent 8 /Length 64 >>",
+                bytes(range(64)),
+            )
+            resources = b"/XObject << /Im1 %d 0 R >>" % image_id
+            content = b"q 468 0 0 648 72 72 cm /Im1 Do Q"
+        kids.append(page_id)
+        objects[page_id] = (
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << %s >> "
+            b"/Contents %d 0 R >>" % (resources, content_id),
+            None,
+        )
+        objects[content_id] = (b"<< /Length %d >>" % len(content), content)
+    objects[1] = (b"<< /Type /Catalog /Pages 2 0 R >>", None)
+    objects[2] = (
+        b"<< /Type /Pages /Kids [%s] /Count %d >>"
+        % (b" ".join(b"%d 0 R" % k for k in kids), len(kids)),
+        None,
+    )
+    objects[3] = (
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+        None,
+    )
+    trailer_extra = b""
+    if encryption is not None:
+        key, o, u, p = encryption
+        encrypt_id = next_id
+        objects[encrypt_id] = (
+            b"<< /Filter /Standard /V 2 /R 3 /Length 128 /O %s /U %s /P %d >>"
+            % (pdf_string(o), pdf_string(u), p),
+            None,
+        )
+        trailer_extra = b" /Encrypt %d 0 R" % encrypt_id
+        for number, (head, stream) in list(objects.items()):
+            if stream is not None:
+                object_key = hashlib.md5(
+                    key + number.to_bytes(3, "little") + (0).to_bytes(2, "little")
+                ).digest()[:16]
+                objects[number] = (head, rc4(object_key, stream))
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = {}
+    for number in sorted(objects):
+        head, stream = objects[number]
+        offsets[number] = len(out)
+        out += b"%d 0 obj\n" % number + head
+        if stream is not None:
+            out += b"\nstream\n" + stream + b"\nendstream"
+        out += b"\nendobj\n"
+    xref_at = len(out)
+    size = max(objects) + 1
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
+    for number in range(1, size):
+        offset = offsets[number] + (37 if break_xref else 0)
+        out += b"%010d 00000 n \n" % offset
+    out += (
+        b"trailer\n<< /Size %d /Root 1 0 R /ID [%s %s]%s >>\nstartxref\n%d\n%%%%EOF\n"
+        % (size, pdf_string(PDF_ID), pdf_string(PDF_ID), trailer_extra, xref_at)
+    )
+    return bytes(out)
+
+
+def text_page(number: int) -> bytes:
+    lines = [
+        f"Page {number}. The supplier shall deliver the goods within {number * 10} days.",
+        "Payment is due thirty days after the invoice date.",
+    ]
+    ops = ["BT", "/F1 11 Tf", "72 720 Td", "14 TL"]
+    for line in lines:
+        ops.append(f"({line}) Tj T*")
+    ops.append("ET")
+    return " ".join(ops).encode("latin-1")
+
+
 def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     valid = valid_docx()
@@ -156,6 +301,18 @@ def main() -> None:
             ]
         ),
     }
+    three = [text_page(n) for n in (1, 2, 3)]
+    three_pages = pdf_file(three)
+    fixtures.update(
+        {
+            "three_pages.pdf": three_pages,
+            "truncated.pdf": three_pages[: len(three_pages) // 2],
+            "bad_xref.pdf": pdf_file(three, break_xref=True),
+            "encrypted.pdf": pdf_file(three, encryption=security(b"user secret", b"owner secret")),
+            "owner_only.pdf": pdf_file(three, encryption=security(b"", b"owner secret")),
+            "scanned.pdf": pdf_file([None]),
+        }
+    )
     for name, data in fixtures.items():
         with open(os.path.join(OUT, name), "wb") as f:
             f.write(data)

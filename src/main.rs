@@ -373,7 +373,9 @@ fn init_tracing(format: LogFormat, verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         // hnsw_rs logs every build and dump step at info level.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},hnsw_rs=warn")));
+        .unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(format!("{default},hnsw_rs=warn,pdf_oxide=warn"))
+        });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -32,6 +32,8 @@ const BAD: &[(&str, &str)] = &[
     ("missing_document.docx", "document.xml"),
     ("deep.docx", "nesting deeper"),
     ("malformed_xml.docx", "malformed xml"),
+    ("encrypted.pdf", "password"),
+    ("scanned.pdf", "ocr"),
 ];
 
 #[test]
@@ -80,6 +82,9 @@ fn bad_documents_are_reported_by_name_and_the_rest_is_chunked() {
         "data-processing-addendum.docx",
         "latin1.txt",
         "utf16.txt",
+        "three_pages.pdf",
+        "bad_xref.pdf",
+        "owner_only.pdf",
     ] {
         assert!(
             sources.iter().any(|s| s.ends_with(expected)),

@@ -480,11 +480,22 @@ fn read_cuad(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
         rows.insert(stem, record);
     }
 
-    let contracts_dir = dir.join("contracts");
+    // `--split pdf` indexes the same contracts as PDFs; their text versions
+    // stay the reference the excerpts are placed in.
+    let pdf = split == Some("pdf");
+    let (folder, extension) = if pdf {
+        ("pdf", "pdf")
+    } else {
+        ("contracts", "txt")
+    };
+    let contracts_dir = dir.join(folder);
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&contracts_dir)
         .map_err(|e| EvalError::io(&contracts_dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x.eq_ignore_ascii_case(extension))
+        })
         .collect();
     entries.sort();
 
@@ -502,7 +513,19 @@ fn read_cuad(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
             continue;
         };
         let content = std::fs::read(&path).map_err(|e| EvalError::io(&path, e))?;
-        let file = file_name(&stem, "txt");
+        let reference = if pdf {
+            let text = dir.join("contracts").join(format!("{stem}.txt"));
+            match std::fs::read(&text) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(_) => {
+                    skipped.push((stem.clone(), "no text version to place excerpts in".into()));
+                    continue;
+                }
+            }
+        } else {
+            String::from_utf8_lossy(&content).into_owned()
+        };
+        let file = file_name(&stem, extension);
         for category in &categories {
             let Some(cell) = column(&category.column).and_then(|c| row.get(c)) else {
                 continue;
@@ -526,7 +549,7 @@ fn read_cuad(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
         }
         documents.push(EvalDocument {
             file,
-            reference: String::from_utf8_lossy(&content).into_owned(),
+            reference,
             content,
         });
     }

@@ -48,7 +48,7 @@ pub use store::SkeletonStore;
 pub use vectors::{HnswGraph, Vectors};
 
 /// Version of the on-disk layout; part of every version hash.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 #[derive(Debug, Error)]
 pub enum IndexError {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::enrich::Enrichment;
 use crate::pipeline::ProcessedDocument;
-use crate::skeleton::SourceTag;
+use crate::skeleton::{PageBox, SourceTag};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SkeletonStore {
@@ -72,6 +72,9 @@ pub struct SentenceRecord {
     /// Character offset and length in the document's canonical text.
     pub span: [u32; 2],
     pub confidence: f32,
+    /// Where it stands on its pages, one box per line (PDF).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<PageBox>,
     /// Whether it is in the search indexes (the sentence filters passed).
     pub indexed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,6 +154,7 @@ impl SkeletonStore {
                 page: sentence.page,
                 span: [sentence.span.offset, sentence.span.len],
                 confidence: sentence.confidence,
+                boxes: sentence.boxes.clone(),
                 indexed: sentence.indexable,
                 clause: notes.and_then(|n| n.clause.clone()),
                 definition: notes.is_some_and(|n| n.definition.is_some()),

@@ -23,8 +23,8 @@ mod tree;
 use std::path::Path;
 
 pub use tree::{
-    Block, BlockKind, DocumentTree, Format, Section, SectionIdx, Table, TextSpan, TocEntry,
-    TreeBuilder, collapse_whitespace, split_heading_numbering,
+    Block, BlockKind, DocumentTree, Format, PageLine, Section, SectionIdx, Table, TextSpan,
+    TocEntry, TreeBuilder, collapse_whitespace, split_heading_numbering,
 };
 
 use crate::spec::ParsingSpec;
@@ -42,10 +42,8 @@ pub enum ParseFailure {
     TooLarge { size: u64, limit: u64 },
     #[error("binary content, not text: {0}")]
     Binary(String),
-    #[error("unsupported file type {0:?} (known: .md, .markdown, .html, .htm, .docx, .txt)")]
+    #[error("unsupported file type {0:?} (known: .md, .markdown, .html, .htm, .docx, .pdf, .txt)")]
     UnknownFormat(String),
-    #[error("{0} documents are not supported yet")]
-    Unsupported(Format),
     #[error("corrupt {format} file: {detail}")]
     Corrupt { format: Format, detail: String },
     #[error(
@@ -60,6 +58,12 @@ pub enum ParseFailure {
     Xml { part: String, detail: String },
     #[error("nesting deeper than {limit} levels (parsing.maxNestingDepth)")]
     TooDeep { limit: u32 },
+    #[error("encrypted: the document needs a password")]
+    Encrypted,
+    #[error("none of its {pages} pages has a text layer (a scan?): it needs OCR")]
+    NeedsOcr { pages: usize },
+    #[error("not parsed within {seconds} s (parsing.maxSecondsPerDocument)")]
+    TimedOut { seconds: u32 },
 }
 
 /// A failure to parse one document, naming it.

@@ -85,6 +85,18 @@ impl TextSpan {
 /// Index of a section in [`DocumentTree::sections`].
 pub type SectionIdx = usize;
 
+/// One line of text on a page, as laid out.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageLine {
+    /// 1-based.
+    pub page: u32,
+    /// `[x0, y0, x1, y1]` in PDF points, origin at the page's bottom left.
+    pub bbox: [f32; 4],
+    pub text: String,
+    /// The left and right edge of each character of `text`.
+    pub xs: Vec<[f32; 2]>,
+}
+
 /// A parsed document.
 #[derive(Clone, Debug, Serialize)]
 pub struct DocumentTree {
@@ -100,6 +112,16 @@ pub struct DocumentTree {
     /// Things worth telling the user that did not stop the parse
     /// ("decoded as Windows-1252", "dropped 12 boilerplate lines").
     pub warnings: Vec<String>,
+    /// How exactly the text was extracted, in [0, 1]: 1.0 for text read as
+    /// written; a PDF's share of glyphs with a Unicode mapping. Sentences
+    /// carry their own (see the skeleton's `Sentence::confidence`).
+    pub confidence: f32,
+    /// Pages in the document, for paged formats (PDF).
+    pub pages: Option<u32>,
+    /// Where each line of a paged document's text stands on its page, in
+    /// reading order, for locating sentences (PDF; empty otherwise).
+    #[serde(skip)]
+    pub lines: Vec<PageLine>,
     /// The canonical text: a plain Markdown rendering that every span
     /// points into. Filled by [`DocumentTree::render`].
     #[serde(skip)]
@@ -477,6 +499,9 @@ impl TreeBuilder {
                 }],
                 toc: Vec::new(),
                 warnings: Vec::new(),
+                confidence: 1.0,
+                pages: None,
+                lines: Vec::new(),
                 text: String::new(),
             },
             page: None,

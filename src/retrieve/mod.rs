@@ -27,6 +27,7 @@ use thiserror::Error;
 use crate::embed::{EmbedError, Embedder};
 use crate::index::vectors;
 use crate::index::{IndexError, IndexVersion};
+use crate::skeleton::PageBox;
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
 
 pub use context::assemble_context;
@@ -85,6 +86,9 @@ pub struct Citation {
     pub page: Option<u32>,
     /// Character offset and length in the document's canonical text.
     pub char_span: [u32; 2],
+    /// Where the sentence stands on its pages, one box per line (PDF).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<PageBox>,
 }
 
 /// One result: an anchor sentence shown inside its paragraph.
@@ -591,6 +595,7 @@ impl<'a> Retriever<'a> {
                 section_path: store.sections[s.section as usize].path.clone(),
                 page: s.page,
                 char_span: s.span,
+                boxes: s.boxes.clone(),
             },
         }
     }

@@ -20,6 +20,10 @@ use serde::Serialize;
 use crate::parse::{BlockKind, DocumentTree, Format, Table, TextSpan, TocEntry};
 use crate::segment::{Segmenter, SentenceFilter};
 
+mod locate;
+
+pub use locate::PageBox;
+
 /// A document's stable id: the first 16 hex digits of the BLAKE3 hash of its
 /// key (the path or URI it was read from, as given).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -175,10 +179,15 @@ pub struct Sentence {
     pub page: Option<u32>,
     /// Where the sentence lies in the document's canonical text.
     pub span: TextSpan,
-    /// Extraction confidence: 1.0 for text layers that were read exactly.
+    /// Extraction confidence: the share of its characters read exactly
+    /// (1.0 for a text layer; lower where PDF glyphs had no Unicode
+    /// mapping, written as U+FFFD).
     pub confidence: f32,
     /// Whether the sentence passes the index filters (length, form labels).
     pub indexable: bool,
+    /// Where it stands on its pages, one box per line (paged formats).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<PageBox>,
 }
 
 /// Kinds of skeleton edges.
@@ -257,6 +266,7 @@ impl Skeleton {
             }
             builder.sections[idx].paragraphs.end = builder.paragraphs.len() as u32;
         }
+        locate::locate(&mut builder.sentences, &tree.lines);
         Skeleton {
             document: DocumentNode {
                 id: DocId::from_key(key),
@@ -363,6 +373,22 @@ impl Skeleton {
     }
 }
 
+/// How exactly a sentence's text was extracted: the share of its characters
+/// that are not U+FFFD, which the parsers put where a PDF glyph had no
+/// Unicode mapping or bytes did not decode.
+fn extraction_confidence(text: &str) -> f32 {
+    let (mut all, mut unknown) = (0usize, 0usize);
+    for c in text.chars().filter(|c| !c.is_whitespace()) {
+        all += 1;
+        unknown += usize::from(c == '\u{FFFD}');
+    }
+    if all == 0 {
+        1.0
+    } else {
+        1.0 - unknown as f32 / all as f32
+    }
+}
+
 struct Builder<'a> {
     sections: Vec<SectionNode>,
     paragraphs: Vec<ParagraphNode>,
@@ -459,6 +485,7 @@ impl Builder<'_> {
         span: TextSpan,
     ) {
         let indexable = self.filter.is_indexable(&text);
+        let confidence = extraction_confidence(&text);
         self.sentences.push(Sentence {
             id: SentenceId(self.sentences.len() as u32),
             paragraph,
@@ -467,8 +494,9 @@ impl Builder<'_> {
             source,
             page: block.page,
             span,
-            confidence: 1.0,
+            confidence,
             indexable,
+            boxes: Vec::new(),
         });
     }
 
@@ -635,6 +663,13 @@ mod tests {
         assert_eq!(s.sentences[5].source, SourceTag::ListItem);
         let p = s.paragraph(s.sentences[1].paragraph);
         assert_eq!(p.sentences, 0..2);
+    }
+
+    #[test]
+    fn confidence_is_the_share_of_characters_read() {
+        assert_eq!(extraction_confidence("All read."), 1.0);
+        assert_eq!(extraction_confidence("ab \u{FFFD}\u{FFFD}"), 0.5);
+        assert_eq!(extraction_confidence("   "), 1.0);
     }
 
     #[test]

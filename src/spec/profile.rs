@@ -96,6 +96,12 @@ pub struct ParsingSpec {
     /// How many times a short line must occur in one document to count as
     /// boilerplate. Default 3.
     pub boilerplate_min_repeats: u32,
+    /// Most pages read of one PDF; the rest is left out, with a warning.
+    /// Default 5000.
+    pub max_pages: u32,
+    /// Longest a PDF may take to read, in seconds; past it the document
+    /// fails as timed out and the ingest goes on. Default 300.
+    pub max_seconds_per_document: u32,
 }
 
 impl Default for ParsingSpec {
@@ -109,6 +115,8 @@ impl Default for ParsingSpec {
             remove_table_of_contents: true,
             drop_boilerplate: true,
             boilerplate_min_repeats: 3,
+            max_pages: 5000,
+            max_seconds_per_document: 300,
         }
     }
 }

@@ -231,6 +231,10 @@ pub struct Fidelity {
     pub tables_shape_match: usize,
     pub paragraphs_expected: usize,
     pub paragraphs_covered: usize,
+    /// Pairs of consecutive found ground-truth paragraphs, and those of
+    /// them that come in the same order in our text (reading order).
+    pub order_pairs: usize,
+    pub order_pairs_agree: usize,
     pub error: Option<String>,
 }
 
@@ -244,6 +248,8 @@ impl Fidelity {
         self.tables_shape_match += other.tables_shape_match;
         self.paragraphs_expected += other.paragraphs_expected;
         self.paragraphs_covered += other.paragraphs_covered;
+        self.order_pairs += other.order_pairs;
+        self.order_pairs_agree += other.order_pairs_agree;
     }
 
     pub fn heading_recall(&self) -> f64 {
@@ -258,9 +264,13 @@ impl Fidelity {
         ratio(self.paragraphs_covered, self.paragraphs_expected)
     }
 
+    pub fn reading_order(&self) -> f64 {
+        ratio(self.order_pairs_agree, self.order_pairs)
+    }
+
     pub fn row(&self) -> String {
         format!(
-            "{:<48} headings {:>3}/{:<3} (levels {:>3}) tables {:>2}/{:<2} shape {:>2} paragraphs {:>4}/{:<4}{}",
+            "{:<48} headings {:>3}/{:<3} (levels {:>3}) tables {:>2}/{:<2} shape {:>2} paragraphs {:>4}/{:<4} order {:>4}/{:<4}{}",
             self.file,
             self.headings_found,
             self.headings_expected,
@@ -270,6 +280,8 @@ impl Fidelity {
             self.tables_shape_match,
             self.paragraphs_covered,
             self.paragraphs_expected,
+            self.order_pairs_agree,
+            self.order_pairs,
             self.error
                 .as_deref()
                 .map(|e| format!("  ERROR {e}"))
@@ -326,14 +338,23 @@ pub fn compare(file: &str, tree: &DocumentTree, truth: &GroundTruth) -> Fidelity
         }
     }
     let haystack = normalize(&tree.text);
-    result.paragraphs_covered = truth
-        .paragraphs
-        .iter()
-        .filter(|p| {
-            let key = normalize(p);
-            key.is_empty() || haystack.contains(&key)
-        })
-        .count();
+    // Where each found paragraph starts in our text, in ground-truth order.
+    let mut positions: Vec<usize> = Vec::new();
+    for paragraph in &truth.paragraphs {
+        let key = normalize(paragraph);
+        if key.is_empty() {
+            result.paragraphs_covered += 1;
+        } else if let Some(at) = haystack.find(&key) {
+            result.paragraphs_covered += 1;
+            // Short paragraphs ("Yes", "1") are found anywhere; only
+            // distinctive ones say something about order.
+            if key.len() >= 20 {
+                positions.push(at);
+            }
+        }
+    }
+    result.order_pairs = positions.len().saturating_sub(1);
+    result.order_pairs_agree = positions.windows(2).filter(|w| w[0] < w[1]).count();
     result
 }
 
@@ -350,8 +371,13 @@ pub fn cases(format_dir: &Path) -> Vec<(PathBuf, PathBuf)> {
         let Some(name) = source.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let truth = format_dir.join("groundtruth").join(format!("{name}.md"));
-        if truth.is_file() {
+        // `report.docx.md` for most formats, `report.md` for PDFs.
+        let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or(name);
+        let truth = [name, stem]
+            .iter()
+            .map(|n| format_dir.join("groundtruth").join(format!("{n}.md")))
+            .find(|t| t.is_file());
+        if let Some(truth) = truth {
             cases.push((source, truth));
         }
     }

@@ -1,0 +1,83 @@
+//! The glyphs of a PDF, page by page, with their positions and fonts
+//! (`pdf_oxide`). Everything the layout needs and nothing of the library
+//! leaves this module.
+
+use super::{Glyph, PageGlyphs};
+use crate::parse::Format;
+use crate::parse::ParseFailure;
+
+/// What was read of a document.
+pub(super) struct Extracted {
+    pub pages: Vec<PageGlyphs>,
+    /// Pages in the file (more than `pages` when the page limit cut it).
+    pub page_count: usize,
+    /// Pages whose text could not be read, with the library's reason.
+    pub failed_pages: Vec<(u32, String)>,
+}
+
+fn corrupt(detail: impl std::fmt::Display) -> ParseFailure {
+    ParseFailure::Corrupt {
+        format: Format::Pdf,
+        detail: detail.to_string(),
+    }
+}
+
+/// Reads the glyphs of the first `max_pages` pages of `bytes`.
+pub(super) fn glyphs(bytes: &[u8], max_pages: usize) -> Result<Extracted, ParseFailure> {
+    let document = pdf_oxide::PdfDocument::from_bytes(bytes.to_vec()).map_err(corrupt)?;
+    if document.is_encrypted()
+        && !document.is_authenticated()
+        && !document.authenticate(b"").unwrap_or(false)
+    {
+        return Err(ParseFailure::Encrypted);
+    }
+    let page_count = document.page_count().map_err(corrupt)?;
+    let mut pages = Vec::with_capacity(page_count.min(max_pages));
+    let mut failed_pages = Vec::new();
+    for index in 0..page_count.min(max_pages) {
+        let number = index as u32 + 1;
+        let (width, height) = match document.get_page_media_box(index) {
+            Ok((x0, y0, x1, y1)) => ((x1 - x0).abs(), (y1 - y0).abs()),
+            Err(_) => (612.0, 792.0),
+        };
+        let chars = match document.extract_chars(index) {
+            Ok(chars) => chars,
+            Err(e) => {
+                failed_pages.push((number, e.to_string()));
+                continue;
+            }
+        };
+        let glyphs = chars
+            .iter()
+            .filter(|c| upright(c.rotation_degrees))
+            .map(|c| Glyph {
+                ch: c.char,
+                x0: c.bbox.x,
+                x1: c.bbox.x + c.bbox.width.max(0.0),
+                baseline: c.origin_y,
+                size: c.font_size.abs(),
+                bold: c.font_weight as u16 >= 600 || c.font_name.contains("Bold"),
+                italic: c.is_italic,
+            })
+            .filter(|g| g.size.is_finite() && g.x0.is_finite() && g.baseline.is_finite())
+            .collect();
+        pages.push(PageGlyphs {
+            number,
+            width,
+            height,
+            glyphs,
+        });
+    }
+    Ok(Extracted {
+        pages,
+        page_count,
+        failed_pages,
+    })
+}
+
+/// Horizontal text, upright or nearly: rotated stamps and margin notes
+/// ("Confidential", line numbers set sideways) are left out of the body.
+fn upright(degrees: f32) -> bool {
+    let d = degrees.rem_euclid(360.0);
+    !(2.0..=358.0).contains(&d)
+}

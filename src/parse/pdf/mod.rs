@@ -1,0 +1,186 @@
+//! PDF → [`DocumentTree`].
+//!
+//! The glyphs of each page, with positions and fonts, come from
+//! `pdf_oxide` ([`extract`]), a pure-Rust PDF library: it builds from
+//! crates.io with nothing else installed, reads broken cross-reference
+//! tables and truncated files where it can, and gives per glyph the box,
+//! baseline, font name, size and weight the layout needs. [`layout`] turns
+//! them into lines and blocks in reading order and renders them as plain
+//! text with page breaks and underlined headings, which the text parser
+//! then reads like any other plain text.
+//!
+//! Bounds ([`ParsingSpec`]): `maxPages` pages are read (the rest is left
+//! out, with a warning) and a document gets `maxSecondsPerDocument`; the
+//! library runs on a thread of its own, so a document that takes longer is
+//! reported as timed out and the ingest goes on (the thread is left to
+//! finish by itself), and a panic inside the library is a parse error of
+//! that document. Pages without a text layer are reported as needing OCR;
+//! a document with none fails with that reason rather than coming out
+//! empty. Glyphs without a Unicode mapping are counted per page and
+//! lower the confidence of the document's sentences.
+
+mod extract;
+pub mod layout;
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::{DocumentTree, Format, ParseFailure};
+use crate::spec::ParsingSpec;
+
+/// One glyph as the layout sees it (PDF user space: points, y upwards).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Glyph {
+    pub ch: char,
+    pub x0: f32,
+    pub x1: f32,
+    pub baseline: f32,
+    pub size: f32,
+    pub bold: bool,
+    pub italic: bool,
+}
+
+/// The glyphs of one page.
+#[derive(Clone, Debug, Default)]
+pub struct PageGlyphs {
+    /// 1-based.
+    pub number: u32,
+    pub width: f32,
+    pub height: f32,
+    pub glyphs: Vec<Glyph>,
+}
+
+pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFailure> {
+    let extracted = guarded(bytes, spec)?;
+    let mut warnings = Vec::new();
+    if extracted.page_count > extracted.pages.len() + extracted.failed_pages.len() {
+        warnings.push(format!(
+            "only the first {} of {} pages were read (parsing.maxPages)",
+            spec.max_pages, extracted.page_count
+        ));
+    }
+    for (page, reason) in &extracted.failed_pages {
+        warnings.push(format!("page {page}: text could not be read: {reason}"));
+    }
+    let pages: Vec<layout::PageLayout> = extracted.pages.iter().map(layout::lay_out).collect();
+    let without_text: Vec<u32> = pages
+        .iter()
+        .filter(|p| p.visible == 0)
+        .map(|p| p.number)
+        .collect();
+    if without_text.len() == pages.len() {
+        return Err(ParseFailure::NeedsOcr {
+            pages: extracted.page_count,
+        });
+    }
+    if !without_text.is_empty() {
+        warnings.push(format!(
+            "{} page{} without a text layer (scanned?), not indexed until OCR: {}",
+            without_text.len(),
+            if without_text.len() == 1 { "" } else { "s" },
+            page_list(&without_text)
+        ));
+    }
+    let (visible, unmapped) = pages
+        .iter()
+        .fold((0, 0), |(v, u), p| (v + p.visible, u + p.unmapped));
+    if unmapped > 0 {
+        warnings.push(format!(
+            "{unmapped} of {visible} glyphs have no Unicode mapping (a font without ToUnicode); \
+             their text is uncertain"
+        ));
+    }
+    let (text, lines) = layout::render(&pages);
+    let mut tree = super::text::parse(&text, spec)?;
+    tree.format = Format::Pdf;
+    tree.lines = lines;
+    tree.pages = Some(extracted.page_count as u32);
+    tree.confidence = if visible > 0 {
+        1.0 - unmapped as f32 / visible as f32
+    } else {
+        1.0
+    };
+    tree.warnings.splice(0..0, warnings);
+    Ok(tree)
+}
+
+/// "3, 5–7, 10": page numbers with runs shortened.
+fn page_list(pages: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < pages.len() {
+        let start = pages[i];
+        let mut end = start;
+        while i + 1 < pages.len() && pages[i + 1] == end + 1 {
+            i += 1;
+            end = pages[i];
+        }
+        parts.push(if end > start {
+            format!("{start}–{end}")
+        } else {
+            start.to_string()
+        });
+        i += 1;
+    }
+    parts.join(", ")
+}
+
+/// Runs the extraction on a thread of its own, within the time bound, with
+/// a panic in the library turned into an error.
+fn guarded(bytes: &[u8], spec: &ParsingSpec) -> Result<extract::Extracted, ParseFailure> {
+    let (send, receive) = mpsc::channel();
+    let owned = bytes.to_vec();
+    let max_pages = spec.max_pages.max(1) as usize;
+    std::thread::Builder::new()
+        .name("pdf".into())
+        .spawn(move || {
+            let result = std::panic::catch_unwind(move || extract::glyphs(&owned, max_pages));
+            let _ = send.send(result);
+        })
+        .map_err(ParseFailure::Io)?;
+    let seconds = spec.max_seconds_per_document.max(1);
+    match receive.recv_timeout(Duration::from_secs(u64::from(seconds))) {
+        Ok(Ok(result)) => result,
+        Ok(Err(panic)) => Err(ParseFailure::Corrupt {
+            format: Format::Pdf,
+            detail: format!("the PDF reader failed: {}", panic_message(&panic)),
+        }),
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(ParseFailure::TimedOut { seconds }),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(ParseFailure::Corrupt {
+            format: Format::Pdf,
+            detail: "the PDF reader stopped without an answer".into(),
+        }),
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_lists_shorten_runs() {
+        assert_eq!(page_list(&[3, 5, 6, 7, 10]), "3, 5–7, 10");
+        assert_eq!(page_list(&[1]), "1");
+    }
+
+    #[test]
+    fn garbage_is_a_clear_error_not_a_panic() {
+        let spec = ParsingSpec::default();
+        for bytes in [
+            b"%PDF-1.7\n".to_vec(),
+            b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF"
+                .to_vec(),
+            (0..4096u32).map(|i| (i * 7919 % 251) as u8).collect(),
+        ] {
+            assert!(parse(&bytes, &spec).is_err());
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! PDF parsing on real documents: the 20 CUAD development contracts as
+//! PDFs (`../shared/eval/cuad/pdf`, CC BY 4.0) against their text versions,
+//! and damaged files.
+//!
+//! The measure is the share of the text version's sentences (as Trellis
+//! segments them) that are found, whole, in the parsed PDF's canonical
+//! text, both compared as lowercase letters and digits only. Run with `--nocapture`
+//! for each contract's share.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use trellis::parse::ParseFailure;
+use trellis::pipeline::Pipeline;
+use trellis::spec::{IndexProfileSpec, ParsingSpec};
+
+/// Share of the text versions' sentences the PDFs must give, over all
+/// contracts.
+const MIN_SENTENCE_COVERAGE: f64 = 0.95;
+
+fn cuad() -> PathBuf {
+    common::eval_dir().join("cuad")
+}
+
+/// Lowercase letters and digits only.
+fn normalised(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn sentences(pipeline: &Pipeline, path: &Path) -> Vec<String> {
+    let tree = trellis::parse::parse_file(path, &pipeline.spec().parsing)
+        .unwrap_or_else(|e| panic!("{e}"));
+    pipeline
+        .build_skeleton("doc", tree)
+        .sentences
+        .into_iter()
+        .map(|s| s.text)
+        .collect()
+}
+
+#[test]
+fn cuad_pdfs_give_the_sentences_of_their_text_versions() {
+    let pipeline = Pipeline::new(&IndexProfileSpec::default(), None).expect("pipeline");
+    let dir = cuad().join("pdf");
+    let mut pdfs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("pdf")))
+        .collect();
+    pdfs.sort();
+    let (mut found_total, mut expected_total) = (0usize, 0usize);
+    let (mut located, mut sentences_total) = (0usize, 0usize);
+    let mut compared = 0;
+    for pdf in &pdfs {
+        let stem = pdf.file_stem().unwrap().to_string_lossy().to_string();
+        let text = cuad().join("contracts").join(format!("{stem}.txt"));
+        if !text.is_file() {
+            continue;
+        }
+        compared += 1;
+        let tree = trellis::parse::parse_file(pdf, &pipeline.spec().parsing)
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The whole canonical text (headings are not sentences, and the
+        // text version may run a heading into its first sentence) and the
+        // table of contents, which parsing moves out of the body.
+        let toc: Vec<String> = tree
+            .toc
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e.title,
+                    e.page.map(|p| p.to_string()).unwrap_or_default()
+                )
+            })
+            .collect();
+        let parsed = normalised(&format!("{} {}", tree.text, toc.join(" ")));
+        // Every sentence found on its pages has boxes on a page of the
+        // document, inside US Letter or A4, one per line.
+        let pages = tree.pages.expect("a PDF has pages");
+        let skeleton = pipeline.build_skeleton("doc", tree.clone());
+        for sentence in &skeleton.sentences {
+            sentences_total += 1;
+            located += usize::from(!sentence.boxes.is_empty());
+            for b in &sentence.boxes {
+                assert!((1..=pages).contains(&b.page), "{stem}: {b:?}");
+                let [x0, y0, x1, y1] = b.bbox;
+                assert!(
+                    0.0 <= x0 && x0 <= x1 && x1 <= 612.0 && 0.0 <= y0 && y0 < y1 && y1 <= 842.0,
+                    "{stem}: {b:?} for {:?}",
+                    sentence.text
+                );
+            }
+            assert_eq!(
+                sentence.page,
+                sentence.boxes.first().map(|b| b.page).or(sentence.page)
+            );
+        }
+        let expected: Vec<String> = sentences(&pipeline, &text)
+            .iter()
+            .map(|s| normalised(s))
+            .filter(|s| s.len() >= 12)
+            .collect();
+        let found = expected
+            .iter()
+            .filter(|s| parsed.contains(s.as_str()))
+            .count();
+        println!(
+            "{:<60} {found:>4}/{:<4} = {:.3}",
+            stem.chars().take(60).collect::<String>(),
+            expected.len(),
+            found as f64 / expected.len().max(1) as f64
+        );
+        found_total += found;
+        expected_total += expected.len();
+    }
+    let coverage = found_total as f64 / expected_total.max(1) as f64;
+    println!(
+        "CUAD PDFs: {found_total}/{expected_total} text-version sentences found ({coverage:.4})"
+    );
+    let located_share = located as f64 / sentences_total.max(1) as f64;
+    println!(
+        "CUAD PDFs: {located}/{sentences_total} sentences located on their pages ({located_share:.4})"
+    );
+    assert_eq!(compared, 20, "expected the 20 CUAD development contracts");
+    assert!(located_share >= 0.95, "located {located_share:.4} < 0.95");
+    assert!(
+        coverage >= MIN_SENTENCE_COVERAGE,
+        "sentence coverage {coverage:.4} < {MIN_SENTENCE_COVERAGE}"
+    );
+}
+
+#[test]
+fn damaged_pdfs_fail_with_a_reason_and_never_panic() {
+    let spec = ParsingSpec::default();
+    let pdf = cuad().join("pdf");
+    let first = std::fs::read_dir(&pdf)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("pdf")))
+        .min()
+        .expect("a CUAD PDF");
+    let bytes = std::fs::read(&first).unwrap();
+    // Cut short at several places: an error or a best-effort parse, never
+    // a panic or a hang.
+    for share in [0.02, 0.3, 0.5, 0.9] {
+        let cut = &bytes[..(bytes.len() as f64 * share) as usize];
+        let _ = trellis::parse::parse_bytes(cut, trellis::parse::Format::Pdf, &spec);
+    }
+    // Nothing but a header.
+    let err = trellis::parse::parse_bytes(b"%PDF-1.7\n", trellis::parse::Format::Pdf, &spec)
+        .expect_err("no document in it");
+    assert!(matches!(err, ParseFailure::Corrupt { .. }), "{err}");
+    // A time bound too tight for any document.
+    let hurried = ParsingSpec {
+        max_seconds_per_document: 1,
+        ..ParsingSpec::default()
+    };
+    let _ = trellis::parse::parse_bytes(&bytes, trellis::parse::Format::Pdf, &hurried);
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/bad")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn parse_fixture(
+    name: &str,
+    spec: &ParsingSpec,
+) -> Result<trellis::parse::DocumentTree, ParseFailure> {
+    trellis::parse::parse_bytes(&fixture(name), trellis::parse::Format::Pdf, spec)
+}
+
+#[test]
+fn encrypted_pdf_needing_a_password_says_so() {
+    let err = parse_fixture("encrypted.pdf", &ParsingSpec::default()).expect_err("a user password");
+    assert!(matches!(err, ParseFailure::Encrypted), "{err}");
+}
+
+#[test]
+fn encrypted_pdf_with_an_empty_user_password_is_decrypted() {
+    let tree = parse_fixture("owner_only.pdf", &ParsingSpec::default()).expect("opens");
+    assert!(
+        tree.text
+            .contains("Payment is due thirty days after the invoice date."),
+        "{}",
+        tree.text
+    );
+}
+
+#[test]
+fn broken_cross_reference_table_is_rebuilt() {
+    let tree = parse_fixture("bad_xref.pdf", &ParsingSpec::default()).expect("rebuilt");
+    for page in 1..=3 {
+        assert!(
+            tree.text.contains(&format!("Page {page}.")),
+            "{}",
+            tree.text
+        );
+    }
+}
+
+#[test]
+fn truncated_pdf_is_an_error_or_a_partial_parse_with_a_warning() {
+    match parse_fixture("truncated.pdf", &ParsingSpec::default()) {
+        Err(err) => assert!(!err.to_string().is_empty()),
+        Ok(tree) => assert!(!tree.text.contains("Page 3."), "{}", tree.text),
+    }
+}
+
+#[test]
+fn page_without_text_layer_needs_ocr() {
+    let err = parse_fixture("scanned.pdf", &ParsingSpec::default()).expect_err("no text");
+    assert!(matches!(err, ParseFailure::NeedsOcr { pages: 1 }), "{err}");
+    assert!(err.to_string().contains("OCR"), "{err}");
+}
+
+#[test]
+fn pages_beyond_the_limit_are_left_out_with_a_warning() {
+    let spec = ParsingSpec {
+        max_pages: 2,
+        ..ParsingSpec::default()
+    };
+    let tree = parse_fixture("three_pages.pdf", &spec).expect("parsed");
+    assert!(tree.text.contains("Page 2."), "{}", tree.text);
+    assert!(!tree.text.contains("Page 3."), "{}", tree.text);
+    assert!(
+        tree.warnings.iter().any(|w| w.contains("maxPages")),
+        "{:?}",
+        tree.warnings
+    );
+    assert_eq!(tree.pages, Some(3));
+    assert_eq!(tree.confidence, 1.0);
+}
