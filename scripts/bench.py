@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 
+import benchlib
 from benchlib import ROOT, ensure_venv, eval_dir
 
 VENV = pathlib.Path(os.environ.get("TRELLIS_BENCH_VENV", ROOT / "target" / "bench-venv"))
@@ -35,13 +36,7 @@ MIN_SECONDS = 2.0
 
 def fastest(work):
     """Runs work() for at least MIN_SECONDS (three passes at least); best time."""
-    best, passes, started = float("inf"), 0, time.perf_counter()
-    while passes < 3 or time.perf_counter() - started < MIN_SECONDS:
-        t = time.perf_counter()
-        units = work()
-        best = min(best, time.perf_counter() - t)
-        passes += 1
-    return best, units
+    return benchlib.fastest(work, MIN_SECONDS, 3)
 
 
 def main():

@@ -24,9 +24,8 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 
-from benchlib import ROOT, ensure_venv, eval_dir
+from benchlib import ROOT, ensure_venv, eval_dir, fastest
 
 VENV = pathlib.Path(os.environ.get("TRELLIS_BENCH_PDF_VENV", ROOT / "target" / "bench-pdf-venv"))
 PINNED = ["pdfminer.six==20260107", "pypdf==7.1.1"]
@@ -40,18 +39,6 @@ def pdfs():
     for d in [root / "cuad" / "pdf", root / "docling" / "pdf" / "sources"]:
         files += [p for p in d.iterdir() if p.suffix.lower() == ".pdf"]
     return sorted(files)
-
-
-def fastest(pass_fn):
-    """Runs `pass_fn` until at least two passes and MIN_MEASURE seconds have
-    gone by; returns (its last result, the fastest pass in seconds)."""
-    best, passes, started, result = float("inf"), 0, time.perf_counter(), None
-    while passes < 2 or time.perf_counter() - started < MIN_MEASURE:
-        t = time.perf_counter()
-        result = pass_fn()
-        best = min(best, time.perf_counter() - t)
-        passes += 1
-    return result, best
 
 
 def main():
@@ -95,7 +82,7 @@ def main():
     results = {}
     for name, fn in [("pdfminer.six", pdfminer_pass), ("pypdf", pypdf_pass)]:
         print(f"timing {name}", file=sys.stderr)
-        (pages, failed), seconds = fastest(fn)
+        seconds, (pages, failed) = fastest(fn, MIN_MEASURE, 2)
         results[name] = {"pages": pages, "failed": failed, "seconds": seconds,
                          "pages_per_second": pages / seconds}
 

@@ -4,6 +4,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 import venv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -31,3 +32,16 @@ def ensure_venv(env_dir, pinned, script):
         venv.create(env_dir, with_pip=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", *pinned], check=True)
     os.execv(str(python), [str(python), script, *sys.argv[1:]])
+
+
+def fastest(work, min_seconds, min_passes):
+    """Runs work() at least `min_passes` times and for at least
+    `min_seconds`; returns (the fastest pass in seconds, work()'s last
+    result)."""
+    best, passes, started, result = float("inf"), 0, time.perf_counter(), None
+    while passes < min_passes or time.perf_counter() - started < min_seconds:
+        t = time.perf_counter()
+        result = work()
+        best = min(best, time.perf_counter() - t)
+        passes += 1
+    return best, result
