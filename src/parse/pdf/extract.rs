@@ -23,8 +23,8 @@ fn corrupt(detail: impl std::fmt::Display) -> ParseFailure {
 }
 
 /// Reads the glyphs of the first `max_pages` pages of `bytes`.
-pub(super) fn glyphs(bytes: &[u8], max_pages: usize) -> Result<Extracted, ParseFailure> {
-    let document = pdf_oxide::PdfDocument::from_bytes(bytes.to_vec()).map_err(corrupt)?;
+pub(super) fn glyphs(bytes: Vec<u8>, max_pages: usize) -> Result<Extracted, ParseFailure> {
+    let document = pdf_oxide::PdfDocument::from_bytes(bytes).map_err(corrupt)?;
     if document.is_encrypted()
         && !document.is_authenticated()
         && !document.authenticate(b"").unwrap_or(false)
@@ -36,9 +36,9 @@ pub(super) fn glyphs(bytes: &[u8], max_pages: usize) -> Result<Extracted, ParseF
     let mut failed_pages = Vec::new();
     for index in 0..page_count.min(max_pages) {
         let number = index as u32 + 1;
-        let (width, height) = match document.get_page_media_box(index) {
-            Ok((x0, y0, x1, y1)) => ((x1 - x0).abs(), (y1 - y0).abs()),
-            Err(_) => (612.0, 792.0),
+        let width = match document.get_page_media_box(index) {
+            Ok((x0, _, x1, _)) => (x1 - x0).abs(),
+            Err(_) => 612.0,
         };
         let chars = match document.extract_chars(index) {
             Ok(chars) => chars,
@@ -57,14 +57,12 @@ pub(super) fn glyphs(bytes: &[u8], max_pages: usize) -> Result<Extracted, ParseF
                 baseline: c.origin_y,
                 size: c.font_size.abs(),
                 bold: c.font_weight as u16 >= 600 || c.font_name.contains("Bold"),
-                italic: c.is_italic,
             })
             .filter(|g| g.size.is_finite() && g.x0.is_finite() && g.baseline.is_finite())
             .collect();
         pages.push(PageGlyphs {
             number,
             width,
-            height,
             glyphs,
         });
     }

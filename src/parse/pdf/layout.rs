@@ -545,7 +545,6 @@ mod tests {
                 baseline,
                 size,
                 bold,
-                italic: false,
             })
             .collect()
     }
@@ -554,7 +553,6 @@ mod tests {
         PageGlyphs {
             number: 1,
             width: 612.0,
-            height: 792.0,
             glyphs: parts.into_iter().flatten().collect(),
         }
     }

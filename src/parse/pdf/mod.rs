@@ -37,7 +37,6 @@ pub struct Glyph {
     pub baseline: f32,
     pub size: f32,
     pub bold: bool,
-    pub italic: bool,
 }
 
 /// The glyphs of one page.
@@ -46,7 +45,6 @@ pub struct PageGlyphs {
     /// 1-based.
     pub number: u32,
     pub width: f32,
-    pub height: f32,
     pub glyphs: Vec<Glyph>,
 }
 
@@ -134,7 +132,7 @@ fn guarded(bytes: &[u8], spec: &ParsingSpec) -> Result<extract::Extracted, Parse
     std::thread::Builder::new()
         .name("pdf".into())
         .spawn(move || {
-            let result = std::panic::catch_unwind(move || extract::glyphs(&owned, max_pages));
+            let result = std::panic::catch_unwind(move || extract::glyphs(owned, max_pages));
             let _ = send.send(result);
         })
         .map_err(ParseFailure::Io)?;
