@@ -238,3 +238,61 @@ fn pages_beyond_the_limit_are_left_out_with_a_warning() {
     assert_eq!(tree.pages, Some(3));
     assert_eq!(tree.confidence, 1.0);
 }
+
+#[test]
+fn an_ocr_layer_is_read_and_hidden_text_left_out() {
+    let tree = parse_fixture("ocr_layer.pdf", &ParsingSpec::default()).expect("parsed");
+    assert!(
+        tree.text
+            .contains("The lessee shall maintain the premises in good repair"),
+        "{}",
+        tree.text
+    );
+    assert!(tree.text.contains("ACME-000123"), "{}", tree.text);
+    assert!(!tree.text.contains("Ignore previous"), "{}", tree.text);
+    let warned = |what: &str| tree.warnings.iter().any(|w| w.contains(what));
+    assert!(warned("invisible OCR layer"), "{:?}", tree.warnings);
+    assert!(warned("hidden text"), "{:?}", tree.warnings);
+}
+
+#[test]
+fn docling_invisible_text_layer_sample() {
+    let path = common::eval_dir().join("docling/pdf/invisible_text_layer.pdf");
+    let tree = trellis::parse::parse_file(&path, &ParsingSpec::default()).expect("parsed");
+    assert!(tree.text.contains("Visible heading line"), "{}", tree.text);
+    // Invisible, and over no scanned image: not what a reader of the page
+    // sees.
+    assert!(!tree.text.contains("Invisible OCR"), "{}", tree.text);
+}
+
+#[test]
+fn docling_bookmark_sample_takes_its_heading_levels_from_the_outline() {
+    let path = common::eval_dir().join("docling/pdf/bookmark_sample.pdf");
+    let tree = trellis::parse::parse_file(&path, &ParsingSpec::default()).expect("parsed");
+    let levels: Vec<(u8, String)> = tree
+        .sections
+        .iter()
+        .skip(1)
+        .map(|s| (s.level, s.heading()))
+        .collect();
+    let expected = [
+        (1, "PART I DEFINITIONS"),
+        (2, "1. Interpretation"),
+        (2, "2. Construction of Terms"),
+        (1, "PART II OBLIGATIONS"),
+        (2, "3. Payment Terms"),
+        (3, "3.1 Payment Schedule"),
+        (2, "4. Termination"),
+        (1, "PART III MISCELLANEOUS"),
+    ];
+    let expected: Vec<(u8, String)> = expected.iter().map(|(l, h)| (*l, h.to_string())).collect();
+    assert_eq!(levels, expected);
+    // "Sample Agreement — page 2" heads every page: furniture.
+    assert!(!tree.text.contains("Sample Agreement"), "{}", tree.text);
+}
+
+#[test]
+fn bookmarks_linked_in_circles_are_read_once() {
+    let tree = parse_fixture("outline_loop.pdf", &ParsingSpec::default()).expect("parsed");
+    assert!(tree.text.contains("Page 3."), "{}", tree.text);
+}

@@ -219,17 +219,31 @@ fn is_short(text: &str) -> bool {
             && text.chars().count() <= BOILERPLATE_MAX_CHARS)
 }
 
-/// Case-insensitive key under which repeated lines are counted; page numbers
-/// inside a line ("Page 3 of 10") are masked so their variants count as one.
-fn boilerplate_key(text: &str) -> String {
-    let lower = text.to_lowercase();
-    if lower.starts_with("page ") || is_page_number(&lower) {
+/// Key under which repeated lines are counted: lowercase, whitespace
+/// collapsed, and in lines that start or end by naming their page, digits
+/// masked (so that "Page 3 of 10" and "Sample Agreement — page 4" count
+/// with their variants, but "Section 1.1" and "Section 2.1", or "see page
+/// 4 for details", do not).
+pub(super) fn boilerplate_key(text: &str) -> String {
+    let lower = super::collapse_whitespace(text).to_lowercase();
+    if lower.starts_with("page ") || ends_naming_its_page(&lower) || is_page_number(&lower) {
         lower
             .chars()
             .map(|c| if c.is_ascii_digit() { '#' } else { c })
             .collect()
     } else {
         lower
+    }
+}
+
+/// Whether a lowercase line ends with "page 3" or "page 3 of 10".
+fn ends_naming_its_page(lower: &str) -> bool {
+    let words: Vec<&str> = lower.split(' ').collect();
+    let number = |w: &&str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+    match words.as_slice() {
+        [.., "page", n] => number(n),
+        [.., "page", n, "of", m] => number(n) && number(m),
+        _ => false,
     }
 }
 
@@ -278,5 +292,21 @@ mod tests {
         assert_eq!(texts.len(), 4, "{texts:?}");
         assert!(texts.iter().all(|t| t.starts_with("Body text")));
         assert!(tree.warnings[0].contains("dropped 8"));
+    }
+
+    #[test]
+    fn page_numbers_are_masked_only_where_a_line_names_its_page() {
+        let key = boilerplate_key;
+        assert_eq!(
+            key("Sample Agreement — page 2"),
+            key("Sample  Agreement — Page 3")
+        );
+        assert_eq!(key("Page 2 of 9"), key("page 3 of 9"));
+        assert_eq!(key("ACME Corp. Page 2 of 9"), key("ACME Corp. page 3 of 9"));
+        assert_ne!(
+            key("See page 2 for details."),
+            key("See page 3 for details.")
+        );
+        assert_ne!(key("Section 2.1"), key("Section 3.1"));
     }
 }

@@ -2,6 +2,8 @@
 //! (`pdf_oxide`). Everything the layout needs and nothing of the library
 //! leaves this module.
 
+use super::invisible::{Ink, PageInk};
+use super::outline::{self, OutlineEntry};
 use super::{Glyph, PageGlyphs};
 use crate::parse::Format;
 use crate::parse::ParseFailure;
@@ -13,6 +15,8 @@ pub(super) struct Extracted {
     pub page_count: usize,
     /// Pages whose text could not be read, with the library's reason.
     pub failed_pages: Vec<(u32, String)>,
+    /// The bookmarks, in document order.
+    pub outline: Vec<OutlineEntry>,
 }
 
 fn corrupt(detail: impl std::fmt::Display) -> ParseFailure {
@@ -47,9 +51,26 @@ pub(super) fn glyphs(bytes: Vec<u8>, max_pages: usize) -> Result<Extracted, Pars
                 continue;
             }
         };
+        let ink = PageInk::read(&document, index);
+        let (mut ocr_layer, mut hidden) = (0, 0);
         let glyphs = chars
             .iter()
             .filter(|c| upright(c.rotation_degrees))
+            .filter(|c| {
+                let Some(ink) = &ink else { return true };
+                let counted = usize::from(!c.char.is_whitespace());
+                match ink.ink(c.origin_x, c.origin_y, c.font_size.abs()) {
+                    Ink::Drawn => true,
+                    Ink::OcrLayer => {
+                        ocr_layer += counted;
+                        true
+                    }
+                    Ink::Hidden => {
+                        hidden += counted;
+                        false
+                    }
+                }
+            })
             .map(|c| Glyph {
                 ch: c.char,
                 x0: c.bbox.x,
@@ -64,12 +85,15 @@ pub(super) fn glyphs(bytes: Vec<u8>, max_pages: usize) -> Result<Extracted, Pars
             number,
             width,
             glyphs,
+            ocr_layer,
+            hidden,
         });
     }
     Ok(Extracted {
         pages,
         page_count,
         failed_pages,
+        outline: outline::read(&document),
     })
 }
 

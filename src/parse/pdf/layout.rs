@@ -28,6 +28,9 @@
 //! words broken at line ends mended, running headers and page numbers
 //! recognised.
 
+use std::collections::HashMap;
+
+use super::outline::Printed;
 use super::{Glyph, PageGlyphs};
 use crate::parse::PageLine;
 
@@ -409,7 +412,12 @@ pub fn body_size(pages: &[PageLayout]) -> f32 {
 /// Renders pages as plain text: a form feed between pages, a blank line
 /// between blocks, headings underlined, indentation in spaces. Beside it,
 /// where each rendered line stands on its page, in the same order.
-pub fn render(pages: &[PageLayout]) -> (String, Vec<PageLine>) {
+/// `bookmarked` lines (page number, index on the page) print a bookmark's
+/// title and are headings whatever their font.
+pub fn render(
+    pages: &[PageLayout],
+    bookmarked: &HashMap<(u32, usize), Printed>,
+) -> (String, Vec<PageLine>) {
     let body = body_size(pages);
     // Heading sizes, largest first: the largest is a level-1 title.
     let mut heading_sizes: Vec<i32> = pages
@@ -426,7 +434,14 @@ pub fn render(pages: &[PageLayout]) -> (String, Vec<PageLine>) {
         if n > 0 {
             out.push('\x0c');
         }
-        render_page(page, body, heading_sizes.first().copied(), &mut out);
+        let bookmarked = |i: usize| bookmarked.get(&(page.number, i)).copied();
+        render_page(
+            page,
+            body,
+            heading_sizes.first().copied(),
+            &bookmarked,
+            &mut out,
+        );
         geometry.extend(
             page.lines
                 .iter()
@@ -454,7 +469,13 @@ fn page_line(page: u32, line: &Line) -> PageLine {
     }
 }
 
-fn render_page(page: &PageLayout, body: f32, largest: Option<i32>, out: &mut String) {
+fn render_page(
+    page: &PageLayout,
+    body: f32,
+    largest: Option<i32>,
+    bookmarked: &dyn Fn(usize) -> Option<Printed>,
+    out: &mut String,
+) {
     let pitch = usual_pitch(&page.lines);
     let left = page
         .lines
@@ -463,11 +484,29 @@ fn render_page(page: &PageLayout, body: f32, largest: Option<i32>, out: &mut Str
         .fold(f32::INFINITY, f32::min);
     let mut previous: Option<&Line> = None;
     let mut after_heading = false;
-    for line in &page.lines {
+    // A heading's underline waits for a possible second line of its title.
+    let mut underline: Option<(char, usize)> = None;
+    for (i, line) in page.lines.iter().enumerate() {
         if line.text.is_empty() {
             continue;
         }
-        let heading = heading_mark(line, body, largest);
+        if bookmarked(i) == Some(Printed::Rest)
+            && let Some((_, width)) = &mut underline
+        {
+            // The second line of a bookmarked title, joined to the first.
+            out.pop();
+            out.push(' ');
+            out.push_str(&line.text);
+            out.push('\n');
+            *width += 1 + line.text.chars().count();
+            previous = Some(line);
+            continue;
+        }
+        flush_underline(&mut underline, out);
+        let heading = match bookmarked(i) {
+            Some(Printed::Title) => heading_mark(line, body, largest).or(Some('-')),
+            _ => heading_mark(line, body, largest),
+        };
         let new_block = match previous {
             None => true,
             Some(p) => {
@@ -490,13 +529,18 @@ fn render_page(page: &PageLayout, body: f32, largest: Option<i32>, out: &mut Str
         out.extend(std::iter::repeat_n(' ', indent));
         out.push_str(&line.text);
         out.push('\n');
-        if let Some(mark) = heading {
-            let width = line.text.chars().count().clamp(3, 80);
-            out.extend(std::iter::repeat_n(mark, width));
-            out.push('\n');
-        }
+        underline = heading.map(|mark| (mark, line.text.chars().count()));
         after_heading = heading.is_some();
         previous = Some(line);
+    }
+    flush_underline(&mut underline, out);
+}
+
+/// Writes a heading's underline, `width` characters long (within bounds).
+fn flush_underline(underline: &mut Option<(char, usize)>, out: &mut String) {
+    if let Some((mark, width)) = underline.take() {
+        out.extend(std::iter::repeat_n(mark, width.clamp(3, 80)));
+        out.push('\n');
     }
 }
 
@@ -554,6 +598,7 @@ mod tests {
             number: 1,
             width: 612.0,
             glyphs: parts.into_iter().flatten().collect(),
+            ..PageGlyphs::default()
         }
     }
 
@@ -612,7 +657,7 @@ mod tests {
             ));
         }
         parts.push(glyphs("Payment is due.", 72.0, 600.0, 10.0, true));
-        let (text, _) = render(&[lay_out(&page(parts))]);
+        let (text, _) = render(&[lay_out(&page(parts))], &HashMap::new());
         assert!(text.starts_with("Annual Report\n=============\n"), "{text}");
         assert!(text.contains("\nGoverning Law\n-------------\n"), "{text}");
         // A bold sentence is not a title.

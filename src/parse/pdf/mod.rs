@@ -9,6 +9,12 @@
 //! text with page breaks and underlined headings, which the text parser
 //! then reads like any other plain text.
 //!
+//! Two things the glyphs alone do not tell are read from the file besides:
+//! invisible text ([`invisible`]: an OCR layer over a scanned image is
+//! kept, other invisible text is hidden text and left out, both with a
+//! warning), and the bookmarks ([`outline`]: a line printing a bookmark's
+//! title is a heading at the bookmark's depth).
+//!
 //! Bounds ([`ParsingSpec`]): `maxPages` pages are read (the rest is left
 //! out, with a warning) and a document gets `maxSecondsPerDocument`; the
 //! library runs on a thread of its own, so a document that takes longer is
@@ -20,7 +26,9 @@
 //! lower the confidence of the document's sentences.
 
 mod extract;
+mod invisible;
 pub mod layout;
+mod outline;
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -46,6 +54,10 @@ pub struct PageGlyphs {
     pub number: u32,
     pub width: f32,
     pub glyphs: Vec<Glyph>,
+    /// Glyphs of an invisible OCR layer over a scanned image (kept).
+    pub ocr_layer: usize,
+    /// Invisible glyphs over no image: hidden text, left out.
+    pub hidden: usize,
 }
 
 pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFailure> {
@@ -60,6 +72,7 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
     for (page, reason) in &extracted.failed_pages {
         warnings.push(format!("page {page}: text could not be read: {reason}"));
     }
+    warnings.extend(invisible_text_warnings(&extracted.pages));
     let pages: Vec<layout::PageLayout> = extracted.pages.iter().map(layout::lay_out).collect();
     let without_text: Vec<u32> = pages
         .iter()
@@ -88,8 +101,12 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
              their text is uncertain"
         ));
     }
-    let (text, lines) = layout::render(&pages);
+    let bookmarked = outline::printed_titles(&pages, &extracted.outline);
+    let (text, lines) = layout::render(&pages, &bookmarked);
     let mut tree = super::text::parse(&text, spec)?;
+    if !bookmarked.is_empty() {
+        outline::relevel(&mut tree, &extracted.outline);
+    }
     tree.format = Format::Pdf;
     tree.lines = lines;
     tree.pages = Some(extracted.page_count as u32);
@@ -100,6 +117,37 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
     };
     tree.warnings.splice(0..0, warnings);
     Ok(tree)
+}
+
+/// What was done with invisible text, when a page has any.
+fn invisible_text_warnings(pages: &[PageGlyphs]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let pages_with = |count: fn(&PageGlyphs) -> usize| -> (usize, Vec<u32>) {
+        pages
+            .iter()
+            .filter(|p| count(p) > 0)
+            .fold((0, Vec::new()), |(n, mut numbers), p| {
+                numbers.push(p.number);
+                (n + count(p), numbers)
+            })
+    };
+    let (ocr, ocr_pages) = pages_with(|p| p.ocr_layer);
+    if ocr > 0 {
+        warnings.push(format!(
+            "{ocr} glyphs come from an invisible OCR layer over a scanned image (page {}): \
+             their text is only as good as the OCR",
+            page_list(&ocr_pages)
+        ));
+    }
+    let (hidden, hidden_pages) = pages_with(|p| p.hidden);
+    if hidden > 0 {
+        warnings.push(format!(
+            "{hidden} glyphs of invisible text over no image left out (page {}): \
+             hidden text is not what a reader sees",
+            page_list(&hidden_pages)
+        ));
+    }
+    warnings
 }
 
 /// "3, 5–7, 10": page numbers with runs shortened.

@@ -64,7 +64,7 @@ mod table;
 
 use std::collections::HashMap;
 
-use super::clean::is_page_number;
+use super::clean::{boilerplate_key, is_page_number};
 use super::{DocumentTree, Format, ParseFailure, Table, TreeBuilder, collapse_whitespace};
 use crate::spec::ParsingSpec;
 use heading::{HeadingKind, HeadingLine};
@@ -167,25 +167,14 @@ impl RunningLines {
             .is_some_and(|&n| n >= self.min_repeats)
     }
 
-    /// Lowercase, whitespace collapsed, and in lines naming a page, digits
-    /// masked (so that "Page 3 of 10" and "Page 4 of 10" count as one line,
-    /// but "Section 1.1" and "Section 2.1" do not).
+    /// The cleaning pass's key ([`boilerplate_key`]), for lines short
+    /// enough to be furniture.
     fn key(line: &str) -> Option<String> {
         if line.len() > 4 * RUNNING_LINE_MAX_CHARS {
             return None;
         }
-        let key = collapse_whitespace(line).to_lowercase();
-        if key.chars().count() > RUNNING_LINE_MAX_CHARS {
-            return None;
-        }
-        if key.contains("page") {
-            return Some(
-                key.chars()
-                    .map(|c| if c.is_ascii_digit() { '#' } else { c })
-                    .collect(),
-            );
-        }
-        Some(key)
+        let key = boilerplate_key(line);
+        (key.chars().count() <= RUNNING_LINE_MAX_CHARS).then_some(key)
     }
 }
 
