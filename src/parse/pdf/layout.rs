@@ -22,6 +22,8 @@
 //!    document's body text, or a short line wholly in bold that does not
 //!    end like a sentence. They are underlined in the rendering (`===` for
 //!    the largest size, `---` for the rest), as plain text marks titles.
+//! 5. **Tables** come from column alignment ([`super::table`]) and are
+//!    written as pipe tables.
 //!
 //! The text parser then does what it does for any plain text: headings by
 //! numbering and shape, paragraphs joined across lines and page breaks,
@@ -225,7 +227,7 @@ fn line_of(mut row: Vec<&Glyph>) -> Option<Line> {
 
 /// Whether a script is written right to left (Hebrew, Arabic and their
 /// presentation forms).
-fn is_rtl(c: char) -> bool {
+pub(super) fn is_rtl(c: char) -> bool {
     matches!(c as u32, 0x0590..=0x08FF | 0xFB1D..=0xFDFF | 0xFE70..=0xFEFF)
 }
 
@@ -486,8 +488,23 @@ fn render_page(
     let mut after_heading = false;
     // A heading's underline waits for a possible second line of its title.
     let mut underline: Option<(char, usize)> = None;
+    let mut tables = super::table::find(&page.lines).into_iter().peekable();
+    let mut table_end = 0;
     for (i, line) in page.lines.iter().enumerate() {
-        if line.text.is_empty() {
+        if line.text.is_empty() || i < table_end {
+            continue;
+        }
+        if let Some(table) = tables.next_if(|t| t.start == i) {
+            // A block of its own, as a pipe table.
+            flush_underline(&mut underline, out);
+            if previous.is_some() {
+                out.push('\n');
+            }
+            table.render(out);
+            table_end = table.end;
+            previous = page.lines.get(table.end - 1);
+            // What follows starts a block, as after a heading.
+            after_heading = true;
             continue;
         }
         if bookmarked(i) == Some(Printed::Rest)

@@ -29,6 +29,7 @@ mod extract;
 mod invisible;
 pub mod layout;
 mod outline;
+mod table;
 
 use std::sync::mpsc;
 use std::time::Duration;

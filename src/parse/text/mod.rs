@@ -71,6 +71,16 @@ use heading::{HeadingKind, HeadingLine};
 use layout::{Chunk, is_rule, is_underline};
 use marker::{Marker, MarkerStyle, Sequence};
 
+/// Whether `cell`, whole, is a list marker or clause number ("1.",
+/// "(a)", "•", "5.1"): what a list's first column holds when it is laid
+/// out like a table.
+pub(crate) fn is_list_marker(cell: &str) -> bool {
+    let cell = cell.trim();
+    // A marker is recognised before the text it marks.
+    let marked = format!("{cell} text");
+    marker::leading(&marked).is_some_and(|m| m.label == cell)
+}
+
 /// Parses a plain-text document. The caller runs the shared passes
 /// ([`super::finish`]) on the result.
 pub fn parse(text: &str, spec: &ParsingSpec) -> Result<DocumentTree, ParseFailure> {

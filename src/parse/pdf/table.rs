@@ -1,0 +1,440 @@
+//! Tables on a laid-out page, from column alignment.
+//!
+//! A table is a run of consecutive lines split into pieces by wide gaps,
+//! whose pieces line up in columns: projected onto the x axis, the pieces
+//! of the run leave empty strips between them, and each strip separates
+//! two columns (so left-, right- and centre-aligned columns are found
+//! alike). A line with a piece in the first column, or with pieces in two
+//! columns or more, starts a row; a line with one piece further right
+//! continues the row above (a description wrapped within its cell).
+//!
+//! What is not a table, though it lines up: a list whose first column is
+//! only markers ("1.", "(a)", "•") before text, a caption ("Table 2-1
+//! Functions", "Figure 3"), and prose lines that happen to have one wide
+//! gap. A table therefore needs two rows with pieces in two columns or
+//! more, and three rows, or two of three columns or more.
+//!
+//! Found tables are rendered as pipe tables, which the text parser reads.
+
+use super::layout::{Line, Piece, is_rtl};
+use crate::parse::text::is_list_marker;
+
+/// The widest vertical gap between two lines of one table, in multiples
+/// of the table's usual row pitch.
+const MAX_ROW_GAP: f32 = 2.2;
+/// Most columns a table may have.
+const MAX_COLUMNS: usize = 24;
+/// Least width (points) of an empty strip that separates two columns.
+const MIN_COLUMN_GAP: f32 = 4.0;
+
+/// A table found among a page's lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoundTable {
+    /// The lines it takes, `start..end` in the page's line order.
+    pub start: usize,
+    pub end: usize,
+    /// Cells, row by row; every row has one cell per column.
+    pub rows: Vec<Vec<String>>,
+    /// Whether the first row is a header.
+    pub header: bool,
+}
+
+impl FoundTable {
+    /// The table as pipe-table lines, with a rule under the header.
+    pub fn render(&self, out: &mut String) {
+        for (i, row) in self.rows.iter().enumerate() {
+            out.push('|');
+            for cell in row {
+                out.push(' ');
+                // A bar inside a cell would split it.
+                out.push_str(&cell.replace('|', "¦"));
+                out.push_str(" |");
+            }
+            out.push('\n');
+            if i == 0 && self.header {
+                out.push('|');
+                out.push_str(&" --- |".repeat(row.len()));
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// The tables among a page's lines (in reading order), in order.
+pub fn find(lines: &[Line]) -> Vec<FoundTable> {
+    let mut tables = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        match table_at(lines, i) {
+            Some(table) => {
+                i = table.end;
+                tables.push(table);
+            }
+            None => i += 1,
+        }
+    }
+    tables
+}
+
+/// Whether a line may open a table run: two pieces or more, and not a
+/// caption.
+fn opens(line: &Line) -> bool {
+    line.pieces.len() >= 2 && !is_caption(&line.text)
+}
+
+/// "Table 2-1 …", "Figure 3: …", "Example 2-1 …".
+fn is_caption(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let first = words.next().unwrap_or("").to_lowercase();
+    let second = words.next().unwrap_or("");
+    matches!(
+        first.as_str(),
+        "table" | "figure" | "fig." | "example" | "listing" | "chart" | "exhibit"
+    ) && second.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// The table whose first line is `lines[start]`, if one starts there.
+fn table_at(lines: &[Line], start: usize) -> Option<FoundTable> {
+    if !opens(&lines[start]) {
+        return None;
+    }
+    let left = lines[start].x0;
+    // The run: multi-piece lines, and single pieces right of the first
+    // column's start (wrapped cells), with no wide vertical gap.
+    let mut end = start + 1;
+    let mut pitch: Option<f32> = None;
+    while end < lines.len() {
+        let (previous, line) = (&lines[end - 1], &lines[end]);
+        let gap = previous.baseline - line.baseline;
+        let usual = pitch.unwrap_or(1.6 * line.size.max(previous.size));
+        let continues = line.pieces.len() == 1 && line.x0 > left + line.size;
+        if gap <= 0.0
+            || gap > MAX_ROW_GAP * usual
+            || !(opens(line) || continues)
+            || line.x0 < left - line.size
+        {
+            break;
+        }
+        // (Two lines of one row set a hair apart say nothing of the pitch.)
+        if line.pieces.len() >= 2 && gap >= 0.5 * line.size {
+            pitch = Some(pitch.map_or(gap, |p| p.min(gap)));
+        }
+        end += 1;
+    }
+    // Trailing wrapped pieces belong to the last row; but a run that ends
+    // in single pieces after its last multi-piece line may be prose below
+    // a table: keep them only when they sit in a column.
+    let run = &lines[start..end];
+    let columns = columns(run)?;
+    if is_text_columns(run, &columns) {
+        return None;
+    }
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut multi_rows = 0;
+    for line in run {
+        let starts_row =
+            rows.is_empty() || line.pieces.len() >= 2 || column_of(&columns, &line.pieces[0]) == 0;
+        if starts_row {
+            rows.push(vec![String::new(); columns.len()]);
+            multi_rows += usize::from(line.pieces.len() >= 2);
+        }
+        let row = rows.last_mut()?;
+        for piece in &line.pieces {
+            let cell = &mut row[column_of(&columns, piece)];
+            if !cell.is_empty() {
+                cell.push(' ');
+            }
+            cell.push_str(piece.text.trim());
+        }
+    }
+    if rows
+        .iter()
+        .flatten()
+        .flat_map(|c| c.chars())
+        .filter(|c| c.is_alphabetic())
+        .fold(0i64, |n, c| n + if is_rtl(c) { 1 } else { -1 })
+        > 0
+    {
+        // Right-to-left tables are read from the right.
+        for row in &mut rows {
+            row.reverse();
+        }
+    }
+    let enough = rows.len() >= 3 || (rows.len() >= 2 && columns.len() >= 3);
+    if multi_rows < 2 || !enough || is_list(&rows) || is_contents(&rows) {
+        return None;
+    }
+    let header = is_header(&rows[0]);
+    if !header
+        && rows
+            .iter()
+            .any(|r| r.iter().any(|c| words(c) >= PROSE_WORDS))
+    {
+        // Terms beside their definitions, or labels beside paragraphs:
+        // running text with a hanging indent, read better as text.
+        return None;
+    }
+    Some(FoundTable {
+        start,
+        end,
+        rows,
+        header,
+    })
+}
+
+/// A cell of this many words or more is running text.
+const PROSE_WORDS: usize = 8;
+/// Most words in a header cell.
+const HEADER_WORDS: usize = 5;
+
+fn words(cell: &str) -> usize {
+    cell.split_whitespace().count()
+}
+
+/// Whether a row is a header: every cell a short label, not a number,
+/// and not the end of a clause ("Services”);" closing an entry begun on
+/// the page before).
+fn is_header(row: &[String]) -> bool {
+    row.iter().all(|c| {
+        !c.is_empty()
+            && words(c) <= HEADER_WORDS
+            && c.chars().any(char::is_alphabetic)
+            && !c.ends_with([';', ',', '.'])
+    })
+}
+
+/// The columns of a run of lines: the x ranges its pieces cover, merged
+/// where they overlap. `None` unless there are two to [`MAX_COLUMNS`].
+fn columns(run: &[Line]) -> Option<Vec<(f32, f32)>> {
+    let mut spans: Vec<(f32, f32)> = run
+        .iter()
+        .flat_map(|l| &l.pieces)
+        .map(|p| (p.x0, p.x1))
+        .collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut merged: Vec<(f32, f32)> = Vec::new();
+    for (x0, x1) in spans {
+        match merged.last_mut() {
+            Some(last) if x0 < last.1 + MIN_COLUMN_GAP => last.1 = last.1.max(x1),
+            _ => merged.push((x0, x1)),
+        }
+    }
+    (2..=MAX_COLUMNS).contains(&merged.len()).then_some(merged)
+}
+
+/// Whether the columns are columns of running text (a page set in two
+/// columns that were not read apart): two or more of them each take a
+/// third of the run's width and hold mostly pieces of five words or more.
+fn is_text_columns(run: &[Line], columns: &[(f32, f32)]) -> bool {
+    let extent = columns.last().map_or(0.0, |c| c.1) - columns.first().map_or(0.0, |c| c.0);
+    let text_columns = columns
+        .iter()
+        .filter(|&&(x0, x1)| x1 - x0 >= extent / 3.0)
+        .filter(|&&(x0, x1)| {
+            let pieces: Vec<&Piece> = run
+                .iter()
+                .flat_map(|l| &l.pieces)
+                .filter(|p| p.x0 >= x0 - 0.5 && p.x1 <= x1 + 0.5)
+                .collect();
+            let wordy = pieces
+                .iter()
+                .filter(|p| p.text.split_whitespace().count() >= 5)
+                .count();
+            wordy * 2 > pieces.len()
+        })
+        .count();
+    text_columns >= 2
+}
+
+/// The column a piece falls in.
+fn column_of(columns: &[(f32, f32)], piece: &Piece) -> usize {
+    columns
+        .iter()
+        .rposition(|&(x0, _)| x0 <= piece.x0 + 0.5)
+        .unwrap_or(0)
+}
+
+/// Whether the rows are a list: a first column of markers only, or of
+/// nothing, before text.
+fn is_list(rows: &[Vec<String>]) -> bool {
+    rows.iter()
+        .all(|row| row.first().is_none_or(|c| c.is_empty() || is_marker(c)))
+}
+
+/// A list marker or clause number ("1.", "(a)", "•", "5.1"), or a short
+/// label closed by a full stop or bracket ("A.", "IV.", "B)"), which
+/// would be an initial in running text but in a column of its own marks
+/// an item.
+fn is_marker(cell: &str) -> bool {
+    let cell = cell.trim();
+    let label = cell.strip_suffix(['.', ')']).unwrap_or("");
+    is_list_marker(cell)
+        || (!label.is_empty()
+            && label.chars().count() <= 4
+            && label.chars().all(char::is_alphanumeric))
+}
+
+/// Whether the rows are a table of contents: a last column of page
+/// numbers (below a header), which the contents pass reads.
+fn is_contents(rows: &[Vec<String>]) -> bool {
+    let page_number = |c: &str| {
+        let c = c.trim().trim_start_matches(['.', ' ']);
+        !c.is_empty()
+            && (c.chars().all(|ch| ch.is_ascii_digit())
+                || crate::parse::numerals::roman_value(c).is_some())
+    };
+    let body = &rows[1..];
+    !body.is_empty()
+        && body
+            .iter()
+            .all(|row| row.last().is_some_and(|c| page_number(c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(x0: f32, text: &str) -> Piece {
+        let x1 = x0 + 5.0 * text.chars().count() as f32;
+        Piece {
+            x0,
+            x1,
+            text: text.into(),
+            xs: Vec::new(),
+        }
+    }
+
+    fn line(baseline: f32, pieces: &[(f32, &str)]) -> Line {
+        let pieces: Vec<Piece> = pieces.iter().map(|&(x, t)| piece(x, t)).collect();
+        Line {
+            text: pieces
+                .iter()
+                .map(|p| p.text.as_str())
+                .collect::<Vec<_>>()
+                .join("   "),
+            x0: pieces[0].x0,
+            x1: pieces.last().map_or(0.0, |p| p.x1),
+            baseline,
+            size: 9.0,
+            bold: false,
+            pieces,
+            xs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn aligned_columns_with_wrapped_cells_form_a_table() {
+        let lines = vec![
+            line(520.0, &[(137.0, "Functions are listed below.")]),
+            line(
+                506.0,
+                &[(137.0, "Table 2-1"), (181.0, "FUNCTION_USAGE view")],
+            ),
+            line(
+                489.0,
+                &[
+                    (143.0, "Column name"),
+                    (217.0, "Data type"),
+                    (289.0, "Description"),
+                ],
+            ),
+            line(
+                470.0,
+                &[
+                    (143.0, "FUNCTION_ID"),
+                    (217.0, "VARCHAR(30)"),
+                    (289.0, "ID."),
+                ],
+            ),
+            line(
+                451.0,
+                &[
+                    (143.0, "USER_NAME"),
+                    (217.0, "VARCHAR(10)"),
+                    (289.0, "Name of the"),
+                ],
+            ),
+            line(440.0, &[(289.0, "user.")]),
+            line(
+                421.0,
+                &[(143.0, "USAGE"), (217.0, "VARCHAR(7)"), (289.0, "Usage:")],
+            ),
+            line(410.0, &[(304.0, "ALLOWED.")]),
+            line(
+                380.0,
+                &[(137.0, "A paragraph follows the table, long enough.")],
+            ),
+        ];
+        let tables = find(&lines);
+        assert_eq!(tables.len(), 1, "{tables:?}");
+        let table = &tables[0];
+        assert_eq!((table.start, table.end), (2, 8));
+        assert!(table.header);
+        assert_eq!(
+            table.rows,
+            vec![
+                vec!["Column name", "Data type", "Description"],
+                vec!["FUNCTION_ID", "VARCHAR(30)", "ID."],
+                vec!["USER_NAME", "VARCHAR(10)", "Name of the user."],
+                vec!["USAGE", "VARCHAR(7)", "Usage: ALLOWED."],
+            ]
+        );
+        let mut out = String::new();
+        table.render(&mut out);
+        assert!(
+            out.starts_with("| Column name | Data type | Description |\n| --- | --- | --- |\n")
+        );
+    }
+
+    #[test]
+    fn centred_numbers_share_a_column() {
+        let lines = vec![
+            line(444.0, &[(247.0, "Model"), (289.0, "TEDs"), (395.0, "mAP")]),
+            line(430.0, &[(247.0, "OTSL"), (289.0, "0.965"), (397.0, "0.88")]),
+            line(416.0, &[(247.0, "HTML"), (290.0, "0.96"), (395.0, "0.853")]),
+        ];
+        let tables = find(&lines);
+        assert_eq!(tables.len(), 1);
+        assert_eq!(tables[0].rows[2], vec!["HTML", "0.96", "0.853"]);
+    }
+
+    #[test]
+    fn lists_captions_and_prose_are_not_tables() {
+        let list = vec![
+            line(
+                500.0,
+                &[(72.0, "1."), (100.0, "The Supplier shall deliver")],
+            ),
+            line(488.0, &[(100.0, "the goods on time.")]),
+            line(476.0, &[(72.0, "2."), (100.0, "The Buyer shall pay")]),
+            line(464.0, &[(72.0, "(a)"), (100.0, "within thirty days")]),
+        ];
+        assert!(find(&list).is_empty());
+        let captions = vec![
+            line(500.0, &[(72.0, "Table 1"), (120.0, "Fees")]),
+            line(400.0, &[(72.0, "Figure 2"), (120.0, "Flow")]),
+        ];
+        assert!(find(&captions).is_empty());
+        // One line with a wide gap, then prose: no second row.
+        let prose = vec![
+            line(500.0, &[(72.0, "Signed"), (300.0, "Dated")]),
+            line(488.0, &[(72.0, "The parties agree as follows.")]),
+        ];
+        assert!(find(&prose).is_empty());
+        let recitals = vec![
+            line(500.0, &[(72.0, "A."), (100.0, "Whereas the Licensor owns")]),
+            line(488.0, &[(100.0, "the marks;")]),
+            line(
+                476.0,
+                &[(72.0, "B."), (100.0, "Whereas the Licensee wishes")],
+            ),
+        ];
+        assert!(find(&recitals).is_empty());
+        let contents = vec![
+            line(500.0, &[(72.0, "Clause"), (400.0, "Page")]),
+            line(488.0, &[(72.0, "1. Definitions"), (400.0, "6")]),
+            line(476.0, &[(72.0, "2. Term"), (400.0, "15")]),
+        ];
+        assert!(find(&contents).is_empty());
+    }
+}
