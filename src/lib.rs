@@ -15,6 +15,7 @@ pub mod embed;
 pub mod enrich;
 pub mod eval;
 pub mod index;
+pub mod memory;
 pub mod operator;
 pub mod parse;
 pub mod pipeline;

@@ -30,6 +30,10 @@ mod serve;
 /// Exit status when some documents failed and the others were processed.
 const EXIT_PARTIAL: u8 = 3;
 
+/// Counts each thread's live memory, for `parsing.maxMemoryBytesPerDocument`.
+#[global_allocator]
+static ALLOCATOR: trellis::memory::CountingAllocator = trellis::memory::CountingAllocator;
+
 #[derive(Parser)]
 #[command(
     name = "trellis",

@@ -296,3 +296,31 @@ fn bookmarks_linked_in_circles_are_read_once() {
     let tree = parse_fixture("outline_loop.pdf", &ParsingSpec::default()).expect("parsed");
     assert!(tree.text.contains("Page 3."), "{}", tree.text);
 }
+
+/// Counts memory per thread, as the `trellis` binary does, so that the
+/// per-document memory bound holds in this test program too.
+#[global_allocator]
+static ALLOCATOR: trellis::memory::CountingAllocator = trellis::memory::CountingAllocator;
+
+#[test]
+fn a_document_over_its_memory_bound_fails_and_says_which_bound() {
+    assert!(trellis::memory::counting());
+    let contract = cuad()
+        .join("pdf")
+        .join("AzulSa_20170303_F-1A_EX-10.3_9943903_EX-10.3_Maintenance Agreement1.pdf");
+    let bytes = std::fs::read(&contract).unwrap_or_else(|e| panic!("{}: {e}", contract.display()));
+    let tight = ParsingSpec {
+        max_memory_bytes_per_document: 4 * 1024 * 1024,
+        ..ParsingSpec::default()
+    };
+    let err = trellis::parse::parse_bytes(&bytes, trellis::parse::Format::Pdf, &tight)
+        .expect_err("110 pages in 4 MiB");
+    assert!(matches!(err, ParseFailure::OutOfMemory { .. }), "{err}");
+    assert!(
+        err.to_string().contains("maxMemoryBytesPerDocument"),
+        "{err}"
+    );
+    // The default bound leaves room for it.
+    trellis::parse::parse_bytes(&bytes, trellis::parse::Format::Pdf, &ParsingSpec::default())
+        .expect("parsed within the default bound");
+}

@@ -64,6 +64,10 @@ pub enum ParseFailure {
     NeedsOcr { pages: usize },
     #[error("not parsed within {seconds} s (parsing.maxSecondsPerDocument)")]
     TimedOut { seconds: u32 },
+    #[error(
+        "needed more than {limit} bytes of memory by page {page} (parsing.maxMemoryBytesPerDocument)"
+    )]
+    OutOfMemory { limit: u64, page: u32 },
 }
 
 /// A failure to parse one document, naming it.

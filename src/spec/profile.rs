@@ -102,6 +102,10 @@ pub struct ParsingSpec {
     /// Longest a PDF may take to read, in seconds; past it the document
     /// fails as timed out and the ingest goes on. Default 300.
     pub max_seconds_per_document: u32,
+    /// Most memory reading one PDF may take, in bytes, checked after each
+    /// page; past it the document fails and the ingest goes on. Default
+    /// 2 GiB.
+    pub max_memory_bytes_per_document: u64,
 }
 
 impl Default for ParsingSpec {
@@ -117,6 +121,7 @@ impl Default for ParsingSpec {
             boilerplate_min_repeats: 3,
             max_pages: 5000,
             max_seconds_per_document: 300,
+            max_memory_bytes_per_document: 2 * 1024 * 1024 * 1024,
         }
     }
 }

@@ -5,6 +5,7 @@
 use super::invisible::{Ink, PageInk};
 use super::outline::{self, OutlineEntry};
 use super::{Glyph, PageGlyphs};
+use crate::memory::Budget;
 use crate::parse::Format;
 use crate::parse::ParseFailure;
 
@@ -26,8 +27,15 @@ fn corrupt(detail: impl std::fmt::Display) -> ParseFailure {
     }
 }
 
-/// Reads the glyphs of the first `max_pages` pages of `bytes`.
-pub(super) fn glyphs(bytes: Vec<u8>, max_pages: usize) -> Result<Extracted, ParseFailure> {
+/// Reads the glyphs of the first `max_pages` pages of `bytes`, within a
+/// memory budget of `max_memory` bytes for this thread (checked after each
+/// page).
+pub(super) fn glyphs(
+    bytes: Vec<u8>,
+    max_pages: usize,
+    max_memory: u64,
+) -> Result<Extracted, ParseFailure> {
+    let budget = Budget::begin(max_memory);
     let document = pdf_oxide::PdfDocument::from_bytes(bytes).map_err(corrupt)?;
     if document.is_encrypted()
         && !document.is_authenticated()
@@ -88,6 +96,12 @@ pub(super) fn glyphs(bytes: Vec<u8>, max_pages: usize) -> Result<Extracted, Pars
             ocr_layer,
             hidden,
         });
+        if budget.exceeded() {
+            return Err(ParseFailure::OutOfMemory {
+                limit: budget.limit(),
+                page: number,
+            });
+        }
     }
     Ok(Extracted {
         pages,

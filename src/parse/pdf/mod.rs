@@ -16,7 +16,9 @@
 //! title is a heading at the bookmark's depth).
 //!
 //! Bounds ([`ParsingSpec`]): `maxPages` pages are read (the rest is left
-//! out, with a warning) and a document gets `maxSecondsPerDocument`; the
+//! out, with a warning), a document may take `maxMemoryBytesPerDocument`
+//! (checked after each page, see [`crate::memory`]) and gets
+//! `maxSecondsPerDocument`; the
 //! library runs on a thread of its own, so a document that takes longer is
 //! reported as timed out and the ingest goes on (the thread is left to
 //! finish by itself), and a panic inside the library is a parse error of
@@ -178,10 +180,12 @@ fn guarded(bytes: &[u8], spec: &ParsingSpec) -> Result<extract::Extracted, Parse
     let (send, receive) = mpsc::channel();
     let owned = bytes.to_vec();
     let max_pages = spec.max_pages.max(1) as usize;
+    let max_memory = spec.max_memory_bytes_per_document;
     std::thread::Builder::new()
         .name("pdf".into())
         .spawn(move || {
-            let result = std::panic::catch_unwind(move || extract::glyphs(owned, max_pages));
+            let result =
+                std::panic::catch_unwind(move || extract::glyphs(owned, max_pages, max_memory));
             let _ = send.send(result);
         })
         .map_err(ParseFailure::Io)?;
