@@ -4,7 +4,7 @@
 
 use super::invisible::{Ink, PageInk};
 use super::outline::{self, OutlineEntry};
-use super::{Glyph, PageGlyphs};
+use super::{Glyph, PageGlyphs, Rule};
 use crate::memory::Budget;
 use crate::parse::Format;
 use crate::parse::ParseFailure;
@@ -89,10 +89,15 @@ pub(super) fn glyphs(
             })
             .filter(|g| g.size.is_finite() && g.x0.is_finite() && g.baseline.is_finite())
             .collect();
+        let rules = document
+            .extract_paths(index)
+            .map(|paths| paths.iter().flat_map(rules_of).collect())
+            .unwrap_or_default();
         pages.push(PageGlyphs {
             number,
             width,
             glyphs,
+            rules,
             ocr_layer,
             hidden,
         });
@@ -109,6 +114,81 @@ pub(super) fn glyphs(
         failed_pages,
         outline: outline::read(&document),
     })
+}
+
+/// Thicker than this (points), a filled rectangle is a shape, not a rule.
+const RULE_THICKNESS: f32 = 2.5;
+/// Shorter than this (points), a segment is not a rule.
+const RULE_LENGTH: f32 = 6.0;
+
+/// The horizontal and vertical ruling lines a path draws: its straight
+/// segments, the edges of its rectangles, or itself when it is a thin
+/// filled rectangle.
+fn rules_of(path: &pdf_oxide::elements::PathContent) -> Vec<Rule> {
+    use pdf_oxide::elements::PathOperation;
+    if path.stroke_color.is_none() && path.fill_color.is_none() {
+        return Vec::new();
+    }
+    let mut rules = Vec::new();
+    let mut push = |(x0, y0): (f32, f32), (x1, y1): (f32, f32)| {
+        let (dx, dy) = ((x1 - x0).abs(), (y1 - y0).abs());
+        if dy <= 0.5 && dx >= RULE_LENGTH {
+            rules.push(Rule {
+                horizontal: true,
+                at: (y0 + y1) / 2.0,
+                from: x0.min(x1),
+                to: x0.max(x1),
+            });
+        } else if dx <= 0.5 && dy >= RULE_LENGTH {
+            rules.push(Rule {
+                horizontal: false,
+                at: (x0 + x1) / 2.0,
+                from: y0.min(y1),
+                to: y0.max(y1),
+            });
+        }
+    };
+    let (mut start, mut current) = ((0.0, 0.0), (0.0, 0.0));
+    for operation in &path.operations {
+        match *operation {
+            PathOperation::MoveTo(x, y) => {
+                start = (x, y);
+                current = (x, y);
+            }
+            PathOperation::LineTo(x, y) => {
+                if path.stroke_color.is_some() {
+                    push(current, (x, y));
+                }
+                current = (x, y);
+            }
+            PathOperation::CurveTo(.., x, y) => current = (x, y),
+            PathOperation::ClosePath => {
+                if path.stroke_color.is_some() {
+                    push(current, start);
+                }
+                current = start;
+            }
+            PathOperation::Rectangle(x, y, w, h) => {
+                let (x1, y1) = (x + w, y + h);
+                if w.abs() <= RULE_THICKNESS || h.abs() <= RULE_THICKNESS {
+                    // A thin bar, filled or stroked: one rule along it.
+                    if w.abs() >= h.abs() {
+                        push((x, y + h / 2.0), (x1, y + h / 2.0));
+                    } else {
+                        push((x + w / 2.0, y), (x + w / 2.0, y1));
+                    }
+                } else if path.stroke_color.is_some() {
+                    push((x, y), (x1, y));
+                    push((x, y1), (x1, y1));
+                    push((x, y), (x, y1));
+                    push((x1, y), (x1, y1));
+                }
+                start = (x, y);
+                current = (x, y);
+            }
+        }
+    }
+    rules
 }
 
 /// Horizontal text, upright or nearly: rotated stamps and margin notes

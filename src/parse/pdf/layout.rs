@@ -33,7 +33,7 @@
 use std::collections::HashMap;
 
 use super::outline::Printed;
-use super::{Glyph, PageGlyphs};
+use super::{Glyph, PageGlyphs, Rule};
 use crate::parse::PageLine;
 
 /// A glyph is a space when the gap before it is wider than this share of
@@ -126,6 +126,8 @@ pub struct PageLayout {
     /// Glyphs without a Unicode mapping (U+FFFD) and all visible glyphs.
     pub unmapped: usize,
     pub visible: usize,
+    /// The page's ruling lines.
+    pub rules: Vec<Rule>,
 }
 
 /// Lays out one page.
@@ -139,6 +141,7 @@ pub fn lay_out(page: &PageGlyphs) -> PageLayout {
         lines,
         unmapped,
         visible,
+        rules: page.rules.clone(),
     }
 }
 
@@ -488,7 +491,9 @@ fn render_page(
     let mut after_heading = false;
     // A heading's underline waits for a possible second line of its title.
     let mut underline: Option<(char, usize)> = None;
-    let mut tables = super::table::find(&page.lines).into_iter().peekable();
+    let mut tables = super::table::find(&page.lines, &page.rules)
+        .into_iter()
+        .peekable();
     let mut table_end = 0;
     for (i, line) in page.lines.iter().enumerate() {
         if line.text.is_empty() || i < table_end {

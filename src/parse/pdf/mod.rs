@@ -50,6 +50,18 @@ pub struct Glyph {
     pub bold: bool,
 }
 
+/// A ruling line: a stroked line or a thin filled rectangle, horizontal or
+/// vertical (PDF user space).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rule {
+    pub horizontal: bool,
+    /// The y of a horizontal rule, the x of a vertical one.
+    pub at: f32,
+    /// Where it runs along its direction, `from < to`.
+    pub from: f32,
+    pub to: f32,
+}
+
 /// The glyphs of one page.
 #[derive(Clone, Debug, Default)]
 pub struct PageGlyphs {
@@ -57,6 +69,8 @@ pub struct PageGlyphs {
     pub number: u32,
     pub width: f32,
     pub glyphs: Vec<Glyph>,
+    /// The page's ruling lines (table borders).
+    pub rules: Vec<Rule>,
     /// Glyphs of an invisible OCR layer over a scanned image (kept).
     pub ocr_layer: usize,
     /// Invisible glyphs over no image: hidden text, left out.

@@ -1,4 +1,13 @@
-//! Tables on a laid-out page, from column alignment.
+//! Tables on a laid-out page, from ruling lines and from column
+//! alignment.
+//!
+//! A grid of ruling lines — three horizontal rules or more over the same
+//! width, crossed by two vertical ones or more — is a table whatever its
+//! text: each band between rules is a row, each between vertical rules a
+//! column, and every piece of text inside falls in the cell under it, so
+//! cells set on several lines and rows whose first cell is centred against
+//! a tall neighbour come out whole. Lines not in a grid are looked at for
+//! alignment, below.
 //!
 //! A table is a run of consecutive lines split into pieces by wide gaps,
 //! whose pieces line up in columns: projected onto the x axis, the pieces
@@ -16,6 +25,7 @@
 //!
 //! Found tables are rendered as pipe tables, which the text parser reads.
 
+use super::Rule;
 use super::layout::{Line, Piece, is_rtl};
 use crate::parse::text::is_list_marker;
 
@@ -60,20 +70,181 @@ impl FoundTable {
     }
 }
 
-/// The tables among a page's lines (in reading order), in order.
-pub fn find(lines: &[Line]) -> Vec<FoundTable> {
-    let mut tables = Vec::new();
+/// The tables among a page's lines (in reading order), in order: grids of
+/// `rules` first, then column alignment in the lines outside them.
+pub fn find(lines: &[Line], rules: &[Rule]) -> Vec<FoundTable> {
+    let mut tables: Vec<FoundTable> = grids(rules)
+        .iter()
+        .filter_map(|grid| grid_table(lines, grid))
+        .collect();
+    tables.sort_by_key(|t| t.start);
+    tables.dedup_by(|later, earlier| later.start < earlier.end);
+    let mut aligned = Vec::new();
     let mut i = 0;
     while i < lines.len() {
-        match table_at(lines, i) {
+        if let Some(grid) = tables.iter().find(|t| t.start == i) {
+            i = grid.end;
+            continue;
+        }
+        let next_grid = tables.iter().map(|t| t.start).find(|&s| s > i);
+        let upto = next_grid.unwrap_or(lines.len());
+        match table_at(&lines[..upto], i) {
             Some(table) => {
                 i = table.end;
-                tables.push(table);
+                aligned.push(table);
             }
             None => i += 1,
         }
     }
+    tables.extend(aligned);
+    tables.sort_by_key(|t| t.start);
     tables
+}
+
+/// A grid of ruling lines: row borders top down, column borders left to
+/// right.
+#[derive(Clone, Debug, PartialEq)]
+struct Grid {
+    rows: Vec<f32>,
+    columns: Vec<f32>,
+}
+
+/// Ruling lines closer than this (points) are one border.
+const BORDER_TOLERANCE: f32 = 2.0;
+
+/// The grids the rules form.
+fn grids(rules: &[Rule]) -> Vec<Grid> {
+    let mut horizontal: Vec<&Rule> = rules.iter().filter(|r| r.horizontal).collect();
+    horizontal.sort_by(|a, b| b.at.total_cmp(&a.at));
+    let vertical: Vec<&Rule> = rules.iter().filter(|r| !r.horizontal).collect();
+    // Horizontal rules in groups spanning the same width, each group a
+    // candidate grid; every rule joins the first group it overlaps.
+    let mut groups: Vec<(f32, f32, Vec<f32>)> = Vec::new();
+    for rule in horizontal {
+        let overlaps = |(x0, x1): (f32, f32)| {
+            let shared = rule.to.min(x1) - rule.from.max(x0);
+            shared >= 0.5 * (rule.to - rule.from).min(x1 - x0)
+        };
+        match groups.iter_mut().find(|(x0, x1, _)| overlaps((*x0, *x1))) {
+            Some((x0, x1, ys)) => {
+                *x0 = x0.min(rule.from);
+                *x1 = x1.max(rule.to);
+                ys.push(rule.at);
+            }
+            None => groups.push((rule.from, rule.to, vec![rule.at])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(x0, x1, ys)| {
+            let rows = distinct(ys, |a, b| b.total_cmp(a));
+            let (top, bottom) = (*rows.first()?, *rows.last()?);
+            // Vertical rules inside the group's box, running along most of
+            // at least one row.
+            let xs: Vec<f32> = vertical
+                .iter()
+                .filter(|v| v.at >= x0 - BORDER_TOLERANCE && v.at <= x1 + BORDER_TOLERANCE)
+                .filter(|v| v.to.min(top) - v.from.max(bottom) >= 4.0)
+                .map(|v| v.at)
+                .collect();
+            let mut columns = distinct(xs, f32::total_cmp);
+            // The outer edges bound the table even where no rule is drawn.
+            if columns.first().is_none_or(|&c| c - x0 > BORDER_TOLERANCE) {
+                columns.insert(0, x0);
+            }
+            if columns.last().is_none_or(|&c| x1 - c > BORDER_TOLERANCE) {
+                columns.push(x1);
+            }
+            let ruled = rows.len() >= 3 && columns.len() >= 3;
+            ruled.then_some(Grid { rows, columns })
+        })
+        .collect()
+}
+
+/// Values sorted by `order`, those within [`BORDER_TOLERANCE`] of the one
+/// before dropped.
+fn distinct(mut values: Vec<f32>, order: impl Fn(&f32, &f32) -> std::cmp::Ordering) -> Vec<f32> {
+    values.sort_by(&order);
+    values.dedup_by(|later, earlier| (*later - *earlier).abs() <= BORDER_TOLERANCE);
+    values
+}
+
+/// The table a grid holds, from the lines inside it (which must follow
+/// one another in reading order).
+fn grid_table(lines: &[Line], grid: &Grid) -> Option<FoundTable> {
+    let (top, bottom) = (*grid.rows.first()?, *grid.rows.last()?);
+    let (left, right) = (*grid.columns.first()?, *grid.columns.last()?);
+    let inside = |l: &Line| {
+        l.baseline < top && l.baseline > bottom && l.x0 >= left - 2.0 && l.x1 <= right + 2.0
+    };
+    let start = lines.iter().position(inside)?;
+    let end = start + lines[start..].iter().take_while(|l| inside(l)).count();
+    if lines[end..].iter().any(inside) {
+        // Text of the grid read apart from the rest of it: leave it.
+        return None;
+    }
+    let mut cells = vec![vec![String::new(); grid.columns.len() - 1]; grid.rows.len() - 1];
+    for line in &lines[start..end] {
+        let row = grid.rows.iter().rposition(|&y| y > line.baseline)?;
+        for piece in &line.pieces {
+            let column = grid
+                .columns
+                .iter()
+                .rposition(|&x| x <= piece.x0 + BORDER_TOLERANCE)
+                .unwrap_or(0)
+                .min(grid.columns.len() - 2);
+            let cell = &mut cells[row.min(grid.rows.len() - 2)][column];
+            if !cell.is_empty() {
+                cell.push(' ');
+            }
+            cell.push_str(piece.text.trim());
+        }
+    }
+    let mut rows: Vec<Vec<String>> = cells
+        .into_iter()
+        .filter(|r| r.iter().any(|c| !c.is_empty()))
+        .collect();
+    // Columns no row fills (a border drawn twice) are dropped.
+    let filled: Vec<bool> = (0..grid.columns.len() - 1)
+        .map(|c| rows.iter().any(|r| !r[c].is_empty()))
+        .collect();
+    for row in &mut rows {
+        let mut c = 0;
+        row.retain(|_| {
+            c += 1;
+            filled[c - 1]
+        });
+    }
+    let columns = filled.iter().filter(|&&f| f).count();
+    let empty = rows.iter().flatten().filter(|c| c.is_empty()).count();
+    // Mostly empty: a form's boxes or a frame round the page, whose text
+    // reads better as text.
+    if rows.len() < 2 || columns < 2 || empty * 5 > rows.len() * columns * 3 {
+        return None;
+    }
+    right_to_left(&mut rows);
+    Some(FoundTable {
+        start,
+        end,
+        header: is_header(&rows[0]),
+        rows,
+    })
+}
+
+/// Turns the rows of a right-to-left table round, so that each reads from
+/// its first (rightmost) cell.
+fn right_to_left(rows: &mut [Vec<String>]) {
+    let rtl = rows
+        .iter()
+        .flatten()
+        .flat_map(|c| c.chars())
+        .filter(|c| c.is_alphabetic())
+        .fold(0i64, |n, c| n + if is_rtl(c) { 1 } else { -1 });
+    if rtl > 0 {
+        for row in rows {
+            row.reverse();
+        }
+    }
 }
 
 /// Whether a line may open a table run: two pieces or more, and not a
@@ -147,19 +318,7 @@ fn table_at(lines: &[Line], start: usize) -> Option<FoundTable> {
             cell.push_str(piece.text.trim());
         }
     }
-    if rows
-        .iter()
-        .flatten()
-        .flat_map(|c| c.chars())
-        .filter(|c| c.is_alphabetic())
-        .fold(0i64, |n, c| n + if is_rtl(c) { 1 } else { -1 })
-        > 0
-    {
-        // Right-to-left tables are read from the right.
-        for row in &mut rows {
-            row.reverse();
-        }
-    }
+    right_to_left(&mut rows);
     let enough = rows.len() >= 3 || (rows.len() >= 2 && columns.len() >= 3);
     if multi_rows < 2 || !enough || is_list(&rows) || is_contents(&rows) {
         return None;
@@ -365,7 +524,7 @@ mod tests {
                 &[(137.0, "A paragraph follows the table, long enough.")],
             ),
         ];
-        let tables = find(&lines);
+        let tables = find(&lines, &[]);
         assert_eq!(tables.len(), 1, "{tables:?}");
         let table = &tables[0];
         assert_eq!((table.start, table.end), (2, 8));
@@ -386,6 +545,50 @@ mod tests {
         );
     }
 
+    fn rule(horizontal: bool, at: f32, from: f32, to: f32) -> Rule {
+        Rule {
+            horizontal,
+            at,
+            from,
+            to,
+        }
+    }
+
+    #[test]
+    fn a_ruled_grid_keeps_cells_set_on_several_lines_whole() {
+        // Rows between rules at 500, 470, 430, 400; columns at 72, 150, 400.
+        let mut rules: Vec<Rule> = [500.0, 470.0, 430.0, 400.0]
+            .iter()
+            .map(|&y| rule(true, y, 72.0, 400.0))
+            .collect();
+        rules.extend(
+            [72.0, 150.0, 400.0]
+                .iter()
+                .map(|&x| rule(false, x, 400.0, 500.0)),
+        );
+        let lines = vec![
+            line(520.0, &[(72.0, "Above the table.")]),
+            line(485.0, &[(80.0, "Class"), (160.0, "Diseases")]),
+            line(455.0, &[(160.0, "Cholera, typhoid")]),
+            line(448.0, &[(80.0, "Group 1")]),
+            line(441.0, &[(160.0, "and dysentery")]),
+            line(415.0, &[(80.0, "Group 2"), (160.0, "Measles")]),
+            line(380.0, &[(72.0, "Below the table.")]),
+        ];
+        let tables = find(&lines, &rules);
+        assert_eq!(tables.len(), 1, "{tables:?}");
+        assert_eq!((tables[0].start, tables[0].end), (1, 6));
+        assert_eq!(
+            tables[0].rows,
+            vec![
+                vec!["Class", "Diseases"],
+                vec!["Group 1", "Cholera, typhoid and dysentery"],
+                vec!["Group 2", "Measles"],
+            ]
+        );
+        assert!(tables[0].header);
+    }
+
     #[test]
     fn centred_numbers_share_a_column() {
         let lines = vec![
@@ -393,7 +596,7 @@ mod tests {
             line(430.0, &[(247.0, "OTSL"), (289.0, "0.965"), (397.0, "0.88")]),
             line(416.0, &[(247.0, "HTML"), (290.0, "0.96"), (395.0, "0.853")]),
         ];
-        let tables = find(&lines);
+        let tables = find(&lines, &[]);
         assert_eq!(tables.len(), 1);
         assert_eq!(tables[0].rows[2], vec!["HTML", "0.96", "0.853"]);
     }
@@ -409,18 +612,18 @@ mod tests {
             line(476.0, &[(72.0, "2."), (100.0, "The Buyer shall pay")]),
             line(464.0, &[(72.0, "(a)"), (100.0, "within thirty days")]),
         ];
-        assert!(find(&list).is_empty());
+        assert!(find(&list, &[]).is_empty());
         let captions = vec![
             line(500.0, &[(72.0, "Table 1"), (120.0, "Fees")]),
             line(400.0, &[(72.0, "Figure 2"), (120.0, "Flow")]),
         ];
-        assert!(find(&captions).is_empty());
+        assert!(find(&captions, &[]).is_empty());
         // One line with a wide gap, then prose: no second row.
         let prose = vec![
             line(500.0, &[(72.0, "Signed"), (300.0, "Dated")]),
             line(488.0, &[(72.0, "The parties agree as follows.")]),
         ];
-        assert!(find(&prose).is_empty());
+        assert!(find(&prose, &[]).is_empty());
         let recitals = vec![
             line(500.0, &[(72.0, "A."), (100.0, "Whereas the Licensor owns")]),
             line(488.0, &[(100.0, "the marks;")]),
@@ -429,12 +632,12 @@ mod tests {
                 &[(72.0, "B."), (100.0, "Whereas the Licensee wishes")],
             ),
         ];
-        assert!(find(&recitals).is_empty());
+        assert!(find(&recitals, &[]).is_empty());
         let contents = vec![
             line(500.0, &[(72.0, "Clause"), (400.0, "Page")]),
             line(488.0, &[(72.0, "1. Definitions"), (400.0, "6")]),
             line(476.0, &[(72.0, "2. Term"), (400.0, "15")]),
         ];
-        assert!(find(&contents).is_empty());
+        assert!(find(&contents, &[]).is_empty());
     }
 }
