@@ -2,14 +2,15 @@
 //! alignment.
 //!
 //! A grid of ruling lines — three horizontal rules or more over the same
-//! width, crossed by two vertical ones or more — is a table whatever its
+//! width, crossed by one vertical rule or more — is a table whatever its
 //! text: each band between rules is a row, each between vertical rules a
 //! column, and every piece of text inside falls in the cell under it, so
 //! cells set on several lines and rows whose first cell is centred against
 //! a tall neighbour come out whole. Lines not in a grid are looked at for
 //! alignment, below.
 //!
-//! A table is a run of consecutive lines split into pieces by wide gaps,
+//! Outside grids, a table is a run of consecutive lines split into pieces
+//! by wide gaps,
 //! whose pieces line up in columns: projected onto the x axis, the pieces
 //! of the run leave empty strips between them, and each strip separates
 //! two columns (so left-, right- and centre-aligned columns are found
@@ -292,11 +293,16 @@ fn table_at(lines: &[Line], start: usize) -> Option<FoundTable> {
         }
         end += 1;
     }
-    // Trailing wrapped pieces belong to the last row; but a run that ends
-    // in single pieces after its last multi-piece line may be prose below
-    // a table: keep them only when they sit in a column.
+    // A lone piece in the first column after the last row of several
+    // pieces is the first line of what follows the table, not a row.
+    let columns = columns(&lines[start..end])?;
+    while end > start + 1
+        && lines[end - 1].pieces.len() == 1
+        && column_of(&columns, &lines[end - 1].pieces[0]) == 0
+    {
+        end -= 1;
+    }
     let run = &lines[start..end];
-    let columns = columns(run)?;
     if is_text_columns(run, &columns) {
         return None;
     }
@@ -362,11 +368,13 @@ fn is_header(row: &[String]) -> bool {
     })
 }
 
-/// The columns of a run of lines: the x ranges its pieces cover, merged
-/// where they overlap. `None` unless there are two to [`MAX_COLUMNS`].
+/// The columns of a run of lines: the x ranges the pieces of its lines of
+/// several pieces cover, merged where they overlap (a wrapped cell's lone
+/// line may run wider). `None` unless there are two to [`MAX_COLUMNS`].
 fn columns(run: &[Line]) -> Option<Vec<(f32, f32)>> {
     let mut spans: Vec<(f32, f32)> = run
         .iter()
+        .filter(|l| l.pieces.len() >= 2)
         .flat_map(|l| &l.pieces)
         .map(|p| (p.x0, p.x1))
         .collect();
@@ -520,9 +528,10 @@ mod tests {
             ),
             line(410.0, &[(304.0, "ALLOWED.")]),
             line(
-                380.0,
-                &[(137.0, "A paragraph follows the table, long enough.")],
+                395.0,
+                &[(160.0, "An indented paragraph follows the table,")],
             ),
+            line(380.0, &[(137.0, "long enough to be prose.")]),
         ];
         let tables = find(&lines, &[]);
         assert_eq!(tables.len(), 1, "{tables:?}");
