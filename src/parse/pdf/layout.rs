@@ -51,6 +51,9 @@ const BASELINE_TOLERANCE: f32 = 0.4;
 const HEADING_SIZE: f32 = 1.15;
 /// A bold line of at most this many words may be a heading.
 const BOLD_HEADING_WORDS: usize = 12;
+/// Narrowest gutter between two columns, in points (a third of an inch
+/// is common; manuals set 11 points).
+const MIN_GUTTER: usize = 9;
 /// A gap between lines wider than this many times the usual pitch starts
 /// a new block.
 const BLOCK_GAP: f32 = 1.4;
@@ -337,7 +340,7 @@ fn reading_order(lines: Vec<Line>, width: f32) -> Vec<Line> {
 }
 
 /// A vertical strip near the middle of the page (between 30% and 70% of
-/// its width, at least 12 points wide) that most lines with text on both
+/// its width, at least [`MIN_GUTTER`] points wide) that most lines with text on both
 /// halves leave empty, and that those lines fill on both sides: the gap
 /// between two columns. `None` on single-column pages.
 fn gutter(lines: &[Line], width: f32) -> Option<(f32, f32)> {
@@ -376,7 +379,7 @@ fn gutter(lines: &[Line], width: f32) -> Option<(f32, f32)> {
         }
     }
     let (s, e) = best?;
-    if e - s < 12 {
+    if e - s < MIN_GUTTER {
         return None;
     }
     let (left_end, right_start) = ((from + s) as f32, (from + e) as f32);

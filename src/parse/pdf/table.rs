@@ -330,6 +330,10 @@ fn table_at(lines: &[Line], start: usize) -> Option<FoundTable> {
         return None;
     }
     let header = is_header(&rows[0]);
+    if !header && rows.len() < 3 {
+        // Two rows of labels without a header: a figure's callouts.
+        return None;
+    }
     if !header
         && rows
             .iter()
