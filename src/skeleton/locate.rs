@@ -12,14 +12,16 @@
 //! over: a sentence not found whole is matched in pieces, each the longest
 //! prefix of the rest found shortly after the previous piece.
 //!
-//! A sentence that is not found (a table row, rewritten as
-//! `Header: value | …`) keeps its paragraph's page and gets no boxes.
+//! A table row's sentence is rewritten (`Header: value | …`), so the row
+//! is looked for as it stands in the canonical text, its cells in order.
+//! A sentence that is not found keeps its paragraph's page and gets no
+//! boxes.
 
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::Sentence;
+use super::{Sentence, SourceTag};
 use crate::parse::PageLine;
 
 /// How far past the previous sentence (in bytes of the reduced stream) a
@@ -151,15 +153,34 @@ fn reduced(text: &str) -> String {
 }
 
 /// Gives each sentence found in `lines` its boxes and the page of its
-/// first one.
-pub fn locate(sentences: &mut [Sentence], lines: &[PageLine]) {
+/// first one. `canonical` is the document's canonical text, which the
+/// sentences' spans point into.
+pub fn locate(sentences: &mut [Sentence], lines: &[PageLine], canonical: &str) {
     if lines.is_empty() {
         return;
     }
     let stream = Stream::of(lines);
+    // Spans count characters; where each starts in bytes (table rows only).
+    let mut char_starts: Option<Vec<usize>> = None;
     let mut cursor = 0;
     for sentence in sentences {
-        let needle = reduced(&sentence.text);
+        let written = match sentence.source {
+            SourceTag::TableRow => {
+                let starts = char_starts.get_or_insert_with(|| {
+                    let mut starts: Vec<usize> = canonical.char_indices().map(|(b, _)| b).collect();
+                    starts.push(canonical.len());
+                    starts
+                });
+                let span = sentence.span;
+                starts
+                    .get(span.offset as usize)
+                    .zip(starts.get(span.end() as usize))
+                    .and_then(|(&a, &b)| canonical.get(a..b))
+                    .unwrap_or(&sentence.text)
+            }
+            _ => &sentence.text,
+        };
+        let needle = reduced(written);
         if needle.is_empty() {
             continue;
         }
@@ -266,7 +287,7 @@ mod tests {
             sentence("The supplier shall deliver the goods."),
             sentence("Next one here."),
         ];
-        locate(&mut sentences, &lines);
+        locate(&mut sentences, &lines, "");
         assert_eq!(sentences[0].boxes.len(), 1);
         let b = &sentences[1].boxes;
         assert_eq!(b.len(), 2, "{b:?}");
@@ -283,9 +304,33 @@ mod tests {
     fn a_sentence_not_in_the_lines_keeps_its_page_and_no_boxes() {
         let lines = [line(3, 700.0, "Only this.")];
         let mut sentences = [sentence("Fee: 100 | Term: 2 years"), sentence("Only this.")];
-        locate(&mut sentences, &lines);
+        locate(&mut sentences, &lines, "");
         assert!(sentences[0].boxes.is_empty());
         assert_eq!(sentences[0].page, Some(1));
         assert_eq!(sentences[1].page, Some(3));
+    }
+
+    #[test]
+    fn a_table_row_is_found_by_its_cells() {
+        let lines = [
+            line(2, 700.0, "Item   Fee"),
+            line(2, 686.0, "Hosting   $5,000"),
+        ];
+        // Spans count characters: the "€" before the row is three bytes.
+        let canonical = "| Item € | Fee |\n| --- | --- |\n| Hosting | $5,000 |\n";
+        let row = canonical[..canonical.find("| Hosting").expect("row")]
+            .chars()
+            .count();
+        let mut sentences = [Sentence {
+            source: SourceTag::TableRow,
+            span: crate::parse::TextSpan {
+                offset: row as u32,
+                len: "| Hosting | $5,000 |".len() as u32,
+            },
+            ..sentence("Item: Hosting | Fee: $5,000")
+        }];
+        locate(&mut sentences, &lines, canonical);
+        assert_eq!(sentences[0].boxes.len(), 1, "{:?}", sentences[0].boxes);
+        assert_eq!(sentences[0].page, Some(2));
     }
 }

@@ -266,7 +266,7 @@ impl Skeleton {
             }
             builder.sections[idx].paragraphs.end = builder.paragraphs.len() as u32;
         }
-        locate::locate(&mut builder.sentences, &tree.lines);
+        locate::locate(&mut builder.sentences, &tree.lines, &tree.text);
         Skeleton {
             document: DocumentNode {
                 id: DocId::from_key(key),
