@@ -515,10 +515,15 @@ fn render_page(
             after_heading = true;
             continue;
         }
-        if bookmarked(i) == Some(Printed::Rest)
+        let wrapped_title = || {
+            previous.is_some_and(|p| title_continues(p, line, body, largest))
+                && bookmarked(i) != Some(Printed::Title)
+        };
+        if (bookmarked(i) == Some(Printed::Rest) || wrapped_title())
             && let Some((_, width)) = &mut underline
         {
-            // The second line of a bookmarked title, joined to the first.
+            // The second line of a title (bookmarked, or set in the same
+            // heading font right under the first), joined to the first.
             out.pop();
             out.push(' ');
             out.push_str(&line.text);
@@ -567,6 +572,26 @@ fn flush_underline(underline: &mut Option<(char, usize)>, out: &mut String) {
         out.extend(std::iter::repeat_n(mark, width.clamp(3, 80)));
         out.push('\n');
     }
+}
+
+/// Whether `line` carries on the heading `previous` began: the same
+/// heading font, the next line down, and not a heading of its own (a new
+/// number) nor after one that ended like a sentence.
+fn title_continues(previous: &Line, line: &Line, body: f32, largest: Option<i32>) -> bool {
+    let same_font = (previous.size - line.size).abs() < 0.1 && previous.bold == line.bold;
+    let gap = previous.baseline - line.baseline;
+    let next_line = gap > 0.0 && gap <= 1.5 * line.size;
+    let first = line.text.split_whitespace().next().unwrap_or("");
+    let numbered = first.starts_with(|c: char| c.is_ascii_digit())
+        || matches!(
+            first.to_lowercase().as_str(),
+            "chapter" | "section" | "part" | "article" | "appendix" | "annex" | "schedule"
+        );
+    let ended = previous
+        .text
+        .trim_end()
+        .ends_with(['.', ':', ';', '?', '!']);
+    same_font && next_line && !numbered && !ended && heading_mark(line, body, largest).is_some()
 }
 
 /// The underline that marks a line as a heading, if it is one.
@@ -687,6 +712,33 @@ mod tests {
         assert!(text.contains("\nGoverning Law\n-------------\n"), "{text}");
         // A bold sentence is not a title.
         assert!(!text.contains("Payment is due.\n---"), "{text}");
+    }
+
+    #[test]
+    fn a_title_set_on_two_lines_is_one_heading() {
+        let mut parts = vec![
+            glyphs("Row and Column Access Control", 72.0, 740.0, 20.0, false),
+            glyphs("Support in IBM DB2 for i", 72.0, 718.0, 20.0, false),
+            glyphs("1.1 Scope", 72.0, 690.0, 14.0, true),
+            glyphs("1.2 Terms", 72.0, 674.0, 14.0, true),
+        ];
+        for i in 0..5 {
+            parts.push(glyphs(
+                "This Agreement is governed by the laws of New York.",
+                72.0,
+                650.0 - 12.0 * i as f32,
+                10.0,
+                false,
+            ));
+        }
+        let (text, _) = render(&[lay_out(&page(parts))], &HashMap::new());
+        assert!(
+            text.starts_with("Row and Column Access Control Support in IBM DB2 for i\n====="),
+            "{text}"
+        );
+        // A new number starts a heading of its own.
+        assert!(text.contains("1.1 Scope\n---------\n"), "{text}");
+        assert!(text.contains("1.2 Terms\n---------\n"), "{text}");
     }
 
     #[test]
