@@ -3,7 +3,8 @@
 # integration and property test, then a lint of the Helm chart and a
 # schemathesis run against the retrieval service. Fetches what the tests need (the
 # all-MiniLM-L6-v2 tokenizer, for token-counted chunking; moto's S3
-# server, for the S3 source tests) on first use.
+# server, for the S3 source tests; FalkorDB, for the graph-store tests) on
+# first use.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -13,6 +14,9 @@ scripts/fetch-model.sh >/dev/null
 # The S3 source tests start moto's S3 server; install it before the tests
 # run, so that no test waits on pip.
 scripts/s3-test-server.sh --install
+# The graph-store tests start a real FalkorDB; a failed install fails the
+# run here rather than as a skipped test.
+scripts/falkordb-test-server.sh --install
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
@@ -23,6 +27,13 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 cargo test --locked --doc 2>&1 | tee -a "$log"
 cargo test --locked --lib --bins --tests 2>&1 | tee -a "$log"
+# The Neo4j graph-store suite needs a Neo4j 5 server, which the test
+# command cannot start; it runs when TRELLIS_TEST_NEO4J_URI names one.
+if [[ -n "${TRELLIS_TEST_NEO4J_URI:-}" ]]; then
+  cargo test --locked --test graph -- --ignored 2>&1 | tee -a "$log"
+else
+  echo "neo4j graph-store tests: not run (set TRELLIS_TEST_NEO4J_URI to a Neo4j 5 server)"
+fi
 awk '/^test result:/ { passed += $4; failed += $6 }
      END { printf "all tests: %d passed, %d failed\n", passed, failed }' "$log"
 

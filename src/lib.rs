@@ -14,6 +14,7 @@ pub mod chunk;
 pub mod embed;
 pub mod enrich;
 pub mod eval;
+pub mod graph;
 pub mod index;
 pub mod memory;
 pub mod operator;

@@ -44,7 +44,11 @@ fn index(dir: &Path) -> RetrievalRoute {
 fn load(dir: &Path) -> Loaded {
     let index = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
     let embedder = embed::from_spec(&index.profile.embedding, None).unwrap();
-    Loaded { index, embedder }
+    Loaded {
+        index,
+        embedder,
+        graph: None,
+    }
 }
 
 /// A server on a free loopback port, stopped by dropping `stop`.
@@ -385,7 +389,9 @@ fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
     let service = Arc::new(Service::new("contracts", route.spec, limits, None));
     let (entered_tx, entered) = std::sync::mpsc::channel();
     let (release, release_rx) = std::sync::mpsc::channel();
-    let Loaded { index, embedder } = load(dir);
+    let Loaded {
+        index, embedder, ..
+    } = load(dir);
     service
         .set_loaded(Loaded {
             index,
@@ -394,6 +400,7 @@ fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
                 entered: std::sync::Mutex::new(entered_tx),
                 release: std::sync::Mutex::new(release_rx),
             }),
+            graph: None,
         })
         .unwrap();
     let server = Server::start(service);

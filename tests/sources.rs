@@ -4,13 +4,14 @@
 //! Also the source revision: an ingest over unchanged sources reads no
 //! document.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use trellis::index::{self, IngestReport};
 use trellis::source::{self, SourceContext};
@@ -382,52 +383,6 @@ spec:
     assert_eq!(third.manifest.version, first.manifest.version);
 }
 
-/// moto's S3 server on a free port, stopped on drop.
-struct S3Server {
-    child: Child,
-    endpoint: String,
-}
-
-impl S3Server {
-    fn start() -> S3Server {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/s3-test-server.sh");
-        let child = Command::new("bash")
-            .arg(&script)
-            .arg(port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
-        let server = S3Server {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-        };
-        // The first run installs moto; later ones start in about a second.
-        let deadline = Instant::now() + Duration::from_secs(300);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "moto did not start on port {port} ({})",
-                script.display()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        server
-    }
-}
-
-impl Drop for S3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn put(endpoint: &str, bucket: &str, key: &str, body: &str) {
     use object_store::ObjectStore;
     let store = object_store::aws::AmazonS3Builder::new()
@@ -453,8 +408,8 @@ fn put(endpoint: &str, bucket: &str, key: &str, body: &str) {
 
 #[test]
 fn s3_sources_read_a_bucket_prefix_with_credentials_from_a_secret() {
-    let server = S3Server::start();
-    let endpoint = &server.endpoint;
+    let server = common::ScriptServer::start("s3-test-server.sh");
+    let endpoint = &format!("http://127.0.0.1:{}", server.port);
     // moto takes an unsigned request to create a bucket.
     let created = reqwest::blocking::Client::new()
         .put(format!("{endpoint}/contracts"))

@@ -148,6 +148,30 @@ fn ingest_shard(
     Ok((ExitCode::SUCCESS, None))
 }
 
+fn print_graph_outcome(graph: &trellis::graph::GraphOutcome) {
+    if let Some(error) = &graph.error {
+        println!(
+            "  graph store {}: export FAILED (the embedded index serves): {error}",
+            graph.store
+        );
+    } else if graph.already_exported {
+        println!(
+            "  graph store {}: version {} already exported",
+            graph.store, graph.version
+        );
+    } else if let Some(export) = &graph.export {
+        let nodes: usize = export.written.nodes.values().sum();
+        let relationships: usize = export.written.relationships.values().sum();
+        println!(
+            "  graph store {}: {nodes} nodes, {relationships} relationships in {} statements, {:.2} s ({:.0} sentences/s)",
+            graph.store, export.statements, export.seconds, export.sentences_per_second
+        );
+    }
+    for v in &graph.removed {
+        println!("  graph store {}: removed version {v}", graph.store);
+    }
+}
+
 fn ingest_corpus(
     manifests: &Path,
     corpus: Option<&str>,
@@ -164,7 +188,7 @@ fn ingest_corpus(
     } = select(manifests, corpus)?;
 
     let bars = StageBars::new();
-    let report = index::ingest(
+    let mut report = index::ingest(
         &corpus_name,
         &corpus_res.spec,
         &sources,
@@ -175,6 +199,15 @@ fn ingest_corpus(
         &|stage: &str, done, total| bars.update(stage, done, total),
     )?;
     bars.finish();
+    // The graph store copy follows the published version; its failure is
+    // reported and leaves the embedded index serving.
+    report.graph = trellis::graph::sync(
+        &profile.spec.graph,
+        data_dir,
+        &corpus_name,
+        &report.manifest.version,
+        served,
+    );
 
     let m = &report.manifest;
     if json {
@@ -223,8 +256,12 @@ fn ingest_corpus(
         for v in &report.removed {
             println!("  removed old version {v}");
         }
+        if let Some(graph) = &report.graph {
+            print_graph_outcome(graph);
+        }
     }
-    let code = if m.failed.is_empty() {
+    let graph_failed = report.graph.as_ref().is_some_and(|g| g.failed());
+    let code = if m.failed.is_empty() && !graph_failed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_PARTIAL)
@@ -290,7 +327,11 @@ pub fn query(args: &QueryArgs<'_>) -> Result<ExitCode> {
         }
     }
     let embedder = embed::from_spec(&index.profile.embedding, None)?;
-    let retriever = Retriever::new(&index, embedder.as_ref())?;
+    let graph = trellis::graph::for_route(&route_spec, &index)?;
+    let mut retriever = Retriever::new(&index, embedder.as_ref())?;
+    if let Some(graph) = &graph {
+        retriever = retriever.with_graph(graph);
+    }
     let answer = retriever.retrieve(&route_spec, args.question, args.k, &args.filter)?;
     let json = args.json;
     if json {

@@ -39,6 +39,7 @@ pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
     let corpus = route.spec.corpus_ref.name.clone();
     let data_dir = args.data_dir.to_path_buf();
     let index_version = args.index_version.map(str::to_string);
+    let route_spec = route.spec.clone();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -65,8 +66,13 @@ pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
         let loader = tokio::task::spawn_blocking(move || -> Result<()> {
             let index = IndexVersion::open(&data_dir, &corpus, index_version.as_deref())?;
             let embedder = embed::from_spec(&index.profile.embedding, None)?;
+            let graph = trellis::graph::for_route(&route_spec, &index)?;
             let version = index.manifest.version.clone();
-            loading.set_loaded(Loaded { index, embedder })?;
+            loading.set_loaded(Loaded {
+                index,
+                embedder,
+                graph,
+            })?;
             tracing::info!(%version, "index loaded and query embedder warm; ready");
             Ok(())
         });

@@ -14,6 +14,7 @@
 //!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
 //!         bm25/               tantivy index (bm25.rs)
 //!         related.json        RELATED_TO edges (links.rs)
+//!         chunks.json         the chunks, for the graph export (store.rs)
 //!     .build-<version>-<pid>/ a version being built; never read
 //! <data-dir>/cache/embeddings/  the embedding cache
 //! ```
@@ -44,11 +45,14 @@ use crate::source::{self, CorpusDocument, Fetched, SourceContext, SourceError};
 use crate::spec::{CorpusSpec, EmbeddingProvider, IndexProfileSpec};
 
 pub use links::RelatedEdge;
-pub use store::SkeletonStore;
+pub use store::{ChunkRecord, SkeletonStore};
 pub use vectors::{HnswGraph, Vectors};
 
 /// Version of the on-disk layout; part of every version hash.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
+
+/// The chunks of a version, read only by the graph export.
+pub const CHUNKS_FILE: &str = "chunks.json";
 
 #[derive(Debug, Error)]
 pub enum IndexError {
@@ -159,6 +163,11 @@ pub struct IngestReport {
     pub sources_unchanged: bool,
     /// Versions removed by retention.
     pub removed: Vec<String>,
+    /// What the graph store step did, when the profile names a graph
+    /// store (set by the caller after [`ingest`]: see
+    /// [`crate::graph::sync`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<crate::graph::GraphOutcome>,
 }
 
 /// The directory of a corpus' versions.
@@ -215,6 +224,7 @@ pub fn ingest(
             reused: true,
             sources_unchanged: true,
             removed,
+            graph: None,
         });
     }
 
@@ -231,6 +241,7 @@ pub fn ingest(
             reused: true,
             sources_unchanged: false,
             removed,
+            graph: None,
         });
     }
 
@@ -269,6 +280,7 @@ pub fn ingest(
         reused: false,
         sources_unchanged: false,
         removed,
+        graph: None,
     })
 }
 
@@ -487,6 +499,7 @@ fn build_version(
     progress("links", 1, 1);
     write_json(&dir.join("related.json"), &related)?;
     write_json(&dir.join("skeleton.json"), &store)?;
+    write_json(&dir.join(CHUNKS_FILE), &chunks)?;
     write_json(&dir.join("profile.json"), &recorded)?;
 
     timings.total = started.elapsed().as_secs_f64();
@@ -505,7 +518,7 @@ fn build_version(
             paragraphs: store.paragraphs.len(),
             sentences: store.sentences.len(),
             indexed_sentences: rows.len(),
-            chunks,
+            chunks: chunks.len(),
             related_edges: related.len(),
         },
         related_edges_within_bound: related.len() <= bound,
@@ -530,7 +543,7 @@ fn build_version(
 struct Processed {
     store: SkeletonStore,
     failed: Vec<FailedDocument>,
-    chunks: usize,
+    chunks: Vec<ChunkRecord>,
 }
 
 /// Parses, segments, chunks and enriches `documents` in parallel; a
@@ -565,14 +578,14 @@ fn process_documents(
 
     let mut store = SkeletonStore::default();
     let mut failed = Vec::new();
-    let mut chunks = 0;
+    let mut chunks = Vec::new();
     for (doc, result) in documents.iter().zip(processed) {
         match result {
             Ok(p) => {
                 for warning in &p.warnings {
                     tracing::warn!(key = %doc.key, "{warning}");
                 }
-                chunks += p.chunks.len();
+                chunks.extend(ChunkRecord::of(&p, &store));
                 store.add(&p, &doc.acl, &doc.metadata);
             }
             Err(reason) => {
@@ -1052,6 +1065,14 @@ impl IndexVersion {
             indexed_documents,
             related,
         })
+    }
+}
+
+impl IndexVersion {
+    /// The version's chunks (`chunks.json`), read on demand: only the
+    /// graph export needs them.
+    pub fn chunks(&self) -> Result<Vec<ChunkRecord>, IndexError> {
+        read_json(&self.dir.join(CHUNKS_FILE))
     }
 }
 

@@ -41,6 +41,9 @@ pub struct DocumentRecord {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SectionRecord {
     pub document: u32,
+    /// The enclosing section (global number); `None` for a document's root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<u32>,
     pub path: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub numbering: Option<String>,
@@ -91,6 +94,46 @@ pub struct SentenceRecord {
     pub entities: Vec<String>,
 }
 
+/// A chunk of a document, kept in `chunks.json` for the graph export
+/// (retrieval itself needs only each sentence's first chunk).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    /// Stable id, `<doc>:c<n>`.
+    pub id: String,
+    pub document: u32,
+    /// Position among the document's chunks, from 0.
+    pub index: u32,
+    pub text: String,
+    pub heading_path: Vec<String>,
+    pub tokens: u32,
+    /// Global sentence numbers of the sentences it covers, in reading order.
+    pub sentences: Vec<u32>,
+}
+
+impl ChunkRecord {
+    /// The chunks of `doc`, numbered as if it were appended to `store` next.
+    pub fn of(doc: &ProcessedDocument, store: &SkeletonStore) -> Vec<ChunkRecord> {
+        let document = store.documents.len() as u32;
+        let sentence_base = store.sentences.len() as u32;
+        doc.chunks
+            .iter()
+            .map(|chunk| ChunkRecord {
+                id: format!("{}:c{}", doc.skeleton.document.id, chunk.index),
+                document,
+                index: chunk.index,
+                text: chunk.text.clone(),
+                heading_path: chunk.heading_path.clone(),
+                tokens: chunk.tokens,
+                sentences: chunk
+                    .sentences
+                    .iter()
+                    .map(|s| sentence_base + s.0)
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
 impl SkeletonStore {
     /// Appends one processed document.
     pub fn add(
@@ -109,6 +152,7 @@ impl SkeletonStore {
         for (i, section) in skeleton.sections.iter().enumerate() {
             self.sections.push(SectionRecord {
                 document,
+                parent: section.parent.map(|p| section_base + p.0),
                 path: section.path.0.clone(),
                 numbering: section.numbering.clone(),
                 is_annex: enrichment.sections.get(i).is_some_and(|a| a.is_annex),

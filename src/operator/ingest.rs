@@ -440,7 +440,7 @@ fn plan_ingest(
             if shards_done {
                 let owner = super::owner_reference(corpus)?;
                 plan.apply = vec![Desired::Job(Box::new(finalize_job(
-                    corpus, &inputs, &content, &names, settings, owner, &keep,
+                    corpus, profile, &inputs, &content, &names, settings, owner, &keep,
                 )))];
                 plan.events.push(Note::normal(
                     "FinalizeStarted",
@@ -787,6 +787,7 @@ pub fn ingest_objects(
     }
     let job = job(
         corpus,
+        profile,
         &names.ingest_job,
         inputs,
         content,
@@ -848,8 +849,11 @@ pub fn versions_to_keep(status: &CorpusStatus, observed: &Observed) -> Vec<Strin
 
 /// The single-pod Job that builds and publishes a sharded ingest's version
 /// from the vectors its shards cached.
+// The finalize Job needs what the ingest Job needs, and its own name.
+#[allow(clippy::too_many_arguments)]
 pub fn finalize_job(
     corpus: &Corpus,
+    profile: &IndexProfile,
     inputs: &str,
     content: &str,
     names: &Names,
@@ -860,6 +864,7 @@ pub fn finalize_job(
     let args = ingest_args(&corpus.name_any(), &names.report, inputs, keep);
     job(
         corpus,
+        profile,
         &names.finalize_job,
         inputs,
         content,
@@ -874,6 +879,7 @@ pub fn finalize_job(
 #[allow(clippy::too_many_arguments)]
 fn job(
     corpus: &Corpus,
+    profile: &IndexProfile,
     job_name: &str,
     inputs: &str,
     content: &str,
@@ -913,8 +919,9 @@ fn job(
             true,
         ));
     }
-    // Source ConfigMaps and S3 credentials, each in its own directory.
-    // Optional: a missing one fails the ingest with a message naming it,
+    // Source ConfigMaps, S3 credentials and the graph store's password,
+    // each in its own directory. Optional: a missing one fails the ingest
+    // (or, for the graph store, its export) with a message naming it,
     // where a required volume would leave the pod pending in silence.
     let config_maps = source_config_map_names(corpus);
     let mut secrets: Vec<&str> = corpus
@@ -923,6 +930,13 @@ fn job(
         .iter()
         .filter_map(|s| s.s3.as_ref()?.credentials_secret.as_ref())
         .map(|r| r.name.as_str())
+        .chain(
+            profile
+                .spec
+                .graph
+                .password_secret()
+                .map(|r| r.name.as_str()),
+        )
         .collect();
     secrets.sort_unstable();
     secrets.dedup();

@@ -642,6 +642,40 @@ fn ingest_settings_and_retention_do_not_change_the_inputs_but_the_reingest_annot
 }
 
 #[test]
+fn the_graph_store_password_secret_is_mounted_into_ingest_pods() {
+    let mut observed = with_profile();
+    let profile = observed.profile.as_mut().unwrap();
+    profile.spec.graph = serde_json::from_value(serde_json::json!({
+        "store": "falkordb",
+        "falkordb": {
+            "url": "falkor://falkordb.graph:6379",
+            "passwordSecretRef": {"name": "falkordb-auth"}
+        }
+    }))
+    .unwrap();
+    let p = plan(&corpus(), &observed);
+    let job = job_of(&p).expect("an ingest Job");
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let secret = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find_map(|v| v.secret.as_ref())
+        .expect("the password Secret as a volume");
+    assert_eq!(secret.secret_name.as_deref(), Some("falkordb-auth"));
+    let mounts: Vec<&str> = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.mount_path.as_str())
+        .collect();
+    assert!(
+        mounts.contains(&"/var/run/trellis/secrets/falkordb-auth"),
+        "{mounts:?}"
+    );
+}
+
+#[test]
 fn config_map_and_s3_sources_are_mounted_into_ingest_pods_and_edits_are_new_inputs() {
     let mut c = corpus();
     c.spec.sources = serde_json::from_value(serde_json::json!([

@@ -19,16 +19,18 @@
 mod context;
 mod scoring;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::embed::{EmbedError, Embedder};
+use crate::graph::{GraphError, GraphStore};
 use crate::index::vectors;
 use crate::index::{IndexError, IndexVersion};
 use crate::skeleton::PageBox;
-use crate::spec::{AnchorMode, RetrievalRouteSpec};
+use crate::spec::{AnchorMode, ExpansionSource, ExpansionSpec, RetrievalRouteSpec};
 
 pub use context::assemble_context;
 
@@ -44,6 +46,13 @@ pub enum RetrieveError {
     Embed(#[from] EmbedError),
     #[error("the index was built with {built} but the query embedder is {query}")]
     ModelMismatch { built: String, query: String },
+    #[error("graph expansion: {0}")]
+    Graph(#[from] GraphError),
+    #[error(
+        "the route expands through the graph store, but none is connected \
+         (the index version's profile has graph.store {0:?})"
+    )]
+    NoGraphStore(crate::spec::GraphStoreKind),
 }
 
 /// Which sentences a caller may see and wants.
@@ -122,6 +131,9 @@ pub struct Answer {
 pub struct Retriever<'a> {
     index: &'a IndexVersion,
     embedder: &'a dyn Embedder,
+    /// The graph store holding this version, for routes whose expansion
+    /// source is `graph`.
+    graph: Option<&'a Mutex<Box<dyn GraphStore>>>,
 }
 
 /// Whether a section with heading path `path` lies under `prefix`. Each
@@ -183,7 +195,18 @@ impl<'a> Retriever<'a> {
                 query: embedder.model_id().to_string(),
             });
         }
-        Ok(Self { index, embedder })
+        Ok(Self {
+            index,
+            embedder,
+            graph: None,
+        })
+    }
+
+    /// Runs stage 2 in `graph` for routes whose expansion source is
+    /// `graph`.
+    pub fn with_graph(mut self, graph: &'a Mutex<Box<dyn GraphStore>>) -> Self {
+        self.graph = Some(graph);
+        self
     }
 
     pub fn index(&self) -> &IndexVersion {
@@ -310,7 +333,7 @@ impl<'a> Retriever<'a> {
             AnchorMode::Dense => dense,
             AnchorMode::Hybrid => sorted(candidates.iter().map(|(&i, c)| (i, c.fused))),
             AnchorMode::Full => {
-                self.expand(route, &mut candidates, &allowed);
+                self.expand(route, &mut candidates, &allowed)?;
                 let q = query_vector.unwrap_or(&[]);
                 for (&i, cand) in candidates.iter_mut() {
                     if cand.dense.is_none() && !q.is_empty() {
@@ -460,53 +483,44 @@ impl<'a> Retriever<'a> {
     }
 
     /// Stage 2: adds the window, related and same-clause neighbours of the
-    /// best anchors as candidates.
+    /// best anchors as candidates, found in the embedded index or, when the
+    /// route says so, in the graph store.
     fn expand(
         &self,
         route: &RetrievalRouteSpec,
         candidates: &mut HashMap<u32, Candidate>,
         allowed: &dyn Fn(u32) -> bool,
-    ) {
-        let store = &self.index.store;
+    ) -> Result<(), RetrieveError> {
         let spec = &route.expansion;
         let anchors: Vec<u32> = sorted(candidates.iter().map(|(&i, c)| (i, c.fused)))
             .into_iter()
             .take(spec.anchors as usize)
             .map(|(i, _)| i)
             .collect();
-        let mut added: HashSet<u32> = HashSet::new();
-        for &a in &anchors {
-            let doc = store.sentences[a as usize].document;
-            let [start, end] = store.documents[doc as usize].sentences;
-            let w = spec.window;
-            for j in a.saturating_sub(w).max(start)..(a + w + 1).min(end) {
-                added.insert(j);
+        let added = match spec.source {
+            ExpansionSource::Embedded => expansion(self.index, &anchors, spec),
+            ExpansionSource::Graph => {
+                let graph = self
+                    .graph
+                    .ok_or(RetrieveError::NoGraphStore(self.index.profile.graph.store))?;
+                // A poisoned lock only means another query panicked
+                // mid-statement; the connection itself is still usable.
+                let mut store = graph.lock().unwrap_or_else(|e| e.into_inner());
+                crate::graph::expand::expand(
+                    store.as_mut(),
+                    self.index,
+                    &anchors,
+                    spec,
+                    self.index.profile.graph.retries(),
+                )?
             }
-            if spec.related {
-                for &(j, _) in &self.index.related[a as usize] {
-                    added.insert(j);
-                }
-            }
-            if spec.same_clause
-                && let Some(clause) = &store.sentences[a as usize].clause
-            {
-                // The clause continues past the window: its next sentences
-                // up to the next clause, within the document.
-                let mut j = a + w + 1;
-                while j < end && j <= a + 8 {
-                    if store.sentences[j as usize].clause.as_ref() != Some(clause) {
-                        break;
-                    }
-                    added.insert(j);
-                    j += 1;
-                }
-            }
-        }
+        };
         for j in added {
             if allowed(j) {
                 candidates.entry(j).or_default();
             }
         }
+        Ok(())
     }
 
     /// The sentences that define a term, each with the best cosine
@@ -602,6 +616,42 @@ impl<'a> Retriever<'a> {
 }
 
 /// Best first; ties broken by sentence number for determinism.
+/// Stage 2 on the embedded index: each anchor, its window of `window`
+/// sentences either side within its document, its `RELATED_TO` targets
+/// (with `related`), and the following sentences of its numbered clause
+/// past the window, up to 8 sentences after the anchor (with
+/// `sameClause`). [`crate::graph::expand::expand`] finds the same in a
+/// graph store.
+pub fn expansion(index: &IndexVersion, anchors: &[u32], spec: &ExpansionSpec) -> BTreeSet<u32> {
+    let store = &index.store;
+    let mut added = BTreeSet::new();
+    for &a in anchors {
+        let doc = store.sentences[a as usize].document;
+        let [start, end] = store.documents[doc as usize].sentences;
+        let w = spec.window;
+        added.extend(a.saturating_sub(w).max(start)..(a + w + 1).min(end));
+        if spec.related {
+            added.extend(index.related[a as usize].iter().map(|&(j, _)| j));
+        }
+        if spec.same_clause
+            && let Some(clause) = &store.sentences[a as usize].clause
+        {
+            // The clause continues past the window: its next sentences
+            // up to the next clause, within the document.
+            let reach = crate::graph::expand::CLAUSE_REACH;
+            let mut j = a + w + 1;
+            while j < end && j <= a + reach {
+                if store.sentences[j as usize].clause.as_ref() != Some(clause) {
+                    break;
+                }
+                added.insert(j);
+                j += 1;
+            }
+        }
+    }
+    added
+}
+
 fn sorted(items: impl Iterator<Item = (u32, f32)>) -> Vec<(u32, f32)> {
     let mut v: Vec<(u32, f32)> = items.collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -83,6 +83,9 @@ pub enum ServeError {
 pub struct Loaded {
     pub index: IndexVersion,
     pub embedder: Box<dyn Embedder>,
+    /// The graph store, for a route that expands there
+    /// ([`crate::graph::for_route`]).
+    pub graph: Option<std::sync::Mutex<Box<dyn crate::graph::GraphStore>>>,
 }
 
 /// The shared state of every request.
@@ -416,7 +419,10 @@ async fn answer(
     let work = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let _span = span.entered();
-        let retriever = Retriever::new(&loaded.index, loaded.embedder.as_ref())?;
+        let mut retriever = Retriever::new(&loaded.index, loaded.embedder.as_ref())?;
+        if let Some(graph) = &loaded.graph {
+            retriever = retriever.with_graph(graph);
+        }
         let vector = if route.anchors.mode == AnchorMode::Bm25 {
             None
         } else {

@@ -18,13 +18,13 @@ pub use manifest::{
     select_corpus, select_profile, select_route,
 };
 pub use profile::{
-    ChunkStrategy, ChunkingSpec, EmbeddingProvider, EmbeddingSpec, EnrichmentSpec,
+    ChunkStrategy, ChunkingSpec, EmbeddingProvider, EmbeddingSpec, EnrichmentSpec, FalkorDbSpec,
     FixedChunkingSpec, GraphSpec, GraphStoreKind, IndexProfile, IndexProfileSpec, IndexSpec,
-    ParsingSpec, SemanticLinksSpec, SentenceSpec,
+    Neo4jSpec, ParsingSpec, SecretKeyRef, SemanticLinksSpec, SentenceSpec,
 };
 pub use route::{
-    AnchorMode, AnchorSpec, ExpansionSpec, FusionSpec, RerankerKind, RerankerSpec, RetrievalRoute,
-    RetrievalRouteSpec, ScoringSpec, ScoringWeights, SelectionSpec, ServingSpec,
+    AnchorMode, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec, RerankerKind, RerankerSpec,
+    RetrievalRoute, RetrievalRouteSpec, ScoringSpec, ScoringWeights, SelectionSpec, ServingSpec,
 };
 pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,

@@ -513,12 +513,163 @@ pub enum GraphStoreKind {
     /// Inside the index version directory (arrays; no server).
     #[default]
     Embedded,
+    /// Also written to a Neo4j 5 database over Bolt (`graph.neo4j`).
+    Neo4j,
+    /// Also written to a FalkorDB graph over the Redis protocol
+    /// (`graph.falkordb`).
+    Falkordb,
 }
 
 /// The graph store of the skeleton and its links.
+///
+/// The embedded index is always built. With `neo4j` or `falkordb`, each
+/// index version's skeleton is also written to that database once the
+/// version is published, every node tagged with the version, and versions
+/// no route serves any more are deleted from it. A failed export is
+/// reported by the ingest and leaves the embedded index serving.
+///
+/// Fields left unset are not part of the profile's hash, so profiles that
+/// do not use a graph database keep their index versions.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[schemars(transform = graph_rules)]
 pub struct GraphSpec {
-    /// `embedded` (default).
+    /// `embedded` (default), `neo4j` or `falkordb`.
     pub store: GraphStoreKind,
+    /// The Neo4j server, for `store: neo4j`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neo4j: Option<Neo4jSpec>,
+    /// The FalkorDB server, for `store: falkordb`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub falkordb: Option<FalkorDbSpec>,
+    /// Rows written per `UNWIND` statement. Default 500.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<u32>,
+    /// Longest one statement may take, in seconds. Default 60.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u32>,
+    /// Further attempts of a statement that failed for a reason that may
+    /// pass (connection lost, timeout), with backoff. Every write is an
+    /// idempotent `MERGE`, so a retried batch never doubles a node.
+    /// Default 3.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
+}
+
+impl GraphSpec {
+    pub const DEFAULT_BATCH_SIZE: u32 = 500;
+    pub const DEFAULT_TIMEOUT_SECONDS: u32 = 60;
+    pub const DEFAULT_RETRIES: u32 = 3;
+
+    pub fn batch_size(&self) -> usize {
+        self.batch_size.unwrap_or(Self::DEFAULT_BATCH_SIZE).max(1) as usize
+    }
+
+    pub fn timeout(&self) -> std::time::Duration {
+        let seconds = self
+            .timeout_seconds
+            .unwrap_or(Self::DEFAULT_TIMEOUT_SECONDS)
+            .max(1);
+        std::time::Duration::from_secs(u64::from(seconds))
+    }
+
+    pub fn retries(&self) -> u32 {
+        self.retries.unwrap_or(Self::DEFAULT_RETRIES)
+    }
+
+    /// The Secret holding the selected store's password, if any.
+    pub fn password_secret(&self) -> Option<&SecretKeyRef> {
+        match self.store {
+            GraphStoreKind::Embedded => None,
+            GraphStoreKind::Neo4j => self.neo4j.as_ref()?.password_secret_ref.as_ref(),
+            GraphStoreKind::Falkordb => self.falkordb.as_ref()?.password_secret_ref.as_ref(),
+        }
+    }
+}
+
+/// The CRD's CEL rules for `graph`, checked by the API server.
+fn graph_rules(schema: &mut schemars::Schema) {
+    super::cel_rules(
+        schema,
+        &[
+            (
+                "!has(self.store) || self.store != 'neo4j' || has(self.neo4j)",
+                "store neo4j needs graph.neo4j",
+            ),
+            (
+                "!has(self.store) || self.store != 'falkordb' || has(self.falkordb)",
+                "store falkordb needs graph.falkordb",
+            ),
+            (
+                "!has(self.batchSize) || (self.batchSize >= 1 && self.batchSize <= 100000)",
+                "batchSize must be between 1 and 100000",
+            ),
+        ],
+    );
+}
+
+/// Where a password comes from. In a cluster, a key of a Secret: the
+/// operator passes it to the ingest and retrieval pods; the embedded mode
+/// reads it from `$TRELLIS_SECRET_ROOT/<name>/<key>` (default
+/// `/var/run/trellis/secrets`). For local runs, `passwordEnv` names an
+/// environment variable instead.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretKeyRef {
+    /// The Secret's name.
+    pub name: String,
+    /// The key in the Secret. Default `password`.
+    #[serde(default = "default_password_key")]
+    pub key: String,
+}
+
+fn default_password_key() -> String {
+    "password".into()
+}
+
+/// A Neo4j 5 server, reached over Bolt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Neo4jSpec {
+    /// `bolt://host:7687`, `neo4j://…`, or with TLS `bolt+s://…` and
+    /// `neo4j+s://…`.
+    pub uri: String,
+    /// The database; default the server's default database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+    /// Default `neo4j`.
+    #[serde(default = "default_neo4j_user")]
+    pub username: String,
+    /// The password, from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_secret_ref: Option<SecretKeyRef>,
+    /// The password, from this environment variable (local runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+}
+
+fn default_neo4j_user() -> String {
+    "neo4j".into()
+}
+
+/// A FalkorDB server, reached over the Redis protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FalkorDbSpec {
+    /// `falkor://host:6379`, `redis://…`, or with TLS `falkors://…` and
+    /// `rediss://…`.
+    pub url: String,
+    /// The graph (key) the skeleton is written to. Default `trellis`.
+    #[serde(default = "default_graph_name")]
+    pub graph: String,
+    /// The password, from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_secret_ref: Option<SecretKeyRef>,
+    /// The password, from this environment variable (local runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+}
+
+fn default_graph_name() -> String {
+    "trellis".into()
 }

@@ -164,6 +164,24 @@ pub struct ExpansionSpec {
     /// Continue a clause across a chunk or paragraph boundary when the
     /// next paragraph belongs to the same numbered clause. Default true.
     pub same_clause: bool,
+    /// Where stage 2 runs: `embedded` (default; array lookups in the index
+    /// version) or `graph` (Cypher against the index profile's graph
+    /// store, which must hold the served version). Both add the same
+    /// sentences.
+    pub source: ExpansionSource,
+}
+
+/// Where stage 2 (expansion) runs.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, utoipa::ToSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum ExpansionSource {
+    /// The index version's arrays.
+    #[default]
+    Embedded,
+    /// The graph store (`IndexProfile.spec.graph`).
+    Graph,
 }
 
 impl Default for ExpansionSpec {
@@ -174,6 +192,7 @@ impl Default for ExpansionSpec {
             window: 2,
             related: true,
             same_clause: true,
+            source: ExpansionSource::Embedded,
         }
     }
 }

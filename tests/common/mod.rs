@@ -3,7 +3,10 @@
 
 pub mod docling;
 
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Writes `docs/contract.txt` (two numbered clauses: payment, governing
 /// law) and `docs/manual.md` (one heading) under `dir`.
@@ -88,4 +91,53 @@ pub fn eval_dir() -> PathBuf {
             .collect::<Vec<_>>()
             .join(", ")
     );
+}
+
+/// A server that a project script starts on a free loopback port
+/// (`scripts/<script> PORT`; the script installs it on first use), stopped
+/// on drop. Panics when it does not listen within five minutes: a test
+/// that needs it fails rather than skips.
+pub struct ScriptServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl ScriptServer {
+    pub fn start(script: &str) -> ScriptServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("scripts")
+            .join(script);
+        let child = Command::new("bash")
+            .arg(&script)
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+        let mut server = ScriptServer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("{} exited ({status}) before listening", script.display());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not listen on port {port}",
+                script.display()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+}
+
+impl Drop for ScriptServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -1,0 +1,316 @@
+//! The openCypher statements every graph store runs, and the schema
+//! statements only one of them accepts, kept apart and named.
+//!
+//! Every node carries `id` (the skeleton's stable string id) and
+//! `index_version`; the pair is the key every `MERGE` and `MATCH` uses, so
+//! two index versions of the same document never share a node. Labels and
+//! relationship types cannot be parameters in Cypher; they come from the
+//! fixed tables below, never from data. Everything else is a parameter.
+
+/// Node labels, in the order they are written.
+pub const DOCUMENT: &str = "Document";
+pub const SECTION: &str = "Section";
+pub const PARAGRAPH: &str = "Paragraph";
+pub const CHUNK: &str = "TextChunk";
+pub const SENTENCE: &str = "Sentence";
+/// One node per exported version, written last: its presence says the
+/// export completed.
+pub const VERSION: &str = "IndexVersion";
+
+/// Every label Trellis writes.
+pub const LABELS: [&str; 6] = [DOCUMENT, SECTION, PARAGRAPH, CHUNK, SENTENCE, VERSION];
+
+/// A relationship type and the labels it joins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Link {
+    pub from: &'static str,
+    pub kind: &'static str,
+    pub to: &'static str,
+}
+
+const fn link(from: &'static str, kind: &'static str, to: &'static str) -> Link {
+    Link { from, kind, to }
+}
+
+pub const HAS_SECTION: Link = link(DOCUMENT, "HAS_SECTION", SECTION);
+pub const SUBSECTION_OF: Link = link(SECTION, "SUBSECTION_OF", SECTION);
+pub const SENTENCE_IN_PARAGRAPH: Link = link(SENTENCE, "PART_OF", PARAGRAPH);
+pub const PARAGRAPH_IN_SECTION: Link = link(PARAGRAPH, "PART_OF", SECTION);
+pub const SENTENCE_IN_CHUNK: Link = link(SENTENCE, "PART_OF", CHUNK);
+pub const PARAGRAPH_IN_CHUNK: Link = link(PARAGRAPH, "PART_OF", CHUNK);
+pub const IN_SECTION: Link = link(SENTENCE, "IN_SECTION", SECTION);
+pub const SENTENCE_IN_DOCUMENT: Link = link(SENTENCE, "IN_DOCUMENT", DOCUMENT);
+pub const CHUNK_IN_DOCUMENT: Link = link(CHUNK, "IN_DOCUMENT", DOCUMENT);
+pub const SENTENCE_NEXT: Link = link(SENTENCE, "NEXT", SENTENCE);
+pub const PARAGRAPH_NEXT: Link = link(PARAGRAPH, "NEXT", PARAGRAPH);
+pub const RELATED_TO: Link = link(SENTENCE, "RELATED_TO", SENTENCE);
+
+/// Every relationship Trellis writes, in the order they are written.
+pub const LINKS: [Link; 12] = [
+    HAS_SECTION,
+    SUBSECTION_OF,
+    SENTENCE_IN_PARAGRAPH,
+    PARAGRAPH_IN_SECTION,
+    SENTENCE_IN_CHUNK,
+    PARAGRAPH_IN_CHUNK,
+    IN_SECTION,
+    SENTENCE_IN_DOCUMENT,
+    CHUNK_IN_DOCUMENT,
+    SENTENCE_NEXT,
+    PARAGRAPH_NEXT,
+    RELATED_TO,
+];
+
+/// Writes `$rows` of documents.
+pub const UPSERT_DOCUMENTS: &str = "UNWIND $rows AS row
+MERGE (n:Document {id: row.id, index_version: $version})
+SET n.key = row.key, n.title = row.title, n.format = row.format";
+
+/// Writes `$rows` of sections.
+pub const UPSERT_SECTIONS: &str = "UNWIND $rows AS row
+MERGE (n:Section {id: row.id, index_version: $version})
+SET n.heading = row.heading, n.numbering = row.numbering, n.level = row.level,
+    n.section_path = row.section_path, n.document_id = row.document_id";
+
+/// Writes `$rows` of paragraphs.
+pub const UPSERT_PARAGRAPHS: &str = "UNWIND $rows AS row
+MERGE (n:Paragraph {id: row.id, index_version: $version})
+SET n.text = row.text, n.position = row.position, n.document_id = row.document_id";
+
+/// Writes `$rows` of chunks.
+pub const UPSERT_CHUNKS: &str = "UNWIND $rows AS row
+MERGE (n:TextChunk {id: row.id, index_version: $version})
+SET n.text = row.text, n.heading_path = row.heading_path, n.tokens = row.tokens,
+    n.position = row.position, n.document_id = row.document_id";
+
+/// Writes `$rows` of sentences: the unified node, everything stage 2
+/// needs. `embedding` is the store's expression for `row.embedding` as a
+/// vector ([`neo4j_vector`], [`falkordb_vector`]).
+pub fn upsert_sentences(embedding: &str) -> String {
+    format!(
+        "UNWIND $rows AS row
+MERGE (n:Sentence {{id: row.id, index_version: $version}})
+SET n.text = row.text, n.embedding = {embedding}, n.source = row.source,
+    n.page = row.page, n.confidence = row.confidence,
+    n.char_offset = row.char_offset, n.char_length = row.char_length,
+    n.section_path = row.section_path, n.parent_paragraph_id = row.parent_paragraph_id,
+    n.prev_sentence_id = row.prev_sentence_id, n.next_sentence_id = row.next_sentence_id,
+    n.clause = row.clause, n.indexed = row.indexed, n.position = row.position,
+    n.document_id = row.document_id"
+    )
+}
+
+/// Neo4j only: a list of floats is what its vector index reads.
+pub fn neo4j_vector(list: &str) -> String {
+    list.to_string()
+}
+
+/// FalkorDB only: its vector index reads `vecf32` values, and its
+/// parameters can only be literals, so the list is converted in the
+/// statement (`vecf32(null)` is null).
+pub fn falkordb_vector(list: &str) -> String {
+    format!("vecf32({list})")
+}
+
+/// Marks `$version` as completely exported.
+pub const MARK_VERSION: &str = "MERGE (n:IndexVersion {id: $version, index_version: $version})
+SET n.corpus = $corpus, n.sentences = $sentences, n.complete = true";
+
+/// Whether `$version` was completely exported.
+pub const VERSION_COMPLETE: &str =
+    "MATCH (n:IndexVersion {id: $version, index_version: $version}) RETURN n.complete AS complete";
+
+/// The versions with nodes in the store (complete or not).
+pub const VERSIONS: &str = "MATCH (n:Document) RETURN DISTINCT n.index_version AS version
+UNION
+MATCH (n:IndexVersion) RETURN DISTINCT n.index_version AS version";
+
+/// Writes `$rows` of `{from, to}` ids as `link` relationships.
+pub fn upsert_links(link: Link) -> String {
+    let Link { from, kind, to } = link;
+    format!(
+        "UNWIND $rows AS row
+MATCH (a:{from} {{id: row.from, index_version: $version}})
+MATCH (b:{to} {{id: row.to, index_version: $version}})
+MERGE (a)-[:{kind}]->(b)"
+    )
+}
+
+/// Writes `$rows` of `{from, to, similarity}` as `RELATED_TO` links.
+pub const UPSERT_RELATED: &str = "UNWIND $rows AS row
+MATCH (a:Sentence {id: row.from, index_version: $version})
+MATCH (b:Sentence {id: row.to, index_version: $version})
+MERGE (a)-[r:RELATED_TO]->(b)
+SET r.similarity = row.similarity, r.source = 'knn_sentence'";
+
+/// The statement writing `link`'s rows.
+pub fn upsert_statement(link: Link) -> String {
+    if link == RELATED_TO {
+        UPSERT_RELATED.to_string()
+    } else {
+        upsert_links(link)
+    }
+}
+
+/// Deletes up to `limit` nodes labelled `label` of `$version` with their
+/// relationships; returns how many. Run until it returns 0.
+pub fn delete_batch(label: &str, limit: usize) -> String {
+    format!(
+        "MATCH (n:{label} {{index_version: $version}})
+WITH n LIMIT {limit}
+DETACH DELETE n
+RETURN count(n) AS deleted"
+    )
+}
+
+/// Counts the `label` nodes of `$version`.
+pub fn count_nodes(label: &str) -> String {
+    format!("MATCH (n:{label} {{index_version: $version}}) RETURN count(n) AS count")
+}
+
+/// Counts the `link` relationships between nodes of `$version`.
+pub fn count_links(link: Link) -> String {
+    let Link { from, kind, to } = link;
+    format!(
+        "MATCH (a:{from} {{index_version: $version}})-[r:{kind}]->(b:{to} {{index_version: $version}})
+RETURN count(r) AS count"
+    )
+}
+
+/// Reads back sentences by id: `$ids`.
+pub const READ_SENTENCES: &str = "UNWIND $ids AS wanted
+MATCH (n:Sentence {id: wanted, index_version: $version})
+RETURN n.id AS id, n.text AS text, n.embedding AS embedding, n.page AS page,
+       n.section_path AS section_path, n.prev_sentence_id AS prev,
+       n.next_sentence_id AS next, n.parent_paragraph_id AS paragraph";
+
+/// Stage 2, window: the sentences within `window` `NEXT` steps of each of
+/// `$anchors`, before or after (a document's chain never crosses into
+/// another's). `window` is at least 1.
+pub fn expand_window(window: u32) -> String {
+    format!(
+        "UNWIND $anchors AS anchor
+MATCH (a:Sentence {{id: anchor, index_version: $version}})-[:NEXT*1..{window}]-(n:Sentence)
+RETURN DISTINCT anchor, n.id AS id"
+    )
+}
+
+/// Stage 2, semantic links: the `RELATED_TO` targets of each of `$anchors`.
+pub const EXPAND_RELATED: &str = "UNWIND $anchors AS anchor
+MATCH (a:Sentence {id: anchor, index_version: $version})-[:RELATED_TO]->(n:Sentence)
+RETURN anchor, n.id AS id";
+
+/// Stage 2, clause continuation: the sentences `from..=to` `NEXT` steps
+/// after each of `$anchors` that has a clause id, with their clause ids and
+/// distances; the caller keeps the run that shares the anchor's clause.
+pub fn expand_clause(from: u32, to: u32) -> String {
+    format!(
+        "UNWIND $anchors AS anchor
+MATCH p = (a:Sentence {{id: anchor, index_version: $version}})-[:NEXT*{from}..{to}]->(n:Sentence)
+WHERE a.clause IS NOT NULL
+RETURN anchor, n.id AS id, n.clause AS clause, a.clause AS anchor_clause, length(p) AS distance"
+    )
+}
+
+/// Stage 2, context: each of `$anchors`' parent paragraph, section and
+/// chunks.
+pub const EXPAND_CONTEXT: &str = "UNWIND $anchors AS anchor
+MATCH (a:Sentence {id: anchor, index_version: $version})-[:PART_OF]->(p:Paragraph)
+MATCH (a)-[:IN_SECTION]->(s:Section)
+OPTIONAL MATCH (a)-[:PART_OF]->(c:TextChunk)
+RETURN anchor, p.id AS paragraph, s.id AS section, collect(c.id) AS chunks";
+
+/// Neo4j 5 only: uniqueness of `(id, index_version)` per label, an index
+/// on `index_version` for deletes, and the cosine vector index over the
+/// sentence embeddings.
+pub fn neo4j_schema(dims: usize) -> Vec<String> {
+    let mut statements = Vec::new();
+    for label in LABELS {
+        let name = label.to_lowercase();
+        statements.push(format!(
+            "CREATE CONSTRAINT trellis_{name}_key IF NOT EXISTS \
+             FOR (n:{label}) REQUIRE (n.id, n.index_version) IS UNIQUE"
+        ));
+        statements.push(format!(
+            "CREATE INDEX trellis_{name}_version IF NOT EXISTS \
+             FOR (n:{label}) ON (n.index_version)"
+        ));
+    }
+    statements.push(format!(
+        "CREATE VECTOR INDEX trellis_sentence_embedding IF NOT EXISTS \
+         FOR (s:Sentence) ON s.embedding \
+         OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, \
+         `vector.similarity_function`: 'cosine'}}}}"
+    ));
+    statements
+}
+
+/// FalkorDB only: a range index on `id` and `index_version` per label
+/// (FalkorDB indexes each property on its own, so the pair serves both
+/// lookups and deletes), and its cosine vector index over the sentence
+/// embeddings. FalkorDB has no `IF NOT EXISTS`; an index that exists is
+/// reported as "already indexed", which the backend accepts.
+pub fn falkordb_schema(dims: usize) -> Vec<String> {
+    let mut statements: Vec<String> = LABELS
+        .iter()
+        .map(|label| format!("CREATE INDEX FOR (n:{label}) ON (n.id, n.index_version)"))
+        .collect();
+    statements.push(format!(
+        "CREATE VECTOR INDEX FOR (s:Sentence) ON (s.embedding) \
+         OPTIONS {{dimension: {dims}, similarityFunction: 'cosine'}}"
+    ));
+    statements
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_statements_name_their_labels_and_type() {
+        let text = upsert_statement(SENTENCE_IN_PARAGRAPH);
+        assert!(text.contains("MATCH (a:Sentence {id: row.from, index_version: $version})"));
+        assert!(text.contains("MATCH (b:Paragraph {id: row.to, index_version: $version})"));
+        assert!(text.contains("MERGE (a)-[:PART_OF]->(b)"));
+        assert!(upsert_statement(RELATED_TO).contains("r.source = 'knn_sentence'"));
+    }
+
+    #[test]
+    fn neo4j_schema_has_a_key_per_label_and_a_cosine_vector_index() {
+        let schema = neo4j_schema(384);
+        for label in LABELS {
+            assert!(
+                schema.iter().any(|s| s.contains(&format!(
+                    "FOR (n:{label}) REQUIRE (n.id, n.index_version) IS UNIQUE"
+                ))),
+                "{label}"
+            );
+        }
+        assert!(
+            upsert_sentences(&neo4j_vector("row.embedding"))
+                .contains("n.embedding = row.embedding,")
+        );
+        let vector = schema.last().unwrap();
+        assert!(vector.starts_with("CREATE VECTOR INDEX trellis_sentence_embedding IF NOT EXISTS"));
+        assert!(vector.contains("FOR (s:Sentence) ON s.embedding"));
+        assert!(vector.contains("`vector.dimensions`: 384"));
+        assert!(vector.contains("`vector.similarity_function`: 'cosine'"));
+        assert!(schema.iter().all(|s| s.contains("IF NOT EXISTS")));
+    }
+
+    #[test]
+    fn falkordb_schema_uses_its_own_vector_index_syntax() {
+        let schema = falkordb_schema(768);
+        assert_eq!(schema.len(), LABELS.len() + 1);
+        assert_eq!(
+            schema.last().unwrap(),
+            "CREATE VECTOR INDEX FOR (s:Sentence) ON (s.embedding) \
+             OPTIONS {dimension: 768, similarityFunction: 'cosine'}"
+        );
+        assert!(schema.iter().all(|s| !s.contains("IF NOT EXISTS")));
+        assert!(
+            upsert_sentences(&falkordb_vector("row.embedding"))
+                .contains("n.embedding = vecf32(row.embedding),")
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! Stage 2 of retrieval run as Cypher against a graph store: the same
+//! sentences the embedded expansion adds around the same anchors
+//! (`crate::retrieve::expansion`), found by following `NEXT` and
+//! `RELATED_TO` relationships instead of array offsets.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{GraphError, GraphStore, Statement, Value, cypher, run_with_retries};
+use crate::index::IndexVersion;
+use crate::spec::ExpansionSpec;
+
+/// How far past an anchor a numbered clause is followed (the embedded
+/// expansion's bound).
+pub const CLAUSE_REACH: u32 = 8;
+
+/// An anchor's place in the skeleton, as the graph holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnchorContext {
+    pub paragraph: String,
+    pub section: String,
+    /// The first chunk holding it.
+    pub chunk: Option<String>,
+}
+
+/// Maps sentence ids (`<doc>:s<n>`) back to the index's global sentence
+/// numbers.
+struct Numbers<'a> {
+    index: &'a IndexVersion,
+    documents: HashMap<&'a str, u32>,
+}
+
+impl<'a> Numbers<'a> {
+    fn new(index: &'a IndexVersion) -> Self {
+        let documents = index
+            .store
+            .documents
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.id.as_str(), i as u32))
+            .collect();
+        Self { index, documents }
+    }
+
+    fn of(&self, id: &str) -> Option<u32> {
+        let (doc, n) = id.rsplit_once(":s")?;
+        let d = *self.documents.get(doc)?;
+        let [start, end] = self.index.store.documents[d as usize].sentences;
+        let i = start.checked_add(n.parse().ok()?)?;
+        (i < end).then_some(i)
+    }
+}
+
+fn reply_error(store: &dyn GraphStore, statement: &str, reason: String) -> GraphError {
+    GraphError::Reply {
+        store: store.name(),
+        statement: statement.to_string(),
+        reason,
+    }
+}
+
+/// The anchor ids of `anchors`, as a parameter.
+fn anchor_ids(index: &IndexVersion, anchors: &[u32]) -> Value {
+    Value::List(
+        anchors
+            .iter()
+            .map(|&a| index.store.sentences[a as usize].id.as_str().into())
+            .collect(),
+    )
+}
+
+/// The sentences stage 2 adds around `anchors`: each anchor, its window of
+/// `spec.window` sentences either side, its `RELATED_TO` targets (with
+/// `spec.related`), and the run of following sentences in its numbered
+/// clause past the window (with `spec.sameClause`).
+pub fn expand(
+    store: &mut dyn GraphStore,
+    index: &IndexVersion,
+    anchors: &[u32],
+    spec: &ExpansionSpec,
+    retries: u32,
+) -> Result<BTreeSet<u32>, GraphError> {
+    let _span = tracing::debug_span!("graph_expansion", anchors = anchors.len()).entered();
+    let numbers = Numbers::new(index);
+    let version = index.manifest.version.as_str();
+    let ids = anchor_ids(index, anchors);
+    let mut added: BTreeSet<u32> = anchors.iter().copied().collect();
+    if anchors.is_empty() {
+        return Ok(added);
+    }
+    let run = |store: &mut dyn GraphStore, name: &str, text: &str| {
+        let statement = Statement::new(name, text)
+            .param("version", version)
+            .param("anchors", ids.clone());
+        run_with_retries(store, &statement, retries)
+    };
+    let number = |store: &dyn GraphStore, name: &str, value: Option<&Value>| {
+        value
+            .and_then(Value::as_str)
+            .and_then(|id| numbers.of(id))
+            .ok_or_else(|| reply_error(store, name, format!("not a sentence id: {value:?}")))
+    };
+
+    if spec.window > 0 {
+        let text = cypher::expand_window(spec.window);
+        for row in run(store, "expand window", &text)? {
+            added.insert(number(store, "expand window", row.get(1))?);
+        }
+    }
+    if spec.related {
+        for row in run(store, "expand related", cypher::EXPAND_RELATED)? {
+            added.insert(number(store, "expand related", row.get(1))?);
+        }
+    }
+    let from = spec.window + 1;
+    if spec.same_clause && from <= CLAUSE_REACH {
+        let text = cypher::expand_clause(from, CLAUSE_REACH);
+        // anchor → (distance, id, same clause)
+        let mut following: BTreeMap<String, Vec<(i64, u32, bool)>> = BTreeMap::new();
+        for row in run(store, "expand clause", &text)? {
+            let [anchor, id, clause, anchor_clause, distance] = row.as_slice() else {
+                return Err(reply_error(store, "expand clause", format!("{row:?}")));
+            };
+            let anchor = anchor.as_str().unwrap_or_default().to_string();
+            let id = number(store, "expand clause", Some(id))?;
+            let distance = distance.as_int().unwrap_or(i64::MAX);
+            following
+                .entry(anchor)
+                .or_default()
+                .push((distance, id, clause == anchor_clause));
+        }
+        for mut run in following.into_values() {
+            run.sort_unstable();
+            for (_, id, same) in run {
+                if !same {
+                    break;
+                }
+                added.insert(id);
+            }
+        }
+    }
+    Ok(added)
+}
+
+/// Each anchor's parent paragraph, section and first chunk, read from the
+/// graph.
+pub fn context(
+    store: &mut dyn GraphStore,
+    index: &IndexVersion,
+    anchors: &[u32],
+    retries: u32,
+) -> Result<BTreeMap<u32, AnchorContext>, GraphError> {
+    let numbers = Numbers::new(index);
+    let statement = Statement::new("expand context", cypher::EXPAND_CONTEXT)
+        .param("version", index.manifest.version.as_str())
+        .param("anchors", anchor_ids(index, anchors));
+    let mut found = BTreeMap::new();
+    for row in run_with_retries(store, &statement, retries)? {
+        let [anchor, paragraph, section, chunks] = row.as_slice() else {
+            return Err(reply_error(store, "expand context", format!("{row:?}")));
+        };
+        let (Some(anchor), Some(paragraph), Some(section)) = (
+            anchor.as_str().and_then(|a| numbers.of(a)),
+            paragraph.as_str(),
+            section.as_str(),
+        ) else {
+            return Err(reply_error(store, "expand context", format!("{row:?}")));
+        };
+        let chunk = chunks
+            .as_list()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| {
+                let id = c.as_str()?;
+                let n: u32 = id.rsplit_once(":c")?.1.parse().ok()?;
+                Some((n, id.to_string()))
+            })
+            .min()
+            .map(|(_, id)| id);
+        found.insert(
+            anchor,
+            AnchorContext {
+                paragraph: paragraph.to_string(),
+                section: section.to_string(),
+                chunk,
+            },
+        );
+    }
+    Ok(found)
+}

@@ -1,0 +1,484 @@
+//! The graph stores against real servers: FalkorDB, which the test
+//! command installs and every test here starts on a free loopback port
+//! (`scripts/falkordb-test-server.sh`; a test fails, never skips, when it
+//! cannot start), and Neo4j 5 when `TRELLIS_TEST_NEO4J_URI` names one
+//! (run with `--ignored`; reported as ignored otherwise).
+//!
+//! Each suite exports a small corpus built with the real model and checks
+//! the graph against the index version: node and relationship counts,
+//! embeddings bit for bit, text with quotes and newlines, an idempotent
+//! second export, removal of versions no route serves, and stage 2 run in
+//! the graph against the embedded expansion.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use trellis::graph::{self, GraphError, GraphStore, Statement, Value, cypher, export};
+use trellis::index::{self, IndexVersion};
+use trellis::retrieve::{self, Filter, Retriever};
+use trellis::spec::{
+    self, ExpansionSource, ExpansionSpec, FalkorDbSpec, GraphSpec, GraphStoreKind, Neo4jSpec,
+};
+
+/// A FalkorDB server on a free port, stopped on drop.
+struct FalkorServer(common::ScriptServer);
+
+impl FalkorServer {
+    fn start() -> FalkorServer {
+        FalkorServer(common::ScriptServer::start("falkordb-test-server.sh"))
+    }
+
+    fn spec(&self, graph: &str) -> GraphSpec {
+        GraphSpec {
+            store: GraphStoreKind::Falkordb,
+            falkordb: Some(FalkorDbSpec {
+                url: format!("falkor://127.0.0.1:{}", self.0.port),
+                graph: graph.to_string(),
+                password_secret_ref: None,
+                password_env: None,
+            }),
+            batch_size: Some(64),
+            timeout_seconds: Some(30),
+            ..GraphSpec::default()
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The Neo4j server of `TRELLIS_TEST_NEO4J_URI`, with
+/// `TRELLIS_TEST_NEO4J_PASSWORD` (user `neo4j` unless
+/// `TRELLIS_TEST_NEO4J_USER`).
+fn neo4j_spec() -> GraphSpec {
+    let uri = std::env::var("TRELLIS_TEST_NEO4J_URI")
+        .expect("TRELLIS_TEST_NEO4J_URI names the Neo4j 5 server to test against");
+    GraphSpec {
+        store: GraphStoreKind::Neo4j,
+        neo4j: Some(Neo4jSpec {
+            uri,
+            database: std::env::var("TRELLIS_TEST_NEO4J_DATABASE").ok(),
+            username: std::env::var("TRELLIS_TEST_NEO4J_USER").unwrap_or_else(|_| "neo4j".into()),
+            password_secret_ref: None,
+            password_env: Some("TRELLIS_TEST_NEO4J_PASSWORD".into()),
+        }),
+        batch_size: Some(64),
+        timeout_seconds: Some(30),
+        ..GraphSpec::default()
+    }
+}
+
+const QUOTES: &str = "Notices\n\n\
+The Supplier wrote \"it's final\" and the Buyer's agent answered 'agreed' \\ nothing more.\n\n\
+A second paragraph: {braces}, `backticks`, $dollars and a tab\there.\n";
+
+/// The manifests of the test corpus: the example corpus (a contract, an
+/// addendum, a report and a manual, with numbered clauses) plus a note
+/// full of quotes, with links loose enough to exist.
+fn write_corpus(dir: &Path) -> String {
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/corpus");
+    for entry in std::fs::read_dir(examples).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, docs.join(path.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(docs.join("quotes.txt"), QUOTES).unwrap();
+    r#"
+apiVersion: trellis.dev/v1alpha1
+kind: IndexProfile
+metadata: {name: p}
+spec:
+  semanticLinks: {threshold: 0.6, maxPerSentence: 3}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: Corpus
+metadata: {name: c}
+spec:
+  profileRef: {name: p}
+  sources: [{path: docs}]
+  storage: {retainVersions: 3}
+"#
+    .to_string()
+}
+
+/// Ingests the corpus under `dir` and runs the graph step as `trellis
+/// ingest` does.
+fn ingest(
+    dir: &Path,
+    manifests: &str,
+    graph: &GraphSpec,
+    served: &[String],
+) -> index::IngestReport {
+    let origin = dir.join("trellis.yaml");
+    let loaded = spec::parse_str(manifests, &origin).unwrap();
+    let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
+    let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
+    let mut profile = profile.spec.clone();
+    profile.graph = graph.clone();
+    let data = dir.join("data");
+    let mut report = index::ingest(
+        "c",
+        &corpus.spec,
+        &trellis::source::SourceContext::new(dir),
+        &profile,
+        dir,
+        &data,
+        served,
+        &|_, _, _| {},
+    )
+    .unwrap();
+    report.graph = graph::sync(&profile.graph, &data, "c", &report.manifest.version, served);
+    report
+}
+
+fn connect(spec: &GraphSpec) -> Box<dyn GraphStore> {
+    graph::connect(spec).unwrap().expect("a graph store")
+}
+
+/// Export, counts, read-back, idempotence and version removal.
+fn export_suite(spec: &GraphSpec) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let manifests = write_corpus(dir);
+    let first = ingest(dir, &manifests, spec, &[]);
+    let outcome = first.graph.as_ref().unwrap();
+    assert!(!outcome.failed(), "{outcome:?}");
+    let written = outcome.export.as_ref().expect("an export").written.clone();
+    let v1 = first.manifest.version.clone();
+
+    // Nodes and relationships: as written, and as the manifest counts.
+    let mut store = connect(spec);
+    let counts = export::counts(store.as_mut(), &v1).unwrap();
+    assert_eq!(counts, written);
+    let c = &first.manifest.counts;
+    let nodes = |label: &str| counts.nodes[label];
+    assert_eq!(nodes(cypher::DOCUMENT), c.documents);
+    assert_eq!(nodes(cypher::SECTION), c.sections);
+    assert_eq!(nodes(cypher::PARAGRAPH), c.paragraphs);
+    assert_eq!(nodes(cypher::CHUNK), c.chunks);
+    assert_eq!(nodes(cypher::SENTENCE), c.sentences);
+    assert_eq!(nodes(cypher::VERSION), 1);
+    let links = |link| counts.relationships[&export::link_key(link)];
+    assert_eq!(links(cypher::RELATED_TO), c.related_edges);
+    assert!(c.related_edges > 0, "the test corpus should have links");
+    assert_eq!(links(cypher::SENTENCE_IN_PARAGRAPH), c.sentences);
+    assert_eq!(links(cypher::IN_SECTION), c.sentences);
+    assert_eq!(links(cypher::SENTENCE_IN_DOCUMENT), c.sentences);
+    assert_eq!(links(cypher::PARAGRAPH_IN_SECTION), c.paragraphs);
+    assert_eq!(links(cypher::SENTENCE_NEXT), c.sentences - c.documents);
+    assert_eq!(
+        links(cypher::HAS_SECTION) + links(cypher::SUBSECTION_OF),
+        c.sections
+    );
+    assert_eq!(links(cypher::CHUNK_IN_DOCUMENT), c.chunks);
+
+    // Every sentence reads back as the index holds it: text, and the
+    // embedding bit for bit.
+    let index = IndexVersion::open(&dir.join("data"), "c", Some(&v1)).unwrap();
+    let ids: Vec<Value> = index
+        .store
+        .sentences
+        .iter()
+        .map(|s| s.id.as_str().into())
+        .collect();
+    let rows = store
+        .run(
+            &Statement::new("read", cypher::READ_SENTENCES)
+                .param("version", v1.as_str())
+                .param("ids", Value::List(ids)),
+        )
+        .unwrap();
+    assert_eq!(rows.len(), index.store.sentences.len());
+    let mut exact = 0;
+    for row in &rows {
+        let id = row[0].as_str().unwrap();
+        let i = index
+            .store
+            .sentences
+            .iter()
+            .position(|s| s.id == id)
+            .unwrap();
+        let sentence = &index.store.sentences[i];
+        assert_eq!(row[1].as_str(), Some(sentence.text.as_str()));
+        if sentence.indexed {
+            let read = row[2].as_vector().expect("an embedding");
+            let want = index.vectors.row(i as u32);
+            assert_eq!(read.len(), want.len());
+            assert!(
+                read.iter()
+                    .zip(want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{id}: embedding differs"
+            );
+            exact += 1;
+        } else {
+            assert_eq!(row[2], Value::Null, "{id}");
+        }
+    }
+    assert_eq!(exact, c.indexed_sentences);
+    let quoted = index
+        .store
+        .sentences
+        .iter()
+        .find(|s| s.text.contains("it's final"))
+        .expect("the quotes sentence");
+    assert!(quoted.text.contains(r#""it's final""#) && quoted.text.contains('\\'));
+    // Chunk text keeps its newlines.
+    let chunks = index.chunks().unwrap();
+    let multiline = chunks
+        .iter()
+        .find(|c| c.text.contains('\n') && c.text.contains("it's final"))
+        .expect("a chunk over several lines");
+    let rows = store
+        .run(
+            &Statement::new(
+                "read chunk",
+                "MATCH (c:TextChunk {id: $id, index_version: $version}) RETURN c.text",
+            )
+            .param("id", multiline.id.as_str())
+            .param("version", v1.as_str()),
+        )
+        .unwrap();
+    assert_eq!(rows, vec![vec![Value::Str(multiline.text.clone())]]);
+
+    // A second export of the same version changes nothing.
+    let again = export::export(
+        store.as_mut(),
+        &index,
+        graph::ExportOptions {
+            batch_size: 7,
+            retries: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(again.written, written);
+    assert_eq!(export::counts(store.as_mut(), &v1).unwrap(), written);
+    // And an ingest of the unchanged corpus finds it exported.
+    let unchanged = ingest(dir, &manifests, spec, &[]);
+    assert!(unchanged.graph.as_ref().unwrap().already_exported);
+
+    // A changed corpus: a new version; the old one, which no route
+    // serves, leaves the store.
+    std::fs::write(
+        dir.join("docs/extra.txt"),
+        "Termination\n\nEither party may terminate on ninety days' notice.\n",
+    )
+    .unwrap();
+    let second = ingest(dir, &manifests, spec, &[]);
+    let v2 = second.manifest.version.clone();
+    assert_ne!(v2, v1);
+    let outcome = second.graph.as_ref().unwrap();
+    assert!(!outcome.failed(), "{outcome:?}");
+    assert_eq!(outcome.removed, vec![v1.clone()]);
+    let gone = export::counts(store.as_mut(), &v1).unwrap();
+    assert!(gone.nodes.values().all(|&n| n == 0), "{gone:?}");
+    assert!(export::is_complete(store.as_mut(), &v2).unwrap());
+
+    // A version a route still serves stays.
+    std::fs::write(
+        dir.join("docs/extra.txt"),
+        "Termination\n\nEither party may terminate on thirty days' notice.\n",
+    )
+    .unwrap();
+    let third = ingest(dir, &manifests, spec, std::slice::from_ref(&v2));
+    assert!(third.graph.as_ref().unwrap().removed.is_empty());
+    assert!(export::is_complete(store.as_mut(), &v2).unwrap());
+    assert!(export::is_complete(store.as_mut(), &third.manifest.version).unwrap());
+}
+
+/// Stage 2 in the graph adds what the embedded expansion adds, for the
+/// same anchors, and whole queries answer the same.
+fn expansion_suite(spec: &GraphSpec) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let manifests = write_corpus(dir);
+    let report = ingest(dir, &manifests, spec, &[]);
+    assert!(!report.graph.as_ref().unwrap().failed(), "{report:?}");
+    let index = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    let mut store = connect(spec);
+    let n = index.store.sentences.len() as u32;
+    let anchor_sets: Vec<Vec<u32>> = vec![
+        (0..n).collect(),
+        (0..n).step_by(5).collect(),
+        vec![0, n - 1],
+        index
+            .store
+            .sentences
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.clause.is_some())
+            .map(|(i, _)| i as u32)
+            .collect(),
+    ];
+    assert!(!anchor_sets[3].is_empty(), "the corpus should have clauses");
+    for window in [0, 1, 2, 7, 9] {
+        for (related, same_clause) in [(true, true), (false, true), (true, false)] {
+            let expansion = ExpansionSpec {
+                window,
+                related,
+                same_clause,
+                ..ExpansionSpec::default()
+            };
+            for anchors in &anchor_sets {
+                let embedded = retrieve::expansion(&index, anchors, &expansion);
+                let graph =
+                    graph::expand::expand(store.as_mut(), &index, anchors, &expansion, 0).unwrap();
+                assert_eq!(
+                    graph, embedded,
+                    "window {window}, related {related}, same clause {same_clause}"
+                );
+            }
+        }
+    }
+    // Each anchor's paragraph, section and first chunk.
+    let all: Vec<u32> = (0..n).collect();
+    let context = graph::expand::context(store.as_mut(), &index, &all, 0).unwrap();
+    assert_eq!(context.len(), n as usize);
+    for (&i, found) in &context {
+        let s = &index.store.sentences[i as usize];
+        let doc = &index.store.documents[s.document as usize].id;
+        assert!(
+            found.paragraph.starts_with(&format!("{doc}:p")),
+            "{found:?}"
+        );
+        assert!(found.section.starts_with(&format!("{doc}:h")), "{found:?}");
+        assert_eq!(
+            found.chunk,
+            s.chunk.map(|c| format!("{doc}:c{c}")),
+            "sentence {i}"
+        );
+    }
+
+    // Whole queries: a route expanding in the graph answers as one
+    // expanding in the index.
+    let embedder = trellis::embed::from_spec(&index.profile.embedding, None).unwrap();
+    let embedded_route = spec::RetrievalRouteSpec::for_corpus("c");
+    let mut graph_route = embedded_route.clone();
+    graph_route.expansion.source = ExpansionSource::Graph;
+    let shared = Mutex::new(store);
+    let plain = Retriever::new(&index, embedder.as_ref()).unwrap();
+    let through_graph = Retriever::new(&index, embedder.as_ref())
+        .unwrap()
+        .with_graph(&shared);
+    for query in [
+        "Which law governs the agreement?",
+        "How is personal data processed by the sub-processor?",
+        "What did the supplier write about it being final?",
+    ] {
+        let a = plain
+            .retrieve(&embedded_route, query, None, &Filter::default())
+            .unwrap();
+        let b = through_graph
+            .retrieve(&graph_route, query, None, &Filter::default())
+            .unwrap();
+        let ids = |answer: &retrieve::Answer| {
+            answer
+                .hits
+                .iter()
+                .map(|h| (h.citation.sentence_id.clone(), h.score.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&a), ids(&b), "{query}");
+    }
+    // Without a store, a graph route says so.
+    let err = plain
+        .retrieve(&graph_route, "law", None, &Filter::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("graph store"), "{err}");
+}
+
+#[test]
+fn falkordb_export_counts_round_trips_and_removes_unserved_versions() {
+    let server = FalkorServer::start();
+    export_suite(&server.spec("export"));
+}
+
+#[test]
+fn falkordb_expansion_equals_the_embedded_expansion() {
+    let server = FalkorServer::start();
+    expansion_suite(&server.spec("expansion"));
+}
+
+#[test]
+fn an_unreachable_server_fails_the_export_and_the_embedded_index_serves() {
+    let port = free_port();
+    let spec = GraphSpec {
+        store: GraphStoreKind::Falkordb,
+        falkordb: Some(FalkorDbSpec {
+            url: format!("falkor://127.0.0.1:{port}"),
+            graph: "g".into(),
+            password_secret_ref: None,
+            password_env: None,
+        }),
+        timeout_seconds: Some(2),
+        ..GraphSpec::default()
+    };
+    let err = graph::connect(&spec).err().expect("no server on the port");
+    assert!(matches!(err, GraphError::Unreachable { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains(&format!(
+            "falkordb at falkor://127.0.0.1:{port} is unreachable"
+        )),
+        "{err}"
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let manifests = write_corpus(dir);
+    let report = ingest(dir, &manifests, &spec, &[]);
+    let outcome = report.graph.as_ref().unwrap();
+    assert!(outcome.failed() && outcome.export.is_none(), "{outcome:?}");
+    assert!(
+        outcome.error.as_ref().unwrap().contains("unreachable"),
+        "{outcome:?}"
+    );
+    // The version was published all the same.
+    let index = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    assert_eq!(index.manifest.version, report.manifest.version);
+}
+
+#[test]
+fn a_missing_password_variable_is_a_clear_error() {
+    let mut spec = GraphSpec {
+        store: GraphStoreKind::Falkordb,
+        falkordb: Some(FalkorDbSpec {
+            url: "falkor://127.0.0.1:1".into(),
+            graph: "g".into(),
+            password_secret_ref: None,
+            password_env: Some("TRELLIS_TEST_UNSET_PASSWORD_VARIABLE".into()),
+        }),
+        ..GraphSpec::default()
+    };
+    let err = graph::connect(&spec).err().unwrap();
+    assert!(
+        err.to_string()
+            .contains("TRELLIS_TEST_UNSET_PASSWORD_VARIABLE"),
+        "{err}"
+    );
+    spec.falkordb = None;
+    let err = graph::connect(&spec).err().unwrap();
+    assert!(
+        err.to_string().contains("graph.falkordb is not set"),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a Neo4j 5 server: set TRELLIS_TEST_NEO4J_URI and run with --ignored"]
+fn neo4j_export_counts_round_trips_and_removes_unserved_versions() {
+    export_suite(&neo4j_spec());
+}
+
+#[test]
+#[ignore = "needs a Neo4j 5 server: set TRELLIS_TEST_NEO4J_URI and run with --ignored"]
+fn neo4j_expansion_equals_the_embedded_expansion() {
+    expansion_suite(&neo4j_spec());
+}
