@@ -110,7 +110,8 @@ fn measure(name: &str, index: &IndexVersion, spec_for: impl Fn(&str) -> GraphSpe
             retries: 0,
         };
         // Start empty: no earlier run's version in the way.
-        export::remove_versions(store.as_mut(), &[], options).expect("emptying the graph");
+        export::remove_versions(store.as_mut(), &index.manifest.corpus, &[], options)
+            .expect("emptying the graph");
         let started = Instant::now();
         let report = export::export(store.as_mut(), index, options).expect("export");
         let seconds = started.elapsed().as_secs_f64();
@@ -125,7 +126,8 @@ fn measure(name: &str, index: &IndexVersion, spec_for: impl Fn(&str) -> GraphSpe
         if best.is_none_or(|(_, r)| rate > r) {
             best = Some((batch_size, rate));
         }
-        export::remove_versions(store.as_mut(), &[], options).expect("cleaning up");
+        export::remove_versions(store.as_mut(), &index.manifest.corpus, &[], options)
+            .expect("cleaning up");
     }
     if let (Some((size, rate)), Some(base)) = (best, baseline) {
         println!(

@@ -282,6 +282,20 @@ fn export_suite(spec: &GraphSpec) {
     assert!(gone.nodes.values().all(|&n| n == 0), "{gone:?}");
     assert!(export::is_complete(store.as_mut(), &v2).unwrap());
 
+    // Another corpus sharing the graph removes only its own versions.
+    let others = export::remove_versions(
+        store.as_mut(),
+        "another-corpus",
+        &[],
+        graph::ExportOptions {
+            batch_size: 50,
+            retries: 0,
+        },
+    )
+    .unwrap();
+    assert!(others.is_empty(), "{others:?}");
+    assert!(export::is_complete(store.as_mut(), &v2).unwrap());
+
     // A version a route still serves stays.
     std::fs::write(
         dir.join("docs/extra.txt"),

@@ -61,10 +61,10 @@ pub const LINKS: [Link; 12] = [
     RELATED_TO,
 ];
 
-/// Writes `$rows` of documents.
+/// Writes `$rows` of documents of `$corpus`.
 pub const UPSERT_DOCUMENTS: &str = "UNWIND $rows AS row
 MERGE (n:Document {id: row.id, index_version: $version})
-SET n.key = row.key, n.title = row.title, n.format = row.format";
+SET n.key = row.key, n.title = row.title, n.format = row.format, n.corpus = $corpus";
 
 /// Writes `$rows` of sections.
 pub const UPSERT_SECTIONS: &str = "UNWIND $rows AS row
@@ -120,10 +120,12 @@ SET n.corpus = $corpus, n.sentences = $sentences, n.complete = true";
 pub const VERSION_COMPLETE: &str =
     "MATCH (n:IndexVersion {id: $version, index_version: $version}) RETURN n.complete AS complete";
 
-/// The versions with nodes in the store (complete or not).
-pub const VERSIONS: &str = "MATCH (n:Document) RETURN DISTINCT n.index_version AS version
+/// The versions of `$corpus` with nodes in the store (complete or not).
+/// Several corpora may share a graph; each removes only its own versions.
+pub const VERSIONS: &str =
+    "MATCH (n:Document {corpus: $corpus}) RETURN DISTINCT n.index_version AS version
 UNION
-MATCH (n:IndexVersion) RETURN DISTINCT n.index_version AS version";
+MATCH (n:IndexVersion {corpus: $corpus}) RETURN DISTINCT n.index_version AS version";
 
 /// Writes `$rows` of `{from, to}` ids as `link` relationships.
 pub fn upsert_links(link: Link) -> String {

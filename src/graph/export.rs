@@ -466,6 +466,7 @@ pub fn export(
         for batch in rows.batches(table, options.batch_size) {
             let statement = Statement::new(name, text)
                 .param("version", version)
+                .param("corpus", index.manifest.corpus.as_str())
                 .param("rows", Value::List(batch));
             run_with_retries(store, &statement, options.retries)?;
             statements += 1;
@@ -537,16 +538,18 @@ pub fn is_complete(store: &mut dyn GraphStore, version: &str) -> Result<bool, Gr
         .is_some_and(|v| *v == Value::Bool(true)))
 }
 
-/// Deletes every version in `store` not in `keep`, in batches; returns
-/// the versions deleted.
+/// Deletes every version of `corpus` in `store` not in `keep`, in
+/// batches; returns the versions deleted. Other corpora's versions in the
+/// same graph are left alone.
 pub fn remove_versions(
     store: &mut dyn GraphStore,
+    corpus: &str,
     keep: &[String],
     options: ExportOptions,
 ) -> Result<Vec<String>, GraphError> {
     let rows = run_with_retries(
         store,
-        &Statement::new("versions", cypher::VERSIONS),
+        &Statement::new("versions", cypher::VERSIONS).param("corpus", corpus),
         options.retries,
     )?;
     let present: BTreeSet<String> = rows

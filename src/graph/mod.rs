@@ -6,8 +6,8 @@
 //! FalkorDB. Both backends run the same openCypher statements
 //! ([`cypher`]) behind one [`GraphStore`] trait; only their schema
 //! statements differ. Every node is tagged with its index version, so a
-//! re-index never mixes with the version before it, and versions no route
-//! serves are deleted ([`export::remove_versions`]).
+//! re-index never mixes with the version before it, and a corpus' versions
+//! no route serves are deleted ([`export::remove_versions`]).
 //!
 //! ```text
 //! (:Document)-[:HAS_SECTION]->(:Section)<-[:SUBSECTION_OF]-(:Section)
@@ -250,7 +250,8 @@ pub struct GraphOutcome {
     pub already_exported: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<ExportReport>,
-    /// Versions deleted from the store because no route serves them.
+    /// The corpus' versions deleted from the store because no route
+    /// serves them.
     #[serde(default)]
     pub removed: Vec<String>,
     /// Why the step failed. The embedded index was published and serves
@@ -267,8 +268,9 @@ impl GraphOutcome {
 
 /// The graph store step of an ingest: writes `version` of `corpus` (just
 /// published under `data_dir`) to the store `spec` names, unless the store
-/// holds it completely already, then deletes the versions in the store
-/// that are neither `version` nor `served`. `None` for the embedded store.
+/// holds it completely already, then deletes the corpus' versions in the
+/// store that are neither `version` nor `served`. `None` for the embedded
+/// store.
 pub fn sync(
     spec: &GraphSpec,
     data_dir: &Path,
@@ -305,7 +307,7 @@ pub fn sync(
         }
         let mut keep = served.to_vec();
         keep.push(version.to_string());
-        outcome.removed = export::remove_versions(store, &keep, options)?;
+        outcome.removed = export::remove_versions(store, corpus, &keep, options)?;
         Ok::<(), GraphError>(())
     })();
     if let Err(e) = result {

@@ -1066,9 +1066,7 @@ impl IndexVersion {
             related,
         })
     }
-}
 
-impl IndexVersion {
     /// The version's chunks (`chunks.json`), read on demand: only the
     /// graph export needs them.
     pub fn chunks(&self) -> Result<Vec<ChunkRecord>, IndexError> {
