@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use trellis::operator::controller::{self, Context as ReconcileContext};
-use trellis::operator::lease::LeaseLock;
+use trellis::operator::lease::{self, LeaseLock};
 use trellis::operator::telemetry::{self, Metrics};
 use trellis::operator::{Settings, ingest};
 use trellis::spec::IndexVersionStatus;
@@ -52,8 +52,7 @@ async fn run(args: OperatorArgs) -> Result<std::process::ExitCode> {
             .lease_namespace
             .clone()
             .unwrap_or_else(|| client.default_namespace().to_string());
-        let identity = std::env::var("POD_NAME")
-            .unwrap_or_else(|_| format!("trellis-operator-{}", std::process::id()));
+        let identity = lease::identity(std::env::var("POD_NAME").ok().as_deref());
         let lock = LeaseLock::new(
             kube::Api::namespaced(client.clone(), &namespace),
             &args.lease_name,
@@ -79,7 +78,8 @@ async fn run(args: OperatorArgs) -> Result<std::process::ExitCode> {
         metrics.clone(),
     ));
     let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
-    if let Some(lock) = lease {
+    let lease = lease.map(Arc::new);
+    if let Some(lock) = lease.clone() {
         let metrics = metrics.clone();
         tokio::spawn(async move {
             lock.keep().await;
@@ -103,6 +103,12 @@ async fn run(args: OperatorArgs) -> Result<std::process::ExitCode> {
         // Another replica may be reconciling now: stop, and let the pod
         // restart as a follower.
         anyhow::bail!("leader lease lost");
+    }
+    if let Some(lock) = lease {
+        match lock.release().await {
+            Ok(()) => tracing::info!(lease = %args.lease_name, "leader lease released"),
+            Err(e) => tracing::warn!(error = %e, "releasing the leader lease"),
+        }
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -18,8 +18,13 @@
 //! every document answers ([`Bm25Index::document_share`]).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use tantivy::collector::TopDocs;
+use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
+use tantivy::directory::{
+    Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle, WritePtr,
+};
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions, Value,
@@ -28,7 +33,7 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RegexTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer,
     StopWordFilter, TextAnalyzer,
 };
-use tantivy::{Index, IndexReader, TantivyDocument, Term, doc};
+use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term, doc};
 
 use super::IndexError;
 
@@ -168,6 +173,68 @@ pub fn build<'a>(
     Ok(())
 }
 
+/// A version's BM25 directory opened for reading only. Retrieval pods
+/// mount the data volume read-only, where tantivy's meta lock (a file it
+/// creates beside `meta.json` while a reader opens its segments) cannot
+/// be made; and a published version has no writer to guard against, so
+/// the lock is granted without a file. Every write is refused.
+#[derive(Clone, Debug)]
+struct ReadOnlyDirectory(MmapDirectory);
+
+fn read_only(path: &Path) -> Arc<std::io::Error> {
+    Arc::new(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!("{} belongs to a published index version", path.display()),
+    ))
+}
+
+impl Directory for ReadOnlyDirectory {
+    fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        self.0.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        Err(DeleteError::IoError {
+            io_error: read_only(path),
+            filepath: path.to_path_buf(),
+        })
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
+        self.0.exists(path)
+    }
+
+    fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
+        Err(OpenWriteError::IoError {
+            io_error: read_only(path),
+            filepath: path.to_path_buf(),
+        })
+    }
+
+    fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        self.0.atomic_read(path)
+    }
+
+    fn atomic_write(&self, path: &Path, _data: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            read_only(path).to_string(),
+        ))
+    }
+
+    fn sync_directory(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn acquire_lock(&self, _lock: &Lock) -> Result<DirectoryLock, LockError> {
+        Ok(DirectoryLock::from(Box::new(())))
+    }
+
+    fn watch(&self, callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        self.0.watch(callback)
+    }
+}
+
 /// A BM25 index opened for search.
 pub struct Bm25Index {
     index: Index,
@@ -177,10 +244,19 @@ pub struct Bm25Index {
 
 impl Bm25Index {
     pub fn open(dir: &Path) -> Result<Self, IndexError> {
-        let index = Index::open_in_dir(dir).map_err(bm25_error)?;
+        let directory = ReadOnlyDirectory(
+            MmapDirectory::open(dir)
+                .map_err(|e| IndexError::Bm25(format!("opening {}: {e}", dir.display())))?,
+        );
+        let index = Index::open(directory).map_err(bm25_error)?;
         register_tokenizers(&index)?;
         let (_, fields) = schema();
-        let reader = index.reader().map_err(bm25_error)?;
+        // A published version never changes: nothing to reload.
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(bm25_error)?;
         Ok(Self {
             index,
             reader,
@@ -325,6 +401,39 @@ mod tests {
         .expect("build");
         let index = Bm25Index::open(dir.path()).expect("open");
         (dir, index)
+    }
+
+    #[test]
+    fn opening_for_search_writes_nothing_into_the_version() {
+        // Retrieval pods mount index versions read-only: a reader's meta
+        // lock may not be a file, and nothing may be written.
+        let (dir, index) = index_of(&[("The tenant pays the rent monthly.", "")]);
+        let listing = || {
+            let mut names: Vec<_> = std::fs::read_dir(dir.path())
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        let before = listing();
+        let directory = ReadOnlyDirectory(MmapDirectory::open(dir.path()).expect("open"));
+        let lock = directory
+            .acquire_lock(&tantivy::directory::META_LOCK)
+            .expect("lock");
+        assert_eq!(listing(), before, "the lock made a file");
+        drop(lock);
+        assert!(directory.open_write(Path::new("new.idx")).is_err());
+        assert!(directory.delete(Path::new("meta.json")).is_err());
+        assert_eq!(listing(), before);
+        assert_eq!(
+            index
+                .search("rent", 5, 0.0, &|_| true)
+                .expect("search")
+                .len(),
+            1,
+            "a reader on the read-only directory searches"
+        );
     }
 
     #[test]

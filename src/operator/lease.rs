@@ -48,6 +48,24 @@ pub fn decide(spec: Option<&LeaseSpec>, identity: &str, now: Timestamp) -> Decis
     }
 }
 
+/// This process' identity on the lease: the pod's name (else
+/// `trellis-operator`) and a suffix unique to the process. A container
+/// restarted in the same pod is a new contender, not the old holder: it
+/// waits for the lease like any other replica instead of renewing one its
+/// previous incarnation held (client-go's leader election does the same).
+pub fn identity(pod: Option<&str>) -> String {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let unique = blake3::hash(format!("{}-{started}", std::process::id()).as_bytes());
+    format!(
+        "{}_{}",
+        pod.unwrap_or("trellis-operator"),
+        &unique.to_hex()[..8]
+    )
+}
+
 /// One replica's view of the lease.
 pub struct LeaseLock {
     api: Api<Lease>,
@@ -120,6 +138,31 @@ impl LeaseLock {
         }
     }
 
+    /// Gives the lease up, if this replica still holds it, so that another
+    /// takes over at its next try instead of after the lease expires (a
+    /// graceful stop: an upgrade, a drained node).
+    pub async fn release(&self) -> Result<(), kube::Error> {
+        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
+            return Ok(());
+        };
+        let spec = lease.spec.get_or_insert_with(Default::default);
+        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+            return Ok(());
+        }
+        spec.holder_identity = None;
+        spec.acquire_time = None;
+        spec.renew_time = None;
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
+            // Somebody else wrote it meanwhile: nothing left to give up.
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
     /// Waits until this replica holds the lease.
     pub async fn acquire(&self) {
         let retry = (self.duration / 5).max(Duration::from_secs(1));
@@ -169,6 +212,18 @@ mod tests {
             renew_time: Some(MicroTime(renewed)),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_restarted_process_is_a_new_contender() {
+        let first = identity(Some("trellis-0"));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let second = identity(Some("trellis-0"));
+        assert!(first.starts_with("trellis-0_"), "{first}");
+        assert_ne!(first, second);
+        let now = Timestamp::now();
+        let held = spec(&first, now - SignedDuration::from_secs(5));
+        assert_eq!(decide(Some(&held), &second, now), Decision::Wait);
     }
 
     #[test]

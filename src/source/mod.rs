@@ -247,6 +247,11 @@ pub enum SourceError {
     Invalid { index: usize, reason: String },
     #[error("glob {pattern:?}: {reason}")]
     Glob { pattern: String, reason: String },
+    #[error(
+        "{count} sources: a Corpus may list at most {} (spec.sources)",
+        crate::spec::MAX_SOURCES
+    )]
+    TooMany { count: usize },
     #[error(transparent)]
     Discovery(#[from] DiscoveryError),
 }
@@ -263,6 +268,11 @@ pub fn corpus_documents(
     spec: &crate::spec::CorpusSpec,
     context: &SourceContext,
 ) -> Result<Vec<CorpusDocument>, SourceError> {
+    if spec.sources.len() > crate::spec::MAX_SOURCES {
+        return Err(SourceError::TooMany {
+            count: spec.sources.len(),
+        });
+    }
     let mut documents = Vec::new();
     for (index, source) in spec.sources.iter().enumerate() {
         let invalid = |reason: String| SourceError::Invalid { index, reason };
@@ -509,5 +519,21 @@ mod tests {
         .unwrap();
         let err = corpus_documents(&escape, &context).unwrap_err();
         assert!(err.to_string().contains("source 0"), "{err}");
+    }
+
+    #[test]
+    fn more_sources_than_the_crd_allows_are_refused() {
+        // The CRD bounds `sources` (the API server prices CEL rules by
+        // it); the embedded mode applies the same bound.
+        let sources: Vec<_> = (0..=crate::spec::MAX_SOURCES)
+            .map(|i| serde_json::json!({"path": format!("d{i}")}))
+            .collect();
+        let spec: crate::spec::CorpusSpec = serde_json::from_value(serde_json::json!({
+            "profileRef": {"name": "p"},
+            "sources": sources,
+        }))
+        .unwrap();
+        let err = corpus_documents(&spec, &SourceContext::new(Path::new("/nowhere"))).unwrap_err();
+        assert!(err.to_string().contains("at most 100"), "{err}");
     }
 }

@@ -31,7 +31,8 @@ pub struct CorpusSpec {
     /// The `IndexProfile` (same namespace, or the same manifest set) that
     /// decides how documents are indexed.
     pub profile_ref: ObjectRef,
-    /// Where documents come from; at least one.
+    /// Where documents come from: at least one, at most 100.
+    #[schemars(length(min = 1, max = MAX_SOURCES))]
     pub sources: Vec<SourceSpec>,
     /// Glob patterns (relative to a source's root) a file must match to be
     /// ingested. Default: every file.
@@ -52,6 +53,11 @@ pub struct CorpusSpec {
     #[serde(default)]
     pub ingest: IngestSpec,
 }
+
+/// The most sources a Corpus may list. Also what lets the API server
+/// accept the CRD: it prices each source's CEL rule by the longest list
+/// the schema allows, and refuses an unbounded one.
+pub const MAX_SOURCES: usize = 100;
 
 /// A reference to another Trellis resource by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -10,8 +10,8 @@ mod route;
 mod status;
 
 pub use corpus::{
-    ConfigMapSource, Corpus, CorpusSpec, HttpSource, IngestSpec, ObjectRef, PvcSource, S3Source,
-    SourceKind, SourceSpec, StorageSpec, parse_duration,
+    ConfigMapSource, Corpus, CorpusSpec, HttpSource, IngestSpec, MAX_SOURCES, ObjectRef, PvcSource,
+    S3Source, SourceKind, SourceSpec, StorageSpec, parse_duration,
 };
 pub use manifest::{
     API_VERSION, LoadedManifest, Manifest, ManifestError, config_maps, load_path, parse_str,

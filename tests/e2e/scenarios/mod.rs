@@ -1,0 +1,77 @@
+//! The scenarios, in the order they run. Each proves one behaviour a
+//! platform team relies on, on the real control plane.
+
+mod chart;
+mod corpus;
+mod leader;
+mod lifecycle;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use anyhow::Result;
+
+use crate::World;
+
+type Run = for<'w> fn(&'w World) -> Pin<Box<dyn Future<Output = Result<()>> + 'w>>;
+
+/// One scenario.
+pub struct Scenario {
+    pub name: &'static str,
+    pub run: Run,
+    /// Later scenarios cannot run without this one.
+    pub required: bool,
+}
+
+macro_rules! scenario {
+    ($name:literal, $f:path) => {
+        scenario!($name, $f, false)
+    };
+    ($name:literal, $f:path, $required:literal) => {
+        Scenario {
+            name: $name,
+            run: |world| Box::pin($f(world)),
+            required: $required,
+        }
+    };
+}
+
+pub fn all() -> Vec<Scenario> {
+    vec![
+        scenario!(
+            "helm installs the chart and one operator replica leads",
+            chart::install,
+            true
+        ),
+        scenario!(
+            "CRDs and examples apply; CEL refuses invalid manifests",
+            chart::manifests
+        ),
+        scenario!("a sharded ingest makes the Corpus Ready", corpus::ingest),
+        scenario!("a route's pods serve the active version", corpus::serve),
+        scenario!(
+            "a profile change rolls the route with no failed request",
+            corpus::roll
+        ),
+        scenario!(
+            "a failed ingest says why and recovers when fixed",
+            lifecycle::failure_and_recovery
+        ),
+        scenario!(
+            "pause holds a Corpus; re-ingest runs once unpaused",
+            lifecycle::pause_and_reingest
+        ),
+        scenario!(
+            "retention keeps the version a route serves",
+            lifecycle::retention
+        ),
+        scenario!(
+            "deleting a route, a Corpus and their namespace cleans up",
+            lifecycle::deletion
+        ),
+        scenario!(
+            "a hung leader is replaced mid-ingest; no Job runs twice",
+            leader::handover
+        ),
+    ]
+}
