@@ -47,7 +47,10 @@ awk '/^test result:/ { passed += $4; failed += $6 }
 
 # The operator against a real kube-apiserver, controller manager and etcd,
 # the chart installed with helm and pods run by the node harness
-# (tests/e2e/); it needs root for its network and mount namespaces.
+# (tests/e2e/); it needs root for its network and mount namespaces. Its
+# upgrade scenario starts from the previous release, built here from the
+# commit in tests/e2e/previous-release with the dependencies just built.
+scripts/previous-release.sh
 if ! wait "$control_plane_build"; then
   cat "$control_plane_log" >&2
   echo "building the control plane failed" >&2

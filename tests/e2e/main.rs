@@ -34,6 +34,9 @@ use node::{Image, Node, sandbox};
 /// `trellis` binary for it.
 pub const IMAGE_REPOSITORY: &str = "trellis.test/trellis";
 pub const IMAGE_TAG: &str = "e2e";
+/// The tag the previous release's image goes by (its binary, built by
+/// `scripts/previous-release.sh`).
+pub const PREVIOUS_TAG: &str = "previous";
 /// Where the chart is installed.
 pub const OPERATOR_NAMESPACE: &str = "trellis-system";
 
@@ -42,7 +45,8 @@ pub struct World {
     pub cluster: Cluster,
     pub node: Node,
     pub http: reqwest::Client,
-    pub trellis: PathBuf,
+    /// The previous release's chart directory.
+    pub previous_chart: PathBuf,
 }
 
 fn main() -> ExitCode {
@@ -141,6 +145,11 @@ async fn run(filters: Vec<String>) -> ExitCode {
 
 async fn set_up(root: &Path) -> Result<World> {
     if root.exists() {
+        // A run that was killed may have left its control plane running.
+        let _ = std::process::Command::new(cluster::repo().join("scripts/control-plane.sh"))
+            .args(["down", "--dir"])
+            .arg(root.join("cluster"))
+            .output();
         std::fs::remove_dir_all(root)
             .with_context(|| format!("removing the last run's {}", root.display()))?;
     }
@@ -158,10 +167,11 @@ async fn set_up(root: &Path) -> Result<World> {
             models.display()
         );
     }
+    let previous = previous_release()?;
     let cluster = Cluster::up(&root.join("cluster")).await?;
     // The Dockerfile's image, as the node runs it.
     let image = Image {
-        binary: trellis.clone(),
+        binary: trellis,
         entrypoint: "/usr/local/bin/trellis".into(),
         env: vec![
             (
@@ -179,7 +189,14 @@ async fn set_up(root: &Path) -> Result<World> {
         working_dir: "/".into(),
         user: (10001, 10001),
     };
-    let images = BTreeMap::from([(format!("{IMAGE_REPOSITORY}:{IMAGE_TAG}"), image)]);
+    let previous_image = Image {
+        binary: previous.join("trellis"),
+        ..image.clone()
+    };
+    let images = BTreeMap::from([
+        (format!("{IMAGE_REPOSITORY}:{IMAGE_TAG}"), image),
+        (format!("{IMAGE_REPOSITORY}:{PREVIOUS_TAG}"), previous_image),
+    ]);
     let node = Node::start(node::Config {
         name: cluster.node_name.clone(),
         root: root.join("node"),
@@ -194,8 +211,29 @@ async fn set_up(root: &Path) -> Result<World> {
         cluster,
         node,
         http: support::http(),
-        trellis,
+        previous_chart: previous.join("charts/trellis"),
     })
+}
+
+/// The previous release's build (`scripts/previous-release.sh`), for the
+/// upgrade scenario.
+fn previous_release() -> Result<PathBuf> {
+    let pin = cluster::repo().join("tests/e2e/previous-release");
+    let text =
+        std::fs::read_to_string(&pin).with_context(|| format!("reading {}", pin.display()))?;
+    let rev = text
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(str::trim)
+        .with_context(|| format!("{} names no commit", pin.display()))?;
+    let dir = cluster::repo().join("target/e2e-previous").join(rev);
+    if !dir.join("trellis").exists() || !dir.join("charts/trellis/Chart.yaml").exists() {
+        anyhow::bail!(
+            "the previous release ({rev}) is not built under {} (run scripts/previous-release.sh)",
+            dir.display()
+        );
+    }
+    Ok(dir)
 }
 
 /// The last lines of every container log of this run, for a failure's

@@ -143,6 +143,10 @@ fn exec(launch: &Launch) -> Result<std::convert::Infallible, String> {
     if launch.no_new_privileges {
         nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
     }
+    // Dies with the harness, whatever kills it (set after setuid, which
+    // clears it).
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| format!("parent-death signal: {e}"))?;
 
     let (program, rest) = launch
         .argv

@@ -5,27 +5,40 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
 use kube::api::ListParams;
 use kube::discovery::Discovery;
-use kube::{Api, ResourceExt};
 use serde_json::Value;
 
 use crate::cluster::repo;
 use crate::support::{self, Apply, wait_for};
 use crate::{IMAGE_REPOSITORY, IMAGE_TAG, OPERATOR_NAMESPACE, World};
 
-/// `helm install` of charts/trellis with its defaults (two replicas,
-/// leader election, cluster-wide RBAC) waits for the operator Deployment;
-/// then exactly one replica holds the Lease.
-pub async fn install(world: &World) -> Result<()> {
+/// Runs helm with `args`, failing with its output.
+pub async fn helm(world: &World, args: &[&str]) -> Result<()> {
+    let output = world.cluster.helm(args).await?;
+    if !output.status.success() {
+        bail!(
+            "helm {} failed: {}{}",
+            args.first().copied().unwrap_or_default(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// `helm install` (or `upgrade`) of `chart` with the image `tag`, waiting
+/// for the operator Deployment (`--wait`).
+pub async fn helm_release(world: &World, verb: &str, chart: &str, tag: &str) -> Result<()> {
     let repository = format!("image.repository={IMAGE_REPOSITORY}");
-    let tag = format!("image.tag={IMAGE_TAG}");
-    let output = world
-        .cluster
-        .helm(&[
-            "install",
+    let tag = format!("image.tag={tag}");
+    helm(
+        world,
+        &[
+            verb,
             "trellis",
-            "charts/trellis",
+            chart,
             "--namespace",
             OPERATOR_NAMESPACE,
             "--create-namespace",
@@ -36,41 +49,82 @@ pub async fn install(world: &World) -> Result<()> {
             "--wait",
             "--timeout",
             "300s",
-        ])
-        .await?;
-    if !output.status.success() {
-        bail!(
-            "helm install failed: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let client = &world.cluster.admin;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
-    let operators = pods
-        .list(&ListParams::default().labels("app.kubernetes.io/name=trellis"))
+        ],
+    )
+    .await
+}
+
+/// The pod whose process holds the leader Lease (identities are
+/// `POD_PROCESS`).
+pub async fn lease_holder(world: &World) -> Result<Option<String>> {
+    let leases: Api<Lease> = Api::namespaced(world.cluster.admin.clone(), OPERATOR_NAMESPACE);
+    Ok(leases
+        .get_opt("trellis-operator")
         .await?
-        .items;
-    ensure!(
-        operators.len() == 2,
-        "expected the chart's 2 operator pods, found {:?}",
-        support::names(&operators)
-    );
-    let leases: Api<Lease> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
-    let holder = wait_for("the leader Lease", Duration::from_secs(60), || async {
-        Ok(leases
-            .get_opt("trellis-operator")
-            .await?
-            .and_then(|l| l.spec)
-            .and_then(|s| s.holder_identity)
-            .and_then(|h| h.rsplit_once('_').map(|(pod, _)| pod.to_string())))
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .and_then(|h| h.rsplit_once('_').map(|(pod, _)| pod.to_string())))
+}
+
+/// The chart's two operator pods run image `tag`, and one of them holds
+/// the Lease.
+pub async fn operator_runs(world: &World, tag: &str) -> Result<()> {
+    let image = format!("{IMAGE_REPOSITORY}:{tag}");
+    let pods: Api<Pod> = Api::namespaced(world.cluster.admin.clone(), OPERATOR_NAMESPACE);
+    let operators = wait_for(
+        "two operator pods of the release",
+        Duration::from_secs(120),
+        || async {
+            let list = pods
+                .list(&ListParams::default().labels("app.kubernetes.io/name=trellis"))
+                .await?
+                .items;
+            let current = list.iter().all(|p| {
+                p.spec.as_ref().is_some_and(|s| {
+                    s.containers
+                        .iter()
+                        .all(|c| c.image.as_deref() == Some(image.as_str()))
+                }) && p.metadata.deletion_timestamp.is_none()
+            });
+            Ok((current && list.len() == 2).then_some(list))
+        },
+    )
+    .await?;
+    let names = support::names(&operators);
+    wait_for("the leader Lease", Duration::from_secs(60), || async {
+        let holder = lease_holder(world).await?;
+        Ok(holder.filter(|h| names.contains(h)))
     })
     .await?;
-    ensure!(
-        operators.iter().any(|p| p.name_any() == holder),
-        "the Lease is held by {holder:?}, not an operator pod"
-    );
     Ok(())
+}
+
+/// `helm uninstall` leaves the CRDs and the resources users made (the
+/// CRDs carry `helm.sh/resource-policy: keep`); a fresh `helm install` of
+/// this chart takes them over and its operator runs.
+pub async fn reinstall(world: &World) -> Result<()> {
+    helm(
+        world,
+        &[
+            "uninstall",
+            "trellis",
+            "--namespace",
+            OPERATOR_NAMESPACE,
+            "--wait",
+        ],
+    )
+    .await?;
+    let client = &world.cluster.admin;
+    let corpus = support::trellis_object(client, super::corpus::NS, "corpora", "quickstart")
+        .await
+        .context("the Corpus did not survive the uninstall")?;
+    ensure!(
+        corpus["status"]["phase"] == "Ready",
+        "the Corpus is {} after the uninstall",
+        corpus["status"]["phase"]
+    );
+    helm_release(world, "install", "charts/trellis", IMAGE_TAG).await?;
+    operator_runs(world, IMAGE_TAG).await
 }
 
 /// The CRDs under crds/ apply server-side, every example manifest applies

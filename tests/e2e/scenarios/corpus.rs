@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::ListParams;
 use serde_json::Value;
@@ -144,6 +145,20 @@ pub async fn ingest(world: &World) -> Result<()> {
             .is_some_and(|n| n.contains("-finalize-"))),
         "no finalize Job among {:?}",
         support::names(&jobs)
+    );
+
+    // The finalize pod's report, written through the ingest
+    // ServiceAccount, names the version the Corpus made active.
+    let reports: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let report = reports.get(&format!("{CORPUS}-ingest-report")).await?;
+    let data = report.data.unwrap_or_default();
+    let published: Value =
+        serde_json::from_str(data.get("status.json").context("no status.json")?)?;
+    ensure!(
+        published["version"] == active["version"],
+        "the report says {}, the Corpus {}",
+        published["version"],
+        active["version"]
     );
 
     let reasons = support::event_reasons(client, NS, CORPUS).await?;

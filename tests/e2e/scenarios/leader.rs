@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use nix::sys::signal::Signal;
 use serde_json::json;
 
+use super::chart::lease_holder;
 use super::corpus::{put, quickstart, ready_corpus, stage};
 use crate::support::{self, wait_for};
 use crate::{OPERATOR_NAMESPACE, World};
@@ -25,15 +25,9 @@ const CORPUS: &str = "handover";
 const LEASE: Duration = Duration::from_secs(15);
 const RETRY: Duration = Duration::from_secs(3);
 
-/// The pod whose process holds the lease (identities are `POD_PROCESS`).
 async fn holder(world: &World) -> Result<String> {
-    let leases: Api<Lease> = Api::namespaced(world.cluster.admin.clone(), OPERATOR_NAMESPACE);
-    leases
-        .get("trellis-operator")
+    lease_holder(world)
         .await?
-        .spec
-        .and_then(|s| s.holder_identity)
-        .and_then(|h| h.rsplit_once('_').map(|(pod, _)| pod.to_string()))
         .context("the Lease has no holder")
 }
 

@@ -5,6 +5,7 @@ mod chart;
 mod corpus;
 mod leader;
 mod lifecycle;
+mod upgrade;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,8 +40,18 @@ macro_rules! scenario {
 pub fn all() -> Vec<Scenario> {
     vec![
         scenario!(
-            "helm installs the chart and one operator replica leads",
-            chart::install,
+            "helm installs the previous release",
+            upgrade::install_previous,
+            true
+        ),
+        scenario!(
+            "the previous release ingests and serves",
+            upgrade::previous_serves,
+            true
+        ),
+        scenario!(
+            "helm upgrade to this build keeps the route serving",
+            upgrade::upgrade,
             true
         ),
         scenario!(
@@ -72,6 +83,10 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "a hung leader is replaced mid-ingest; no Job runs twice",
             leader::handover
+        ),
+        scenario!(
+            "helm uninstall keeps resources; a fresh install takes over",
+            chart::reinstall
         ),
     ]
 }
