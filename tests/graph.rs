@@ -46,12 +46,28 @@ impl FalkorServer {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A loopback port that refuses connections for as long as the returned
+/// socket lives: bound, so no server started by a parallel test can take it,
+/// but never listening, so every connect is refused.
+fn refused_port() -> (std::os::fd::OwnedFd, u16) {
+    use nix::sys::socket::{
+        AddressFamily, SockFlag, SockType, SockaddrIn, bind, getsockname, socket,
+    };
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .expect("a TCP socket");
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrIn::new(127, 0, 0, 1, 0),
+    )
+    .expect("bind to a loopback port");
+    let addr: SockaddrIn =
+        getsockname(std::os::fd::AsRawFd::as_raw_fd(&fd)).expect("the bound address");
+    (fd, addr.port())
 }
 
 /// The Neo4j server of `TRELLIS_TEST_NEO4J_URI`, with
@@ -423,7 +439,7 @@ fn falkordb_expansion_equals_the_embedded_expansion() {
 
 #[test]
 fn an_unreachable_server_fails_the_export_and_the_embedded_index_serves() {
-    let port = free_port();
+    let (_reserved, port) = refused_port();
     let spec = GraphSpec {
         store: GraphStoreKind::Falkordb,
         falkordb: Some(FalkorDbSpec {

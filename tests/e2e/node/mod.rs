@@ -80,7 +80,8 @@ pub struct Shared {
     pub client: Client,
     pub exe: PathBuf,
     next_ip: AtomicU32,
-    /// namespace/name → pod directory, for reading logs.
+    /// namespace/name → pod directory, for reading logs (kept after the
+    /// pod is gone: its logs are what a failed scenario shows).
     pods: Mutex<HashMap<String, PathBuf>>,
     log: Mutex<std::fs::File>,
 }
@@ -99,10 +100,6 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, dir.to_path_buf());
-    }
-
-    fn forget(&self, _pod: &Pod) {
-        // Directories stay for the logs; the map keeps them findable.
     }
 
     /// A line in the node's own log.
@@ -150,13 +147,6 @@ impl Node {
             tasks,
             workers,
         })
-    }
-
-    /// The log file of a container of pod `namespace/name`.
-    pub fn log_path(&self, namespace: &str, pod: &str, container: &str) -> Option<PathBuf> {
-        let pods = self.shared.pods.lock().unwrap_or_else(|e| e.into_inner());
-        pods.get(&format!("{namespace}/{pod}"))
-            .map(|dir| dir.join("logs").join(format!("{container}.log")))
     }
 
     /// The pod directories of this run (namespace/name → directory).

@@ -887,7 +887,6 @@ impl Worker {
             sandbox.stop().await;
         }
         if gone {
-            self.shared.forget(&self.pod);
             return;
         }
         if !matches!(self.phase.as_str(), "Succeeded" | "Failed") {
@@ -914,7 +913,6 @@ impl Worker {
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
             Err(e) => self.shared.log(&format!("deleting pod {name}: {e}")),
         }
-        self.shared.forget(&self.pod);
     }
 }
 
