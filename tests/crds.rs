@@ -101,6 +101,55 @@ fn crds_have_short_names_status_and_columns() {
     }
 }
 
+/// Every integer of every CRD has both bounds, within what its format's
+/// Rust type holds: an unbounded `uint32` lets the API server admit a
+/// value the operator cannot read.
+#[test]
+fn every_integer_is_bounded_by_its_type() {
+    fn walk(schema: &Value, path: &str, found: &mut Vec<String>, count: &mut usize) {
+        if schema["type"] == "integer" {
+            *count += 1;
+            let (min, max) = (schema["minimum"].as_f64(), schema["maximum"].as_f64());
+            let fits = match schema["format"].as_str() {
+                Some("uint32") => (0.0, f64::from(u32::MAX)),
+                Some("int32") => (f64::from(i32::MIN), f64::from(i32::MAX)),
+                _ => (-9_007_199_254_740_991.0, 9_007_199_254_740_991.0),
+            };
+            match (min, max) {
+                (Some(min), Some(max)) if min >= fits.0 && max <= fits.1 => {}
+                _ => found.push(format!("{path}: {min:?}..{max:?} ({})", schema["format"])),
+            }
+        }
+        for (key, child) in schema["properties"].as_object().into_iter().flatten() {
+            walk(child, &format!("{path}.{key}"), found, count);
+        }
+        if schema["items"].is_object() {
+            walk(&schema["items"], &format!("{path}[]"), found, count);
+        }
+        if schema["additionalProperties"].is_object() {
+            walk(
+                &schema["additionalProperties"],
+                &format!("{path}{{}}"),
+                found,
+                count,
+            );
+        }
+    }
+    let (mut found, mut count) = (Vec::new(), 0);
+    for crd in spec::crds() {
+        let crd = serde_json::to_value(&crd).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        walk(
+            schema,
+            crd["spec"]["names"]["kind"].as_str().unwrap(),
+            &mut found,
+            &mut count,
+        );
+    }
+    assert!(count > 40, "only {count} integers found");
+    assert!(found.is_empty(), "unbounded integers: {found:#?}");
+}
+
 /// Each CRD's schema by kind, as a compiled validator.
 fn validators() -> Vec<(String, Value, jsonschema::Validator)> {
     spec::crds()

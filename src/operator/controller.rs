@@ -21,6 +21,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::checked::{Checked, Unreadable};
 use super::conditions::Note;
 use super::ingest::{self, Desired};
 use super::telemetry::Metrics;
@@ -28,7 +29,7 @@ use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, FIELD_MANAGER, INPUTS_LABEL, ROUTE_LABEL,
     SOURCE_LABEL, Settings, conditions, profile, serving,
 };
-use crate::spec::{Corpus, IndexProfile, RetrievalRoute};
+use crate::spec::{Condition, Corpus, IndexProfile, RetrievalRoute};
 
 /// What every reconcile shares.
 pub struct Context {
@@ -194,11 +195,15 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
     let client = &ctx.client;
     let now = (ctx.clock)();
 
-    let profiles: Api<IndexProfile> = Api::namespaced(client.clone(), &ns);
+    let profiles: Api<Checked<IndexProfile>> = Api::namespaced(client.clone(), &ns);
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    // An unreadable profile is marked on itself; here it is one not found.
     let mut observed = ingest::Observed {
-        profile: profiles.get_opt(&corpus.spec.profile_ref.name).await?,
+        profile: profiles
+            .get_opt(&corpus.spec.profile_ref.name)
+            .await?
+            .and_then(|p| p.object.ok()),
         ..Default::default()
     };
     if let Some(profile) = &observed.profile
@@ -212,14 +217,23 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
                 .unwrap_or_default();
             observed.source_config_maps.insert(source, version);
         }
-        let routes: Api<RetrievalRoute> = Api::namespaced(client.clone(), &ns);
+        let routes: Api<Checked<RetrievalRoute>> = Api::namespaced(client.clone(), &ns);
+        // An unreadable route's pods still serve: retention keeps its
+        // version all the same.
         observed.served_versions = routes
             .list(&ListParams::default())
             .await?
             .items
             .into_iter()
-            .filter(|r| r.spec.corpus_ref.name == name)
-            .filter_map(|r| r.status.and_then(|s| s.served_version))
+            .filter_map(|r| match r.object {
+                Ok(route) => (route.spec.corpus_ref.name == name)
+                    .then(|| route.status.and_then(|s| s.served_version))
+                    .flatten(),
+                Err(unreadable) => (unreadable.str_at("/spec/corpusRef/name")
+                    == Some(name.as_str()))
+                .then(|| unreadable.str_at("/status/servedVersion").map(String::from))
+                .flatten(),
+            })
             .collect();
         let inputs = ingest::inputs_hash(&corpus, profile, &observed.source_config_maps, now);
         let names = ingest::Names::new(&name, &inputs);
@@ -307,13 +321,17 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
     let ns = namespace(route.as_ref(), "RetrievalRoute")?;
     let name = route.name_any();
     let client = &ctx.client;
-    let corpora: Api<Corpus> = Api::namespaced(client.clone(), &ns);
+    let corpora: Api<Checked<Corpus>> = Api::namespaced(client.clone(), &ns);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
 
     let mut observed = serving::Observed::default();
     if !super::is_paused(&route.metadata) {
         observed.deployment = deployments.get_opt(&serving::workload_name(&name)).await?;
-        observed.corpus = corpora.get_opt(&route.spec.corpus_ref.name).await?;
+        match corpora.get_opt(&route.spec.corpus_ref.name).await? {
+            Some(Checked { object: Ok(c), .. }) => observed.corpus = Some(c),
+            Some(Checked { object: Err(e), .. }) => observed.corpus_unreadable = Some(e.reason),
+            None => {}
+        }
     }
     let plan = serving::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
     if let Some(objects) = &plan.objects {
@@ -351,6 +369,133 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
         publish(&ctx, route.as_ref(), note).await;
     }
     Ok(Action::requeue(Duration::from_secs(600)))
+}
+
+/// The reason of the conditions set on an object that cannot be read.
+pub const INVALID_SPEC: &str = "InvalidSpec";
+
+/// Removes the conditions an unreadable object was given, now that it
+/// reads: its reconcile sets its own.
+fn clear_invalid(conditions: Option<&mut Vec<Condition>>) {
+    if let Some(conditions) = conditions {
+        conditions.retain(|c| c.reason != INVALID_SPEC);
+    }
+}
+
+/// Reconciles an IndexProfile as read from the API, readable or not.
+pub async fn reconcile_checked_profile(
+    object: Arc<Checked<IndexProfile>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    match &object.object {
+        Ok(profile) => {
+            let mut profile = profile.clone();
+            clear_invalid(profile.status.as_mut().map(|s| &mut s.conditions));
+            reconcile_profile(Arc::new(profile), ctx).await
+        }
+        Err(unreadable) => reconcile_unreadable("IndexProfile", &object, unreadable, &ctx).await,
+    }
+}
+
+/// Reconciles a Corpus as read from the API, readable or not.
+pub async fn reconcile_checked_corpus(
+    object: Arc<Checked<Corpus>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    match &object.object {
+        Ok(corpus) => {
+            let mut corpus = corpus.clone();
+            clear_invalid(corpus.status.as_mut().map(|s| &mut s.conditions));
+            reconcile_corpus(Arc::new(corpus), ctx).await
+        }
+        Err(unreadable) => reconcile_unreadable("Corpus", &object, unreadable, &ctx).await,
+    }
+}
+
+/// Reconciles a RetrievalRoute as read from the API, readable or not.
+pub async fn reconcile_checked_route(
+    object: Arc<Checked<RetrievalRoute>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    match &object.object {
+        Ok(route) => {
+            let mut route = route.clone();
+            clear_invalid(route.status.as_mut().map(|s| &mut s.conditions));
+            reconcile_route(Arc::new(route), ctx).await
+        }
+        Err(unreadable) => reconcile_unreadable("RetrievalRoute", &object, unreadable, &ctx).await,
+    }
+}
+
+/// Marks an object this operator cannot read: `Ready=False` and
+/// `Stalled=True`, reason `InvalidSpec`, naming the field, and a Warning
+/// Event. Nothing it owns is touched: a route's pods keep serving and a
+/// Corpus keeps its versions until the object is fixed (which wakes it).
+#[tracing::instrument(skip_all, fields(kind, name = %object.name_any()))]
+async fn reconcile_unreadable<K>(
+    kind: &'static str,
+    object: &Checked<K>,
+    unreadable: &Unreadable,
+    ctx: &Context,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let started = Instant::now();
+    let ns = namespace(object, kind)?;
+    let name = object.name_any();
+    tracing::warn!(kind, %name, reason = %unreadable.reason, "cannot read the object");
+    ctx.metrics.unreadable(kind);
+    let before: Vec<Condition> = unreadable
+        .raw
+        .pointer("/status/conditions")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    let mut after = before.clone();
+    let message = format!(
+        "this operator cannot read the {kind}: {}; fix the field (nothing else is affected)",
+        unreadable.reason
+    );
+    let generation = object.metadata.generation;
+    let now = conditions::now();
+    for (type_, status) in [("Ready", false), ("Stalled", true)] {
+        conditions::set(
+            &mut after,
+            conditions::Set::new(type_, status, INVALID_SPEC, message.clone()),
+            generation,
+            &now,
+        );
+    }
+    let same = |a: &Condition, b: &Condition| {
+        (&a.type_, &a.status, &a.reason, &a.message) == (&b.type_, &b.status, &b.reason, &b.message)
+    };
+    let changed =
+        after.len() != before.len() || after.iter().zip(&before).any(|(a, b)| !same(a, b));
+    if changed {
+        // A merge patch of the conditions alone: the typed status cannot be
+        // read, and what else it says (the active version) must stay.
+        let api: Api<Checked<K>> = Api::namespaced(ctx.client.clone(), &ns);
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        api.patch_status(
+            &name,
+            &params,
+            &Patch::Merge(serde_json::json!({"status": {"conditions": after}})),
+        )
+        .await?;
+        let mut notes = Vec::new();
+        conditions::transitions(&before, &after, &mut notes);
+        for note in &notes {
+            publish(ctx, object, note).await;
+        }
+    }
+    ctx.metrics.reconciled(kind, started.elapsed());
+    Ok(Action::await_change())
 }
 
 /// `kind/namespace/name`: the key of an object's failure count.
@@ -408,6 +553,32 @@ fn error_policy<K: ResourceExt>(
     }
 }
 
+/// What a controller's stream yields: each reconcile's outcome, or an
+/// error of the controller itself (a watch that failed, an object it could
+/// not queue). Failed reconciles are the error policy's; the controller's
+/// own errors are logged and counted here, not dropped, since a watch that
+/// keeps failing means the kind is not being reconciled.
+fn logged<T, E: std::fmt::Display>(
+    kind: &'static str,
+    ctx: Arc<Context>,
+) -> impl FnMut(Result<T, kube::runtime::controller::Error<Error, E>>) -> std::future::Ready<()> {
+    move |outcome| {
+        use kube::runtime::controller::Error as Controller;
+        match outcome {
+            Ok(_) | Err(Controller::ReconcilerFailed(..)) => {}
+            Err(Controller::QueueError(e)) => {
+                tracing::warn!(kind, error = %e, "watch failed");
+                ctx.metrics.stream_error(kind, "watch");
+            }
+            Err(e) => {
+                tracing::warn!(kind, error = %e, "controller error");
+                ctx.metrics.stream_error(kind, "controller");
+            }
+        }
+        std::future::ready(())
+    }
+}
+
 /// The objects the operator creates, for the owned-object watches.
 fn managed() -> watcher::Config {
     watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={FIELD_MANAGER}"))
@@ -439,12 +610,22 @@ pub async fn run(
         }
     };
 
-    let profiles = Controller::new(api::<IndexProfile>(client, namespace), Default::default())
-        .graceful_shutdown_on(stop(&stop_tx))
-        .run(reconcile_profile, error_policy("IndexProfile"), ctx.clone())
-        .for_each(|_| async {});
+    let profiles = Controller::new(
+        api::<Checked<IndexProfile>>(client, namespace),
+        Default::default(),
+    )
+    .graceful_shutdown_on(stop(&stop_tx))
+    .run(
+        reconcile_checked_profile,
+        error_policy("IndexProfile"),
+        ctx.clone(),
+    )
+    .for_each(logged("IndexProfile", ctx.clone()));
 
-    let corpora = Controller::new(api::<Corpus>(client, namespace), Default::default());
+    let corpora = Controller::new(
+        api::<Checked<Corpus>>(client, namespace),
+        Default::default(),
+    );
     let corpus_store = corpora.store();
     let source_store = corpus_store.clone();
     let corpora = corpora
@@ -452,7 +633,7 @@ pub async fn run(
         .owns(api::<ConfigMap>(client, namespace), managed())
         // A profile change reaches every Corpus that uses it.
         .watches(
-            api::<IndexProfile>(client, namespace),
+            api::<Checked<IndexProfile>>(client, namespace),
             Default::default(),
             move |profile| {
                 let ns = profile.namespace();
@@ -460,7 +641,12 @@ pub async fn run(
                 corpus_store
                     .state()
                     .into_iter()
-                    .filter(|c| c.namespace() == ns && c.spec.profile_ref.name == name)
+                    .filter(|c| {
+                        c.namespace() == ns
+                            && c.object
+                                .as_ref()
+                                .is_ok_and(|c| c.spec.profile_ref.name == name)
+                    })
                     .map(|c| ObjectRef::from_obj(c.as_ref()))
                     .collect::<Vec<_>>()
             },
@@ -477,23 +663,33 @@ pub async fn run(
                     .state()
                     .into_iter()
                     .filter(|c| {
-                        c.namespace() == ns && ingest::source_config_map_names(c).contains(&name)
+                        c.namespace() == ns
+                            && c.object
+                                .as_ref()
+                                .is_ok_and(|c| ingest::source_config_map_names(c).contains(&name))
                     })
                     .map(|c| ObjectRef::from_obj(c.as_ref()))
                     .collect::<Vec<_>>()
             },
         )
         .graceful_shutdown_on(stop(&stop_tx))
-        .run(reconcile_corpus, error_policy("Corpus"), ctx.clone())
-        .for_each(|_| async {});
+        .run(
+            reconcile_checked_corpus,
+            error_policy("Corpus"),
+            ctx.clone(),
+        )
+        .for_each(logged("Corpus", ctx.clone()));
 
-    let routes = Controller::new(api::<RetrievalRoute>(client, namespace), Default::default());
+    let routes = Controller::new(
+        api::<Checked<RetrievalRoute>>(client, namespace),
+        Default::default(),
+    );
     let route_store = routes.store();
     let routes = routes
         .owns(api::<Deployment>(client, namespace), managed())
         // A new active version reaches every route of the Corpus.
         .watches(
-            api::<Corpus>(client, namespace),
+            api::<Checked<Corpus>>(client, namespace),
             Default::default(),
             move |corpus| {
                 let ns = corpus.namespace();
@@ -501,14 +697,23 @@ pub async fn run(
                 route_store
                     .state()
                     .into_iter()
-                    .filter(|r| r.namespace() == ns && r.spec.corpus_ref.name == name)
+                    .filter(|r| {
+                        r.namespace() == ns
+                            && r.object
+                                .as_ref()
+                                .is_ok_and(|r| r.spec.corpus_ref.name == name)
+                    })
                     .map(|r| ObjectRef::from_obj(r.as_ref()))
                     .collect::<Vec<_>>()
             },
         )
         .graceful_shutdown_on(stop(&stop_tx))
-        .run(reconcile_route, error_policy("RetrievalRoute"), ctx.clone())
-        .for_each(|_| async {});
+        .run(
+            reconcile_checked_route,
+            error_policy("RetrievalRoute"),
+            ctx.clone(),
+        )
+        .for_each(logged("RetrievalRoute", ctx.clone()));
 
     let stopper = async move {
         shutdown.await;

@@ -1009,15 +1009,15 @@ fn job(
         metadata: meta(job_name, corpus.namespace(), labels.clone(), &owner),
         spec: Some(JobSpec {
             completion_mode: Some("Indexed".into()),
-            completions: Some(completions as i32),
-            parallelism: Some(
+            completions: Some(saturating_i32(completions)),
+            parallelism: Some(saturating_i32(
                 spec.parallelism
                     .unwrap_or(completions)
-                    .clamp(1, completions) as i32,
-            ),
-            backoff_limit: Some(spec.backoff_limit as i32),
+                    .clamp(1, completions),
+            )),
+            backoff_limit: Some(saturating_i32(spec.backoff_limit)),
             active_deadline_seconds: Some(i64::from(spec.active_deadline_seconds)),
-            ttl_seconds_after_finished: Some(spec.ttl_seconds_after_finished as i32),
+            ttl_seconds_after_finished: Some(saturating_i32(spec.ttl_seconds_after_finished)),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels),
@@ -1173,4 +1173,10 @@ pub fn report_error<'r>(report: &'r ConfigMap, inputs: &str) -> Option<&'r str> 
         return None;
     }
     data.get(REPORT_ERROR_KEY).map(String::as_str)
+}
+/// A count for a Kubernetes `int32` field. The CRD bounds these below
+/// `i32::MAX`; an object admitted before the bounds existed gets the
+/// largest value rather than a negative one.
+fn saturating_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }

@@ -20,6 +20,7 @@
 //! in its pod template, so its pods roll to it, old ones serving until the
 //! new ones are ready.
 
+pub mod checked;
 pub mod conditions;
 pub mod controller;
 pub mod ingest;

@@ -41,6 +41,9 @@ const CONTAINER_PORT: i32 = 8080;
 #[derive(Clone, Debug, Default)]
 pub struct Observed {
     pub corpus: Option<Corpus>,
+    /// Why the Corpus, which exists, cannot be read (see
+    /// [`super::checked`]).
+    pub corpus_unreadable: Option<String>,
     pub deployment: Option<Deployment>,
 }
 
@@ -420,6 +423,18 @@ fn plan_serving(
         );
     }
 
+    if let Some(reason) = &observed.corpus_unreadable {
+        // The pods keep serving what they serve; nothing is applied.
+        let message = format!(
+            "Corpus {:?} cannot be read by this operator: {reason}",
+            route.spec.corpus_ref.name
+        );
+        set(
+            &mut plan,
+            Set::new("Progressing", false, "CorpusInvalid", message),
+        );
+        return Ok(plan);
+    }
     let Some(corpus) = &observed.corpus else {
         let message = format!(
             "Corpus {:?} not found in this namespace",

@@ -30,6 +30,8 @@ pub struct Metrics {
     reconciles: Family<KindLabels, Counter>,
     failures: Family<FailureLabels, Counter>,
     duration: Family<KindLabels, Histogram>,
+    unreadable: Family<KindLabels, Counter>,
+    stream_errors: Family<FailureLabels, Counter>,
     leader: Gauge,
     healthy: Arc<AtomicBool>,
 }
@@ -49,8 +51,20 @@ impl Metrics {
         let duration = Family::<KindLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.001, 2.0, 15))
         });
+        let unreadable = Family::<KindLabels, Counter>::default();
+        let stream_errors = Family::<FailureLabels, Counter>::default();
         let leader = Gauge::default();
         registry.register("reconciles", "Reconciles by kind", reconciles.clone());
+        registry.register(
+            "unreadable_objects",
+            "Reconciles of objects that do not fit this operator's types, by kind",
+            unreadable.clone(),
+        );
+        registry.register(
+            "stream_errors",
+            "Errors of a kind's watches and queue (not of its reconciles)",
+            stream_errors.clone(),
+        );
         registry.register(
             "reconcile_failures",
             "Failed reconciles by kind and error",
@@ -71,6 +85,8 @@ impl Metrics {
             reconciles,
             failures,
             duration,
+            unreadable,
+            stream_errors,
             leader,
             healthy: Arc::new(AtomicBool::new(true)),
         }
@@ -89,6 +105,21 @@ impl Metrics {
             .get_or_create(&FailureLabels {
                 kind: kind.into(),
                 error: error.metric_label().into(),
+            })
+            .inc();
+    }
+
+    pub fn unreadable(&self, kind: &str) {
+        self.unreadable
+            .get_or_create(&KindLabels { kind: kind.into() })
+            .inc();
+    }
+
+    pub fn stream_error(&self, kind: &str, error: &str) {
+        self.stream_errors
+            .get_or_create(&FailureLabels {
+                kind: kind.into(),
+                error: error.into(),
             })
             .inc();
     }
@@ -159,6 +190,8 @@ mod tests {
         metrics.reconciled("Corpus", Duration::from_millis(3));
         metrics.failed("Corpus", &super::super::Error::Render("x".into()));
         metrics.set_leader(true);
+        metrics.unreadable("Corpus");
+        metrics.stream_error("Corpus", "watch");
         let text = metrics.encode();
         assert!(
             text.contains("trellis_operator_reconciles_total{kind=\"Corpus\"} 1"),
@@ -166,5 +199,15 @@ mod tests {
         );
         assert!(text.contains("error=\"render\""), "{text}");
         assert!(text.contains("trellis_operator_leader 1"), "{text}");
+        assert!(
+            text.contains("trellis_operator_unreadable_objects_total{kind=\"Corpus\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "trellis_operator_stream_errors_total{kind=\"Corpus\",error=\"watch\"} 1"
+            ),
+            "{text}"
+        );
     }
 }

@@ -519,6 +519,7 @@ fn every_object_built_is_owned_by_its_resource() {
     let objects = route_plan(
         &route(),
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(active_corpus("v1")),
             deployment: None,
         },
@@ -812,6 +813,7 @@ fn route_plan(route: &RetrievalRoute, observed: &serving::Observed) -> serving::
 fn a_route_runs_a_hardened_deployment_a_service_and_a_budget() {
     let r = route();
     let observed = serving::Observed {
+        corpus_unreadable: None,
         corpus: Some(active_corpus("v1")),
         deployment: None,
     };
@@ -926,6 +928,7 @@ fn a_token_secret_is_mounted_and_required() {
     let plan = route_plan(
         &r,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(active_corpus("v1")),
             deployment: None,
         },
@@ -954,6 +957,7 @@ fn a_route_only_change_rolls_pods_without_an_ingest() {
     let first = route_plan(
         &r,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(c.clone()),
             deployment: None,
         },
@@ -966,6 +970,7 @@ fn a_route_only_change_rolls_pods_without_an_ingest() {
     let same = route_plan(
         &r,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(c.clone()),
             deployment: Some(running.clone()),
         },
@@ -986,6 +991,7 @@ fn a_route_only_change_rolls_pods_without_an_ingest() {
     let next = route_plan(
         &changed,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(c.clone()),
             deployment: Some(running),
         },
@@ -1012,6 +1018,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
     let first = route_plan(
         &r,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(active_corpus("v1")),
             deployment: None,
         },
@@ -1024,6 +1031,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
         route_plan(
             &r,
             &serving::Observed {
+                corpus_unreadable: None,
                 corpus: Some(active_corpus("v1")),
                 deployment: Some(running.clone()),
             },
@@ -1033,6 +1041,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
     let next = route_plan(
         &served,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(active_corpus("v2")),
             deployment: Some(running),
         },
@@ -1054,6 +1063,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
     let mid = route_plan(
         &served,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(active_corpus("v2")),
             deployment: Some(rolling),
         },
@@ -1063,6 +1073,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
     let done = route_plan(
         &served,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(active_corpus("v2")),
             deployment: Some(rolled(&objects.deployment, 2)),
         },
@@ -1096,6 +1107,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
     let stalled = route_plan(
         &served,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(active_corpus("v2")),
             deployment: Some(stuck),
         },
@@ -1119,6 +1131,7 @@ fn a_route_waits_for_its_corpus() {
     let unbuilt = route_plan(
         &r,
         &serving::Observed {
+            corpus_unreadable: None,
             corpus: Some(corpus()),
             deployment: None,
         },
@@ -1126,4 +1139,32 @@ fn a_route_waits_for_its_corpus() {
     assert!(unbuilt.objects.is_none());
     let progressing = conditions::get(&unbuilt.status.conditions, "Progressing").unwrap();
     assert_eq!(progressing.reason, "WaitingForIndex");
+}
+
+#[test]
+fn a_route_whose_corpus_cannot_be_read_keeps_its_pods() {
+    let r = route();
+    let serving = route_plan(
+        &r,
+        &serving::Observed {
+            corpus_unreadable: None,
+            corpus: Some(active_corpus("v1")),
+            deployment: None,
+        },
+    )
+    .objects
+    .unwrap();
+    let running = rolled(&serving.deployment, 2);
+    let plan = route_plan(
+        &r,
+        &serving::Observed {
+            corpus_unreadable: Some("spec.ingest.shards: invalid type".into()),
+            corpus: None,
+            deployment: Some(running),
+        },
+    );
+    assert!(plan.objects.is_none(), "nothing is applied");
+    let progressing = conditions::get(&plan.status.conditions, "Progressing").unwrap();
+    assert_eq!(progressing.reason, "CorpusInvalid");
+    assert!(progressing.message.contains("spec.ingest.shards"));
 }

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Sentences","type":"integer","jsonPath":".status.activeIndex.sentences"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct CorpusSpec {
     /// The `IndexProfile` (same namespace, or the same manifest set) that
     /// decides how documents are indexed.
@@ -61,7 +61,7 @@ pub const MAX_SOURCES: usize = 100;
 
 /// A reference to another Trellis resource by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
     pub name: String,
 }
@@ -69,7 +69,7 @@ pub struct ObjectRef {
 /// One source of documents. Exactly one kind is set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = source_rules)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct SourceSpec {
     /// A local directory or file, relative to the manifest's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,7 +119,7 @@ fn source_rules(schema: &mut schemars::Schema) {
 
 /// A directory inside a PersistentVolumeClaim.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct PvcSource {
     /// The claim, in the Corpus' namespace.
     pub claim_name: String,
@@ -167,7 +167,7 @@ impl SourceSpec {
 /// (default `/var/run/trellis/configmaps`). A key's extension names its
 /// format (`faq.md`, `policy.html`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct ConfigMapSource {
     pub name: String,
 }
@@ -175,7 +175,7 @@ pub struct ConfigMapSource {
 /// Documents fetched over HTTP(S). Each URL is one document, keyed by the
 /// URL; one that cannot be fetched is a failed document of the ingest.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct HttpSource {
     /// `http://` or `https://` URLs.
     #[schemars(length(min = 1))]
@@ -206,7 +206,7 @@ fn default_http_timeout() -> u32 {
 /// Objects under a prefix of an S3 bucket, or of an S3-compatible store
 /// (MinIO, Ceph RGW) at `endpoint`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct S3Source {
     pub bucket: String,
     /// Only keys starting with this are read (`contracts/2026/`).
@@ -234,7 +234,7 @@ fn default_region() -> String {
 
 /// How index versions are kept.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct StorageSpec {
     /// Index versions kept on disk, the current one included; older ones
     /// are removed after a new version is published. Default 3; at least 2
@@ -259,7 +259,7 @@ impl Default for StorageSpec {
 
 /// How the operator runs a Corpus' ingest as a Kubernetes Job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct IngestSpec {
     /// Pods that embed the corpus' documents in parallel (an Indexed Job,
     /// one slice of the documents each); a single finalize pod then builds
@@ -268,13 +268,16 @@ pub struct IngestSpec {
     pub shards: u32,
     /// Shard pods running at once; default all of them.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 256))]
     pub parallelism: Option<u32>,
     /// Retries of a failed pod before the Job fails. Default 2.
+    #[schemars(range(max = 2147483647))]
     pub backoff_limit: u32,
     /// A Job running longer than this fails. Default 6 hours.
     pub active_deadline_seconds: u32,
     /// A finished Job (and its pods and logs) is removed after this long.
     /// Default one hour.
+    #[schemars(range(max = 2147483647))]
     pub ttl_seconds_after_finished: u32,
     /// CPU and memory of each ingest pod.
     #[serde(skip_serializing_if = "Option::is_none")]

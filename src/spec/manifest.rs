@@ -150,6 +150,30 @@ pub fn load_path(path: &Path) -> Result<Vec<LoadedManifest>, ManifestError> {
     Ok(loaded)
 }
 
+/// Reads one resource, refusing fields this build does not know: a typo in
+/// a manifest is an error here, as `kubectl apply --validate=strict` makes
+/// it. (The operator reads the same types leniently, so that a newer CRD's
+/// fields do not stop an older operator.)
+fn strict<T: serde::de::DeserializeOwned>(
+    value: serde_yaml::Value,
+    kind: &str,
+) -> Result<T, String> {
+    let mut unknown = Vec::new();
+    let parsed = serde_ignored::deserialize(value, |path| {
+        let path = path.to_string();
+        // The derived resource types check these two themselves.
+        if path != "apiVersion" && path != "kind" {
+            unknown.push(path);
+        }
+    })
+    .map_err(|e| format!("{kind}: {e}"))?;
+    if unknown.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(format!("{kind}: unknown field {}", unknown.join(", ")))
+    }
+}
+
 /// Parses the Trellis resources of one multi-document YAML text; `path` is
 /// only used in errors and in the result.
 pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, ManifestError> {
@@ -215,16 +239,13 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
             map.insert("spec".into(), serde_yaml::Mapping::new().into());
         }
         let manifest = match kind.as_str() {
-            "IndexProfile" => Manifest::IndexProfile(Box::new(
-                serde_yaml::from_value(value).map_err(|e| invalid(format!("IndexProfile: {e}")))?,
-            )),
-            "Corpus" => Manifest::Corpus(Box::new(
-                serde_yaml::from_value(value).map_err(|e| invalid(format!("Corpus: {e}")))?,
-            )),
-            "RetrievalRoute" => Manifest::RetrievalRoute(Box::new(
-                serde_yaml::from_value(value)
-                    .map_err(|e| invalid(format!("RetrievalRoute: {e}")))?,
-            )),
+            "IndexProfile" => {
+                Manifest::IndexProfile(Box::new(strict(value, &kind).map_err(invalid)?))
+            }
+            "Corpus" => Manifest::Corpus(Box::new(strict(value, &kind).map_err(invalid)?)),
+            "RetrievalRoute" => {
+                Manifest::RetrievalRoute(Box::new(strict(value, &kind).map_err(invalid)?))
+            }
             other => {
                 return Err(invalid(format!(
                     "unknown kind {other:?} in {API_VERSION} \
@@ -394,7 +415,10 @@ spec:
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("maxTokenz"), "typos are reported: {err}");
+        assert!(
+            err.contains("unknown field spec.chunking.maxTokenz"),
+            "typos are reported with their path: {err}"
+        );
 
         let err = parse("apiVersion: trellis.dev/v2\nkind: IndexProfile\nmetadata: {name: x}\n")
             .unwrap_err()

@@ -47,7 +47,63 @@ pub fn crds()
 -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
 {
     use kube::CustomResourceExt;
-    vec![IndexProfile::crd(), Corpus::crd(), RetrievalRoute::crd()]
+    let mut crds = vec![IndexProfile::crd(), Corpus::crd(), RetrievalRoute::crd()];
+    for crd in &mut crds {
+        for version in &mut crd.spec.versions {
+            if let Some(schema) = version
+                .schema
+                .as_mut()
+                .and_then(|s| s.open_api_v3_schema.as_mut())
+            {
+                bound_integers(schema);
+            }
+        }
+    }
+    crds
+}
+
+type SchemaProps =
+    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+
+/// Gives every integer of `schema` a `minimum` and a `maximum` it lacks,
+/// from its format: the range of the Rust type that reads it. Without them
+/// the API server admits a value this operator cannot deserialise (a
+/// `uint32` above 2^32), and one such object would fail every list of its
+/// kind. 64-bit integers stop at 2^53 - 1, the largest a JSON reader that
+/// parses numbers as doubles still holds exactly.
+fn bound_integers(schema: &mut SchemaProps) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    };
+    const EXACT_IN_A_DOUBLE: f64 = 9_007_199_254_740_991.0;
+    if schema.type_.as_deref() == Some("integer") {
+        let (min, max) = match schema.format.as_deref() {
+            Some("uint8") => (0.0, f64::from(u8::MAX)),
+            Some("uint16") => (0.0, f64::from(u16::MAX)),
+            Some("uint32") => (0.0, f64::from(u32::MAX)),
+            Some("int8") => (f64::from(i8::MIN), f64::from(i8::MAX)),
+            Some("int16") => (f64::from(i16::MIN), f64::from(i16::MAX)),
+            Some("int32") => (f64::from(i32::MIN), f64::from(i32::MAX)),
+            Some("uint64" | "uint") => (0.0, EXACT_IN_A_DOUBLE),
+            _ => (-EXACT_IN_A_DOUBLE, EXACT_IN_A_DOUBLE),
+        };
+        schema.minimum.get_or_insert(min);
+        schema.maximum.get_or_insert(max);
+    }
+    for child in schema.properties.iter_mut().flat_map(|p| p.values_mut()) {
+        bound_integers(child);
+    }
+    match schema.items.as_mut() {
+        Some(JSONSchemaPropsOrArray::Schema(item)) => bound_integers(item),
+        Some(JSONSchemaPropsOrArray::Schemas(items)) => items.iter_mut().for_each(bound_integers),
+        None => {}
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(values)) = schema.additional_properties.as_mut() {
+        bound_integers(values);
+    }
+    for list in [&mut schema.all_of, &mut schema.any_of, &mut schema.one_of] {
+        list.iter_mut().flatten().for_each(bound_integers);
+    }
 }
 
 /// A CRD as the YAML file `crds/` keeps for it.

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Hash","type":"string","jsonPath":".status.hash"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct IndexProfileSpec {
     /// Input bounds and per-format cleaning.
     #[serde(default)]
@@ -63,7 +63,7 @@ pub struct IndexProfileSpec {
 /// ingest's memory or time; a file over a bound fails with an error naming
 /// the file and the bound, and the rest of the corpus carries on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ParsingSpec {
     /// Largest input file accepted, in bytes. Default 67108864 (64 MiB).
     pub max_file_bytes: u64,
@@ -130,7 +130,7 @@ impl Default for ParsingSpec {
 /// indexed. Filtered sentences stay in the skeleton (and in chunks) for
 /// display; they are only left out of the search indexes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct SentenceSpec {
     /// Fewest characters a sentence needs to be indexed. Default 8.
     pub min_chars: u32,
@@ -178,7 +178,7 @@ pub enum ChunkStrategy {
 /// not the retrieval unit (sentences are); they are what a caller shows or
 /// exports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ChunkingSpec {
     /// `structure` (default), `recursive` or `fixed`.
     pub strategy: ChunkStrategy,
@@ -237,7 +237,7 @@ impl Default for ChunkingSpec {
 
 /// Settings of the `fixed` chunking strategy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct FixedChunkingSpec {
     /// Tokens per chunk, at most `maxTokens`. Default 512.
     pub size_tokens: u32,
@@ -258,7 +258,7 @@ impl Default for FixedChunkingSpec {
 /// Which metadata is extracted from sentences. All on by default; each
 /// extractor only adds metadata, it never changes text or boundaries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct EnrichmentSpec {
     /// Outbound references ("Table 3", "Figure 7", "Appendix B",
     /// "Section 2.1", "clause 5.1") resolved to their targets, and the
@@ -325,7 +325,7 @@ pub enum EmbeddingProvider {
 
 /// The sentence embedding model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct EmbeddingSpec {
     /// `local` (default), `openai`, `voyage` or `tei`.
     pub provider: EmbeddingProvider,
@@ -434,7 +434,7 @@ impl Default for EmbeddingSpec {
 
 /// BM25 and HNSW parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct IndexSpec {
     /// HNSW: links per node. Default 16.
     pub hnsw_m: u32,
@@ -465,7 +465,7 @@ impl Default for IndexSpec {
 /// skeleton edges and these probabilistic ones are never mixed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = semantic_links_rules)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct SemanticLinksSpec {
     /// Build the edges at all. Default true.
     pub enabled: bool,
@@ -531,7 +531,7 @@ pub enum GraphStoreKind {
 /// Fields left unset are not part of the profile's hash, so profiles that
 /// do not use a graph database keep their index versions.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 #[schemars(transform = graph_rules)]
 pub struct GraphSpec {
     /// `embedded` (default), `neo4j` or `falkordb`.
@@ -615,7 +615,7 @@ fn graph_rules(schema: &mut schemars::Schema) {
 /// `/var/run/trellis/secrets`). For local runs, `passwordEnv` names an
 /// environment variable instead.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct SecretKeyRef {
     /// The Secret's name.
     pub name: String,
@@ -630,7 +630,7 @@ fn default_password_key() -> String {
 
 /// A Neo4j 5 server, reached over Bolt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Neo4jSpec {
     /// `bolt://host:7687`, `neo4j://…`, or with TLS `bolt+s://…` and
     /// `neo4j+s://…`.
@@ -655,7 +655,7 @@ fn default_neo4j_user() -> String {
 
 /// A FalkorDB server, reached over the Redis protocol.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct FalkorDbSpec {
     /// `falkor://host:6379`, `redis://…`, or with TLS `falkors://…` and
     /// `rediss://…`.

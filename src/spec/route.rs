@@ -22,7 +22,7 @@ use super::{ObjectRef, RetrievalRouteStatus};
     printcolumn = r#"{"name":"Available","type":"string","jsonPath":".status.conditions[?(@.type==\"Available\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct RetrievalRouteSpec {
     /// The `Corpus` whose current index version is served.
     pub corpus_ref: ObjectRef,
@@ -87,7 +87,7 @@ pub enum AnchorMode {
 
 /// Stage 1 settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct AnchorSpec {
     /// `bm25`, `dense`, `hybrid` or `full` (default).
     pub mode: AnchorMode,
@@ -127,7 +127,7 @@ impl Default for AnchorSpec {
 
 /// Rank fusion.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct FusionSpec {
     /// Reciprocal Rank Fusion constant: a list's item at rank r adds
     /// 1 / (k + r). Default 60.
@@ -150,7 +150,7 @@ impl Default for FusionSpec {
 
 /// Stage 2 settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ExpansionSpec {
     /// Anchors (best fused first) that are expanded. Default 30.
     pub anchors: u32,
@@ -199,7 +199,7 @@ impl Default for ExpansionSpec {
 
 /// Stage 3: composite score = Σ weight × signal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ScoringSpec {
     pub weights: ScoringWeights,
     /// Sentences whose extraction confidence is below this are dropped.
@@ -218,7 +218,7 @@ impl Default for ScoringSpec {
 
 /// Weights of the composite score's signals, each signal in [0, 1].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ScoringWeights {
     /// Fused rank of the sentence (RRF, scaled to [0, 1]). Default 0.2.
     pub fusion: f32,
@@ -284,7 +284,7 @@ impl Default for ScoringWeights {
 
 /// What is returned.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct SelectionSpec {
     /// Results returned. Default 5.
     pub top_k: u32,
@@ -351,7 +351,7 @@ pub enum RerankerKind {
 
 /// An optional second-pass scorer of anchors.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct RerankerSpec {
     pub kind: RerankerKind,
 }
@@ -359,7 +359,7 @@ pub struct RerankerSpec {
 /// The retrieval pods of a route in a cluster: a Deployment running
 /// `trellis serve`, a Service in front of it and a PodDisruptionBudget.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ServingSpec {
     /// Pods serving the route. Default 2.
     #[schemars(range(min = 0, max = 1000))]

@@ -40,7 +40,7 @@ async fn operator_pods(world: &World) -> Result<Vec<Pod>> {
 }
 
 /// The operator's metrics from its pod.
-async fn metrics(world: &World, pod: &Pod) -> Result<String> {
+pub async fn metrics(world: &World, pod: &Pod) -> Result<String> {
     let ip = pod
         .status
         .as_ref()

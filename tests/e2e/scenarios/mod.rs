@@ -5,6 +5,7 @@ mod chart;
 mod corpus;
 mod leader;
 mod lifecycle;
+mod robust;
 mod upgrade;
 
 use std::future::Future;
@@ -63,6 +64,10 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "a profile change rolls the route with no failed request",
             corpus::roll
+        ),
+        scenario!(
+            "an unreadable Corpus is marked; the others reconcile",
+            robust::unreadable_object
         ),
         scenario!(
             "a failed ingest says why and recovers when fixed",
