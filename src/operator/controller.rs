@@ -244,7 +244,8 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         }
         observed.other_jobs = jobs
             .list(&ListParams::default().labels(&format!(
-                "{CORPUS_LABEL}={name},{INPUTS_LABEL},{INPUTS_LABEL}!={inputs}"
+                "{CORPUS_LABEL}={},{INPUTS_LABEL},{INPUTS_LABEL}!={inputs}",
+                super::label_value(&name)
             )))
             .await?
             .items
@@ -278,7 +279,8 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
     }
     if plan.prune_inputs {
         let selector = format!(
-            "{CORPUS_LABEL}={name},app.kubernetes.io/component=ingest,{INPUTS_LABEL},{INPUTS_LABEL}!={}",
+            "{CORPUS_LABEL}={},app.kubernetes.io/component=ingest,{INPUTS_LABEL},{INPUTS_LABEL}!={}",
+            super::label_value(&name),
             plan.inputs
         );
         config_maps
@@ -352,7 +354,8 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
     if let Some(hash) = &plan.prune_configs {
         let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
         let selector = format!(
-            "{ROUTE_LABEL}={name},{CONFIG_HASH_ANNOTATION},{CONFIG_HASH_ANNOTATION}!={hash}"
+            "{ROUTE_LABEL}={},{CONFIG_HASH_ANNOTATION},{CONFIG_HASH_ANNOTATION}!={hash}",
+            super::label_value(&name)
         );
         config_maps
             .delete_collection(

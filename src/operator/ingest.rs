@@ -26,8 +26,8 @@ use kube::ResourceExt;
 
 use super::conditions::{self, Note, Set};
 use super::{
-    CONTENT_LABEL, CORPUS_LABEL, Error, INPUTS_LABEL, REINGEST_ANNOTATION, Settings, common_labels,
-    object_name, paths, short_hash,
+    CONTENT_LABEL, CORPUS_LABEL, Error, INPUTS_LABEL, MAX_JOB_NAME, REINGEST_ANNOTATION, Settings,
+    common_labels, object_name, object_name_within, paths, short_hash,
 };
 use crate::index::IngestReport;
 use crate::spec::{Corpus, CorpusStatus, IndexProfile, IndexVersionStatus};
@@ -104,8 +104,8 @@ impl Names {
     pub fn new(corpus: &str, inputs: &str) -> Self {
         let short = &inputs[..inputs.len().min(8)];
         Self {
-            ingest_job: object_name(corpus, &format!("ingest-{short}")),
-            finalize_job: object_name(corpus, &format!("finalize-{short}")),
+            ingest_job: object_name_within(corpus, &format!("ingest-{short}"), MAX_JOB_NAME),
+            finalize_job: object_name_within(corpus, &format!("finalize-{short}"), MAX_JOB_NAME),
             inputs_config: object_name(corpus, &format!("inputs-{short}")),
             report: object_name(corpus, "ingest-report"),
             service_account: object_name(corpus, "ingest"),
@@ -688,7 +688,7 @@ pub fn render_manifests(corpus: &Corpus, profile: &IndexProfile) -> Result<Strin
 
 fn labels(corpus: &str, inputs: Option<&str>) -> BTreeMap<String, String> {
     let mut labels = common_labels("ingest");
-    labels.insert(CORPUS_LABEL.into(), corpus.into());
+    labels.insert(CORPUS_LABEL.into(), super::label_value(corpus));
     if let Some(inputs) = inputs {
         labels.insert(INPUTS_LABEL.into(), inputs.into());
     }
@@ -1000,7 +1000,11 @@ fn job(
                 ..Default::default()
             },
         ]),
-        resources: spec.resources.clone(),
+        resources: Some(
+            spec.resources
+                .clone()
+                .unwrap_or_else(|| super::default_resources("ingest")),
+        ),
         volume_mounts: Some(mounts),
         security_context: Some(container_security()),
         ..Default::default()

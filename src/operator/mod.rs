@@ -153,14 +153,66 @@ pub fn is_paused(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMe
         .is_some_and(|v| v == "true")
 }
 
+/// The longest label value (and name of an object whose name becomes one,
+/// as a Job's does).
+const MAX_LABEL: usize = 63;
+
 /// A Kubernetes object name from `base` and a `suffix`, within the 63
 /// characters a name that also becomes a label value (Job names do) may
-/// have: `base` is cut, never the suffix.
+/// have. A `base` too long for that is cut, never the suffix, and followed
+/// by a hash of all of it, so that two long names with a common start
+/// still name different objects.
 pub fn object_name(base: &str, suffix: &str) -> String {
-    let room = 63usize.saturating_sub(suffix.len() + 1);
-    let base: String = base.chars().take(room).collect();
-    let base = base.trim_end_matches('-');
-    format!("{base}-{suffix}")
+    object_name_within(base, suffix, MAX_LABEL)
+}
+
+/// The longest name of an Indexed Job: its pods' hostnames are the Job's
+/// name, `-` and the completion index (up to 255, as `shards` allows), and
+/// a hostname is a DNS label of at most 63 characters.
+pub const MAX_JOB_NAME: usize = MAX_LABEL - 4;
+
+/// [`object_name`] within `max` characters.
+pub fn object_name_within(base: &str, suffix: &str, max: usize) -> String {
+    if base.len() + 1 + suffix.len() <= max {
+        return format!("{base}-{suffix}");
+    }
+    let hash = short_hash(&[base.as_bytes()]);
+    let room = max.saturating_sub(suffix.len() + hash.len() + 2);
+    let head: String = base.chars().take(room).collect();
+    let head = head.trim_end_matches(['-', '.']);
+    format!("{head}-{hash}-{suffix}")
+}
+
+/// `name` as a label value: itself when it fits in 63 characters (object
+/// names may have 253), else its start and a hash of all of it. Labels and
+/// the selectors that find objects by them both go through this.
+pub fn label_value(name: &str) -> String {
+    if name.len() <= MAX_LABEL {
+        return name.to_string();
+    }
+    let hash = short_hash(&[name.as_bytes()]);
+    let head: String = name.chars().take(MAX_LABEL - hash.len() - 1).collect();
+    let head = head.trim_end_matches(['-', '.', '_']);
+    format!("{head}-{hash}")
+}
+
+/// What a pod requests when its resource does not say: without requests a
+/// pod is BestEffort, the first evicted under node pressure and placed with
+/// no regard to what it needs. An ingest embeds on the CPU; a retrieval pod
+/// holds an index version and the query encoder in memory.
+pub fn default_resources(component: &str) -> k8s_openapi::api::core::v1::ResourceRequirements {
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let (cpu, memory) = match component {
+        "ingest" => ("1", "1Gi"),
+        _ => ("250m", "512Mi"),
+    };
+    k8s_openapi::api::core::v1::ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity(cpu.into())),
+            ("memory".to_string(), Quantity(memory.into())),
+        ])),
+        ..Default::default()
+    }
 }
 
 /// A short stable hash of some JSON-serialisable value.
@@ -187,6 +239,29 @@ mod unit_tests {
         assert_eq!(name.len(), 63);
         assert!(name.ends_with("-ingest-0123456789"));
         assert_eq!(object_name("docs", "ingest-1"), "docs-ingest-1");
+        // Two long names alike in their first 60 characters stay apart.
+        let other = format!("{}b", "a".repeat(79));
+        assert_ne!(object_name(&other, "ingest-0123456789"), name);
+        assert!(object_name(&other, "ingest-0123456789").len() <= 63);
+    }
+
+    #[test]
+    fn job_names_leave_room_for_the_completion_index() {
+        let name = object_name_within(&"e".repeat(50), "ingest-0123abcd", MAX_JOB_NAME);
+        assert!(format!("{name}-255").len() <= 63, "{name}");
+    }
+
+    #[test]
+    fn label_values_fit_and_stay_distinct() {
+        assert_eq!(label_value("docs"), "docs");
+        let a = label_value(&format!("{}-x", "c".repeat(70)));
+        let b = label_value(&format!("{}-y", "c".repeat(70)));
+        assert!(a.len() <= 63 && b.len() <= 63, "{a} {b}");
+        assert_ne!(a, b);
+        assert!(a.ends_with(|c: char| c.is_ascii_alphanumeric()));
+        // A name of exactly 63 characters is its own label.
+        let exact = "d".repeat(63);
+        assert_eq!(label_value(&exact), exact);
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub fn workload_name(route: &str) -> String {
 fn selector(route: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("app.kubernetes.io/name".to_string(), "trellis".to_string()),
-        (ROUTE_LABEL.to_string(), route.to_string()),
+        (ROUTE_LABEL.to_string(), super::label_value(route)),
     ])
 }
 
@@ -110,8 +110,8 @@ pub fn route_objects(
     let owner = super::owner_reference(route)?;
     let serving = &route.spec.serving;
     let mut labels = common_labels("retrieval");
-    labels.insert(ROUTE_LABEL.into(), name.clone());
-    labels.insert(CORPUS_LABEL.into(), corpus.name_any());
+    labels.insert(ROUTE_LABEL.into(), super::label_value(&name));
+    labels.insert(CORPUS_LABEL.into(), super::label_value(&corpus.name_any()));
     let meta = |object_name: String, labels: BTreeMap<String, String>| ObjectMeta {
         name: Some(object_name),
         namespace: ns.clone(),
@@ -191,7 +191,12 @@ pub fn route_objects(
         startup_probe: Some(probe("/healthz", 5, 60)),
         liveness_probe: Some(probe("/healthz", 10, 3)),
         readiness_probe: Some(probe("/readyz", 5, 2)),
-        resources: serving.resources.clone(),
+        resources: Some(
+            serving
+                .resources
+                .clone()
+                .unwrap_or_else(|| super::default_resources("retrieval")),
+        ),
         volume_mounts: Some(mounts),
         security_context: Some(container_security()),
         ..Default::default()

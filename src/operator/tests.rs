@@ -176,6 +176,9 @@ fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
     let security = container.security_context.as_ref().unwrap();
     assert_eq!(security.read_only_root_filesystem, Some(true));
     assert_eq!(security.allow_privilege_escalation, Some(false));
+    // No resources in the spec: default requests, so never BestEffort.
+    let requests = container.resources.as_ref().unwrap().requests.as_ref();
+    assert_eq!(requests.unwrap()["cpu"].0, "1");
     // The data claim read-write, the source claim read-only under the
     // root the source module reads.
     let mounts = container.volume_mounts.as_ref().unwrap();

@@ -279,7 +279,8 @@ pub struct IngestSpec {
     /// Default one hour.
     #[schemars(range(max = 2147483647))]
     pub ttl_seconds_after_finished: u32,
-    /// CPU and memory of each ingest pod.
+    /// CPU and memory of each ingest pod. Default: requests of 1 CPU and
+    /// 1Gi, no limits (never BestEffort).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// Re-check the sources this often (`30m`, `6h`, `1d`) and ingest

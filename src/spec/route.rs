@@ -370,7 +370,8 @@ pub struct ServingSpec {
     /// The Service's port. Default 8080.
     #[schemars(range(min = 1, max = 65535))]
     pub port: i32,
-    /// CPU and memory of each pod.
+    /// CPU and memory of each pod. Default: requests of 250m CPU and
+    /// 512Mi, no limits (never BestEffort).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// A Secret in the route's namespace whose `tokens` key holds the

@@ -70,6 +70,10 @@ pub fn all() -> Vec<Scenario> {
             robust::unreadable_object
         ),
         scenario!(
+            "names longer than a label ingest and serve; pods request resources",
+            robust::long_names
+        ),
+        scenario!(
             "a failed ingest says why and recovers when fixed",
             lifecycle::failure_and_recovery
         ),

@@ -1,3 +1,5 @@
+//! Objects a real cluster holds that the happy path never meets.
+//!
 //! One object the operator cannot read never stops the others: a Corpus
 //! admitted under a looser CRD (a value its type cannot hold) is marked
 //! `InvalidSpec` on itself, with a Warning Event, while the other corpora
@@ -11,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -239,4 +242,105 @@ async fn restart_operator(world: &World) -> Result<Pod> {
         started.elapsed().as_secs_f64()
     );
     Ok(leader)
+}
+
+/// A Corpus and a route whose names are longer than a label value (63
+/// characters; object names may have 253) ingest and serve: every label
+/// and object name derived from them fits, and the selectors that find
+/// their objects by those labels still do. Their pods, given no
+/// resources, request some (Burstable, not BestEffort), and the chart
+/// gives its operator replicas a disruption budget.
+pub async fn long_names(world: &World) -> Result<()> {
+    const LONG_NS: &str = "e2e-names";
+    let corpus_name = format!("contracts{}", "-of-the-legal-department".repeat(3));
+    let route_name = format!("answers{}", "-for-the-contract-review-team".repeat(3));
+    ensure!(corpus_name.len() > 63 && route_name.len() > 63);
+    let client = &world.cluster.admin;
+    super::corpus::stage(world, LONG_NS).await?;
+    let mut corpus = quickstart("Corpus")?.remove(0);
+    corpus["metadata"]["name"] = json!(corpus_name);
+    super::corpus::put(world, LONG_NS, &corpus).await?;
+    let ready =
+        super::corpus::ready_corpus(world, LONG_NS, &corpus_name, None, Duration::from_secs(240))
+            .await?;
+    let version = ready["status"]["activeIndex"]["version"]
+        .as_str()
+        .context("no active version")?
+        .to_string();
+
+    let label = trellis::operator::label_value(&corpus_name);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), LONG_NS);
+    let ingest_pods = pods
+        .list(&ListParams::default().labels(&format!("trellis.dev/corpus={label}")))
+        .await?
+        .items;
+    ensure!(
+        !ingest_pods.is_empty(),
+        "no ingest pod carries the label {label}"
+    );
+    for pod in &ingest_pods {
+        let qos = pod.status.as_ref().and_then(|s| s.qos_class.as_deref());
+        ensure!(
+            qos == Some("Burstable"),
+            "ingest pod {} is {qos:?}",
+            pod.name_any()
+        );
+    }
+
+    let mut route = quickstart("RetrievalRoute")?.remove(0);
+    route["metadata"]["name"] = json!(route_name);
+    route["spec"]["corpusRef"]["name"] = json!(corpus_name);
+    route["spec"]["serving"]["replicas"] = json!(1);
+    super::corpus::put(world, LONG_NS, &route).await?;
+    wait_for(
+        "the long-named route to serve",
+        Duration::from_secs(240),
+        || async {
+            let route =
+                support::trellis_object(client, LONG_NS, "retrievalroutes", &route_name).await?;
+            let served = route["status"]["servedVersion"].as_str() == Some(version.as_str());
+            let available =
+                support::condition(&route, "Available").is_some_and(|(s, _)| s == "True");
+            Ok((served && available).then_some(()))
+        },
+    )
+    .await?;
+    let service = trellis::operator::serving::workload_name(&route_name);
+    ensure!(service.len() <= 63, "Service name {service} is too long");
+    let endpoints = wait_for("a ready endpoint", Duration::from_secs(60), || async {
+        let ready = support::ready_endpoints(client, LONG_NS, &service).await?;
+        Ok((!ready.is_empty()).then_some(ready))
+    })
+    .await?;
+    let answer = support::retrieve(&world.http, &endpoints[0], super::corpus::QUERY).await?;
+    ensure!(
+        answer["index_version"] == version.as_str(),
+        "answered from {}",
+        answer["index_version"]
+    );
+    let serving = pods
+        .list(&ListParams::default().labels(&format!(
+            "trellis.dev/route={}",
+            trellis::operator::label_value(&route_name)
+        )))
+        .await?
+        .items;
+    ensure!(
+        serving
+            .iter()
+            .all(|p| p.status.as_ref().and_then(|s| s.qos_class.as_deref()) == Some("Burstable")),
+        "a retrieval pod is not Burstable"
+    );
+
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let operator_budgets = budgets
+        .list(&ListParams::default().labels("app.kubernetes.io/component=operator"))
+        .await?
+        .items;
+    ensure!(
+        operator_budgets.len() == 1,
+        "the operator has {} disruption budgets",
+        operator_budgets.len()
+    );
+    Ok(())
 }
