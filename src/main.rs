@@ -184,8 +184,17 @@ enum Command {
         /// The image ingest Jobs and retrieval pods run.
         #[arg(long, env = "TRELLIS_IMAGE")]
         image: String,
-        #[arg(long, default_value = "IfNotPresent")]
+        /// The pull policy of ingest and retrieval pods.
+        #[arg(
+            long,
+            env = "TRELLIS_IMAGE_PULL_POLICY",
+            default_value = "IfNotPresent"
+        )]
         image_pull_policy: String,
+        /// Image pull secrets given to ingest and retrieval pods
+        /// (comma-separated names).
+        #[arg(long, env = "TRELLIS_IMAGE_PULL_SECRETS", value_delimiter = ',')]
+        image_pull_secrets: Vec<String>,
         /// Address of /metrics and /healthz.
         #[arg(long, default_value = "0.0.0.0:8080")]
         metrics_listen: std::net::SocketAddr,
@@ -461,6 +470,7 @@ fn run(command: Command) -> Result<ExitCode> {
             namespace,
             image,
             image_pull_policy,
+            image_pull_secrets,
             metrics_listen,
             no_leader_election,
             lease_name,
@@ -470,6 +480,10 @@ fn run(command: Command) -> Result<ExitCode> {
             settings: trellis::operator::Settings {
                 image,
                 image_pull_policy,
+                image_pull_secrets: image_pull_secrets
+                    .into_iter()
+                    .filter(|name| !name.trim().is_empty())
+                    .collect(),
             },
             metrics_listen,
             leader_election: !no_leader_election,

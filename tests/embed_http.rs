@@ -736,3 +736,40 @@ spec:
         vec!["Which law governs the agreement?".to_string()]
     );
 }
+
+#[test]
+fn the_key_comes_from_a_mounted_secret_when_a_secret_ref_names_one() {
+    let server = Server::start(|r, _| list_reply(r, 4));
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("openai")).unwrap();
+    std::fs::write(root.path().join("openai/api-key"), "sk-from-secret\n").unwrap();
+    let with_ref = |name: &str| EmbeddingSpec {
+        // The Secret takes precedence over the variable (set or not).
+        api_key_secret_ref: Some(trellis::spec::SecretKeyRef {
+            name: name.into(),
+            key: "api-key".into(),
+        }),
+        api_key_env: Some("TRELLIS_TEST_UNSET_OPENAI_KEY".into()),
+        ..service_spec(EmbeddingProvider::Openai, &server)
+    };
+    let (embedder, missing) = {
+        let _env = lock(&ENV);
+        // SAFETY: tests that read or write the environment hold ENV.
+        unsafe { std::env::set_var("TRELLIS_SECRET_ROOT", root.path()) };
+        let embedder = embed::from_spec(&with_ref("openai"), None);
+        let missing = embed::from_spec(&with_ref("absent"), None).err();
+        unsafe { std::env::remove_var("TRELLIS_SECRET_ROOT") };
+        (embedder.unwrap(), missing)
+    };
+    embedder.embed_documents(&["a clause"]).unwrap();
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-from-secret")
+    );
+    let error = missing.expect("a missing Secret is an error").to_string();
+    assert!(
+        error.contains("apiKeySecretRef") && error.contains("\"absent\""),
+        "{error}"
+    );
+}

@@ -237,6 +237,7 @@ fn context(client: kube::Client) -> Arc<Context> {
         Settings {
             image: "registry.example/trellis:1.0".into(),
             image_pull_policy: "IfNotPresent".into(),
+            image_pull_secrets: Vec::new(),
         },
         Metrics::new(),
     );
@@ -293,6 +294,7 @@ fn report(inputs: &str, version: &str) -> Value {
     let status = trellis::spec::IndexVersionStatus {
         version: version.into(),
         profile_hash: Some(trellis::index::profile_hash(&IndexProfileSpec::default())),
+        format: Some(trellis::index::FORMAT_VERSION),
         documents: 3,
         sentences: 120,
         chunks: 9,
@@ -565,6 +567,7 @@ async fn a_route_deploys_its_pods_over_the_active_version() {
     c.status = Some(trellis::spec::CorpusStatus {
         active_index: Some(trellis::spec::IndexVersionStatus {
             version: "v7".into(),
+            format: Some(trellis::index::FORMAT_VERSION),
             ..Default::default()
         }),
         ..Default::default()

@@ -11,7 +11,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use trellis::embed;
 use trellis::index::{self, IndexVersion};
 use trellis::retrieve::{Filter, Retriever};
-use trellis::spec::{self, AnchorMode};
+use trellis::spec::{self, AnchorMode, IndexProfileSpec};
 
 use super::{EXIT_PARTIAL, manifest_dir};
 
@@ -49,8 +49,9 @@ pub fn ingest(
     match result {
         // A shard reports nothing: the finalize step does, for the corpus.
         Ok((code, None)) => Ok(code),
-        Ok((_, Some(report))) => {
-            let status = trellis::operator::ingest::version_status(&report, cluster.inputs);
+        Ok((_, Some((report, profile)))) => {
+            let status =
+                trellis::operator::ingest::version_status(&report, cluster.inputs, &profile);
             super::operator::write_report(cluster.configmap, cluster.inputs, Ok(&status))?;
             // Failed documents are in the report (and the Corpus' Degraded
             // condition); the Job itself succeeded.
@@ -105,7 +106,7 @@ fn ingest_shard(
     data_dir: &Path,
     json: bool,
     shard: index::Shard,
-) -> Result<(ExitCode, Option<index::IngestReport>)> {
+) -> Result<(ExitCode, Option<(index::IngestReport, IndexProfileSpec)>)> {
     let Selected {
         corpus_name,
         corpus: corpus_res,
@@ -178,7 +179,7 @@ fn ingest_corpus(
     data_dir: &Path,
     json: bool,
     served: &[String],
-) -> Result<(ExitCode, Option<index::IngestReport>)> {
+) -> Result<(ExitCode, Option<(index::IngestReport, IndexProfileSpec)>)> {
     let Selected {
         corpus_name,
         corpus: corpus_res,
@@ -266,7 +267,7 @@ fn ingest_corpus(
     } else {
         ExitCode::from(EXIT_PARTIAL)
     };
-    Ok((code, Some(report)))
+    Ok((code, Some((report, profile.spec))))
 }
 
 /// What `trellis query` was asked.

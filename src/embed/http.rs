@@ -737,7 +737,9 @@ impl Embedder for HttpEmbedder {
     }
 }
 
-/// The API key: `apiKeyFile`'s trimmed content, else the variable named by
+/// The API key: `apiKeyFile`'s trimmed content, else the Secret key
+/// `apiKeySecretRef` names (mounted under the secret root), else the
+/// variable named by
 /// `apiKeyEnv` (or the provider's usual one). No key at all is fine for a
 /// self-hosted endpoint, but an error for the provider's public API or
 /// when `apiKeyEnv` was named and is unset.
@@ -760,6 +762,29 @@ fn read_api_key(
         if key.is_empty() {
             return Err(EmbedError::Config(format!(
                 "embedding.apiKeyFile {} is empty",
+                path.display()
+            )));
+        }
+        return Ok(Some(key.to_string()));
+    }
+    if let Some(secret) = &spec.api_key_secret_ref {
+        let path = crate::source::secret_root()
+            .join(&secret.name)
+            .join(&secret.key);
+        let content = std::fs::read_to_string(&path).map_err(|e| {
+            EmbedError::Config(format!(
+                "embedding.apiKeySecretRef (Secret {:?}, key {:?}) at {}: {e}",
+                secret.name,
+                secret.key,
+                path.display()
+            ))
+        })?;
+        let key = content.trim();
+        if key.is_empty() {
+            return Err(EmbedError::Config(format!(
+                "embedding.apiKeySecretRef (Secret {:?}, key {:?}) at {} is empty",
+                secret.name,
+                secret.key,
                 path.display()
             )));
         }

@@ -48,8 +48,15 @@ pub use links::RelatedEdge;
 pub use store::{ChunkRecord, SkeletonStore};
 pub use vectors::{HnswGraph, Vectors};
 
-/// Version of the on-disk layout; part of every version hash.
+/// Version of the on-disk layout this build writes; part of every version
+/// hash.
 pub const FORMAT_VERSION: u32 = 9;
+
+/// The on-disk layouts this build opens. A version written in another one
+/// must be rebuilt before this build serves it: the operator keeps a
+/// route's pods on the release that built their version until the Corpus
+/// publishes one in a format the new release reads.
+pub const READABLE_FORMATS: std::ops::RangeInclusive<u32> = FORMAT_VERSION..=FORMAT_VERSION;
 
 /// The chunks of a version, read only by the graph export.
 pub const CHUNKS_FILE: &str = "chunks.json";
@@ -1017,11 +1024,13 @@ impl IndexVersion {
         };
         let dir = corpus_dir(data_dir, corpus).join(&version);
         let manifest = read_manifest(&dir)?;
-        if manifest.format_version != FORMAT_VERSION {
+        if !READABLE_FORMATS.contains(&manifest.format_version) {
             return Err(IndexError::Corrupt(format!(
-                "{}: format version {} (this build reads {FORMAT_VERSION}); re-run ingest",
+                "{}: format version {} (this build reads {}–{}); re-run ingest",
                 dir.display(),
-                manifest.format_version
+                manifest.format_version,
+                READABLE_FORMATS.start(),
+                READABLE_FORMATS.end()
             )));
         }
         let profile: IndexProfileSpec = read_json(&dir.join("profile.json"))?;

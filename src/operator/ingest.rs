@@ -130,7 +130,10 @@ pub fn content_hash(
             storage.remove("retainVersions");
         }
     }
+    // The format is in it so that a release writing a new one rebuilds
+    // every Corpus, which the routes wait for before they roll.
     short_hash(&[
+        &crate::index::FORMAT_VERSION.to_le_bytes(),
         crate::index::profile_hash(&profile.spec).as_bytes(),
         spec.to_string().as_bytes(),
         serde_json::to_string(source_config_maps)
@@ -180,12 +183,18 @@ pub fn source_config_map_names(corpus: &Corpus) -> Vec<String> {
 
 /// The status an ingest reports for the version it published: counts, the
 /// first failures, and what it was built from.
-pub fn version_status(report: &IngestReport, inputs: &str) -> IndexVersionStatus {
+pub fn version_status(
+    report: &IngestReport,
+    inputs: &str,
+    profile: &crate::spec::IndexProfileSpec,
+) -> IndexVersionStatus {
     let m = &report.manifest;
     IndexVersionStatus {
         version: m.version.clone(),
         inputs: Some(inputs.to_string()),
         profile_hash: Some(m.profile_hash.clone()),
+        format: Some(m.format_version),
+        secrets: profile.secret_names(),
         job: None,
         documents: m.counts.documents as u64,
         failed_documents: m.counts.failed_documents as u64,
@@ -301,6 +310,10 @@ fn plan_ingest(
         .into_iter()
         .chain(unsupported_sources(corpus))
         .chain(corpus.spec.ingest.refresh_seconds().err())
+        .chain(super::template::problems(
+            &corpus.spec.ingest.template,
+            "spec.ingest.template",
+        ))
         .collect::<Vec<_>>();
     if !invalid.is_empty() {
         set(
@@ -924,19 +937,14 @@ fn job(
     // (or, for the graph store, its export) with a message naming it,
     // where a required volume would leave the pod pending in silence.
     let config_maps = source_config_map_names(corpus);
+    let profile_secrets = profile.spec.secret_names();
     let mut secrets: Vec<&str> = corpus
         .spec
         .sources
         .iter()
         .filter_map(|s| s.s3.as_ref()?.credentials_secret.as_ref())
         .map(|r| r.name.as_str())
-        .chain(
-            profile
-                .spec
-                .graph
-                .password_secret()
-                .map(|r| r.name.as_str()),
-        )
+        .chain(profile_secrets.iter().map(String::as_str))
         .collect();
     secrets.sort_unstable();
     secrets.dedup();
@@ -1009,8 +1017,23 @@ fn job(
         security_context: Some(container_security()),
         ..Default::default()
     };
+    let mut template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels.clone()),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            service_account_name: Some(names.service_account.clone()),
+            security_context: Some(pod_security()),
+            containers: vec![container],
+            volumes: Some(volumes),
+            ..Default::default()
+        }),
+    };
+    super::template::apply(&spec.template, settings, &mut template);
     Job {
-        metadata: meta(job_name, corpus.namespace(), labels.clone(), &owner),
+        metadata: meta(job_name, corpus.namespace(), labels, &owner),
         spec: Some(JobSpec {
             completion_mode: Some("Indexed".into()),
             completions: Some(saturating_i32(completions)),
@@ -1022,20 +1045,7 @@ fn job(
             backoff_limit: Some(saturating_i32(spec.backoff_limit)),
             active_deadline_seconds: Some(i64::from(spec.active_deadline_seconds)),
             ttl_seconds_after_finished: Some(saturating_i32(spec.ttl_seconds_after_finished)),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..Default::default()
-                }),
-                spec: Some(PodSpec {
-                    restart_policy: Some("Never".into()),
-                    service_account_name: Some(names.service_account.clone()),
-                    security_context: Some(pod_security()),
-                    containers: vec![container],
-                    volumes: Some(volumes),
-                    ..Default::default()
-                }),
-            },
+            template,
             ..Default::default()
         }),
         status: None,

@@ -28,6 +28,7 @@ pub mod lease;
 pub mod profile;
 pub mod serving;
 pub mod telemetry;
+pub mod template;
 
 use std::collections::BTreeMap;
 
@@ -84,6 +85,9 @@ pub struct Settings {
     /// The image ingest and retrieval pods run (the operator's own).
     pub image: String,
     pub image_pull_policy: String,
+    /// The chart's `imagePullSecrets`, given to every pod the operator
+    /// makes (a Corpus' or route's `template` may add more).
+    pub image_pull_secrets: Vec<String>,
 }
 
 impl Default for Settings {
@@ -91,6 +95,7 @@ impl Default for Settings {
         Self {
             image: "ghcr.io/trellis-rag/trellis:0.1.0".into(),
             image_pull_policy: "IfNotPresent".into(),
+            image_pull_secrets: Vec::new(),
         }
     }
 }

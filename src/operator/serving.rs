@@ -18,7 +18,7 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, ContainerPort, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
+    ConfigMap, Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
     SecretVolumeSource, Service, ServicePort, ServiceSpec, Volume,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
@@ -32,7 +32,7 @@ use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL, Settings,
     common_labels, object_name, paths, short_hash,
 };
-use crate::spec::{Corpus, RetrievalRoute, RetrievalRouteStatus};
+use crate::spec::{Corpus, IndexVersionStatus, RetrievalRoute, RetrievalRouteStatus};
 
 /// The port `trellis serve` listens on inside the pod.
 const CONTAINER_PORT: i32 = 8080;
@@ -98,13 +98,36 @@ pub fn render_manifest(route: &RetrievalRoute) -> Result<String, Error> {
     serde_yaml::to_string(&route_doc).map_err(|e| Error::Render(e.to_string()))
 }
 
-/// Builds the route's objects serving `version`.
+/// Why this build cannot serve the Corpus' active version, if it cannot:
+/// its format is outside [`crate::index::READABLE_FORMATS`], or unknown
+/// (an earlier release built it and did not say; the re-ingest a new
+/// release starts reports it).
+fn unreadable_format(active: &IndexVersionStatus) -> Option<String> {
+    let formats = &crate::index::READABLE_FORMATS;
+    let built = match active.format {
+        Some(format) if formats.contains(&format) => return None,
+        Some(format) => format!("was written in index format {format}"),
+        None => "was built by an earlier release, which did not report its format".to_string(),
+    };
+    Some(format!(
+        "index version {} {built}; this operator's pods read formats {}–{}, so the \
+         route's pods keep serving it as they are until the Corpus publishes a version \
+         this release builds",
+        active.version,
+        formats.start(),
+        formats.end()
+    ))
+}
+
+/// Builds the route's objects serving `active`, the Corpus' active
+/// version: its pods mount the Secrets that version's profile reads.
 pub fn route_objects(
     route: &RetrievalRoute,
     corpus: &Corpus,
-    version: &str,
+    active: &IndexVersionStatus,
     settings: &Settings,
 ) -> Result<Objects, Error> {
+    let version = active.version.as_str();
     let name = route.name_any();
     let ns = route.namespace();
     let owner = super::owner_reference(route)?;
@@ -164,6 +187,26 @@ pub fn route_objects(
         });
         mounts.push(mount("tokens", paths::TOKENS, true));
     }
+    // The embedding service's key and the graph store's password, as the
+    // ingest pods have them: optional, so that a missing one fails the
+    // query that needs it with a message naming it.
+    for (i, secret) in active.secrets.iter().enumerate() {
+        let volume = format!("secret-{i}");
+        volumes.push(Volume {
+            name: volume.clone(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.clone()),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(
+            &volume,
+            &format!("{}/{secret}", paths::SECRET_ROOT),
+            true,
+        ));
+    }
     let probe = |path: &str, period: i32, failures: i32| Probe {
         http_get: Some(HTTPGetAction {
             path: Some(path.into()),
@@ -179,6 +222,11 @@ pub fn route_objects(
         image: Some(settings.image.clone()),
         image_pull_policy: Some(settings.image_pull_policy.clone()),
         args: Some(args),
+        env: Some(vec![EnvVar {
+            name: "TRELLIS_SECRET_ROOT".into(),
+            value: Some(paths::SECRET_ROOT.into()),
+            ..Default::default()
+        }]),
         ports: Some(vec![ContainerPort {
             name: Some("http".into()),
             container_port: CONTAINER_PORT,
@@ -203,6 +251,25 @@ pub fn route_objects(
     };
     let mut pod_labels = labels.clone();
     pod_labels.extend(selector(&name));
+    let mut template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(pod_labels),
+            annotations: Some(BTreeMap::from([
+                (INDEX_VERSION_ANNOTATION.to_string(), version.to_string()),
+                (CONFIG_HASH_ANNOTATION.to_string(), config_hash),
+            ])),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            automount_service_account_token: Some(false),
+            security_context: Some(pod_security()),
+            termination_grace_period_seconds: Some(30),
+            containers: vec![container],
+            volumes: Some(volumes),
+            ..Default::default()
+        }),
+    };
+    super::template::apply(&serving.template, settings, &mut template);
     let deployment = Deployment {
         metadata: meta(workload.clone(), labels.clone()),
         spec: Some(DeploymentSpec {
@@ -218,24 +285,7 @@ pub fn route_objects(
                     max_unavailable: Some(IntOrString::Int(0)),
                 }),
             }),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(pod_labels),
-                    annotations: Some(BTreeMap::from([
-                        (INDEX_VERSION_ANNOTATION.to_string(), version.to_string()),
-                        (CONFIG_HASH_ANNOTATION.to_string(), config_hash),
-                    ])),
-                    ..Default::default()
-                }),
-                spec: Some(PodSpec {
-                    automount_service_account_token: Some(false),
-                    security_context: Some(pod_security()),
-                    termination_grace_period_seconds: Some(30),
-                    containers: vec![container],
-                    volumes: Some(volumes),
-                    ..Default::default()
-                }),
-            },
+            template,
             ..Default::default()
         }),
         status: None,
@@ -428,6 +478,15 @@ fn plan_serving(
         );
     }
 
+    let problems = super::template::problems(&route.spec.serving.template, "spec.serving.template");
+    if !problems.is_empty() {
+        // The pods keep serving what they serve; nothing is applied.
+        set(
+            &mut plan,
+            Set::new("Progressing", false, "InvalidSpec", problems.join("; ")),
+        );
+        return Ok(plan);
+    }
     if let Some(reason) = &observed.corpus_unreadable {
         // The pods keep serving what they serve; nothing is applied.
         let message = format!(
@@ -471,7 +530,24 @@ fn plan_serving(
         }
         return Ok(plan);
     };
-    let objects = route_objects(route, corpus, &active.version, settings)?;
+    if let Some(message) = unreadable_format(active) {
+        // Rebuild first, roll after: the pods that run keep serving the
+        // version with the release that built it, and nothing is applied
+        // (a new template would roll them onto a binary that cannot open
+        // it) until the Corpus publishes a version this build reads.
+        set(
+            &mut plan,
+            Set::new("Progressing", true, "AwaitingReindex", message.clone()),
+        );
+        if observed.deployment.is_none() {
+            set(
+                &mut plan,
+                Set::new("Available", false, "AwaitingReindex", message),
+            );
+        }
+        return Ok(plan);
+    }
+    let objects = route_objects(route, corpus, active, settings)?;
     let changes_template = observed.deployment.as_ref().is_none_or(|d| {
         template_version(d) != Some(active.version.as_str())
             || template_annotation(d, CONFIG_HASH_ANNOTATION)

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec};
 use kube::ResourceExt;
 
 use super::conditions;
@@ -51,6 +51,7 @@ fn settings() -> Settings {
     Settings {
         image: "registry.example/trellis:1.0".into(),
         image_pull_policy: "IfNotPresent".into(),
+        image_pull_secrets: vec!["registry-cred".into()],
     }
 }
 
@@ -74,6 +75,7 @@ pub(crate) fn report(inputs: &str, version: &str, failed: u64) -> ConfigMap {
     let status = IndexVersionStatus {
         version: version.into(),
         profile_hash: Some(crate::index::profile_hash(&IndexProfileSpec::default())),
+        format: Some(crate::index::FORMAT_VERSION),
         documents: 12,
         failed_documents: failed,
         sentences: 3400,
@@ -782,6 +784,7 @@ fn active_corpus(version: &str) -> Corpus {
     c.status = Some(crate::spec::CorpusStatus {
         active_index: Some(IndexVersionStatus {
             version: version.into(),
+            format: Some(crate::index::FORMAT_VERSION),
             ..Default::default()
         }),
         ..Default::default()
@@ -1170,4 +1173,246 @@ fn a_route_whose_corpus_cannot_be_read_keeps_its_pods() {
     let progressing = conditions::get(&plan.status.conditions, "Progressing").unwrap();
     assert_eq!(progressing.reason, "CorpusInvalid");
     assert!(progressing.message.contains("spec.ingest.shards"));
+}
+
+#[test]
+fn a_route_holds_its_pods_until_a_version_this_build_reads_is_published() {
+    let r = route();
+    let serving = route_plan(
+        &r,
+        &serving::Observed {
+            corpus_unreadable: None,
+            corpus: Some(active_corpus("v1")),
+            deployment: None,
+        },
+    )
+    .objects
+    .unwrap();
+    let running = rolled(&serving.deployment, 2);
+    for (format, said) in [
+        (None, "earlier release"),
+        (Some(crate::index::FORMAT_VERSION + 1), "format"),
+    ] {
+        let mut corpus = active_corpus("v1");
+        if let Some(active) = corpus.status.as_mut().and_then(|s| s.active_index.as_mut()) {
+            active.format = format;
+        }
+        let held = route_plan(
+            &r,
+            &serving::Observed {
+                corpus_unreadable: None,
+                corpus: Some(corpus.clone()),
+                deployment: Some(running.clone()),
+            },
+        );
+        assert!(held.objects.is_none(), "{format:?}: nothing is applied");
+        let progressing = conditions::get(&held.status.conditions, "Progressing").unwrap();
+        assert_eq!(progressing.reason, "AwaitingReindex");
+        assert!(
+            progressing.message.contains(said),
+            "{}",
+            progressing.message
+        );
+        assert_eq!(held.status.served_version.as_deref(), Some("v1"));
+        let fresh = route_plan(
+            &r,
+            &serving::Observed {
+                corpus_unreadable: None,
+                corpus: Some(corpus),
+                deployment: None,
+            },
+        );
+        assert!(fresh.objects.is_none());
+        let available = conditions::get(&fresh.status.conditions, "Available").unwrap();
+        assert_eq!(available.reason, "AwaitingReindex");
+    }
+}
+
+/// A template of every kind the issue names, as a user writes it.
+fn template_json() -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {
+            "labels": {"team": "search", "app.kubernetes.io/name": "not-trellis"},
+            "annotations": {"cost-center": "42"}
+        },
+        "nodeSelector": {"pool": "cpu"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "rag", "effect": "NoSchedule"}],
+        "topologySpreadConstraints": [{
+            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"
+        }],
+        "priorityClassName": "rag-batch",
+        "imagePullSecrets": [{"name": "team-cred"}],
+        "env": [{"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": {"name": "openai", "key": "key"}}}],
+        "envFrom": [{"configMapRef": {"name": "proxy"}}],
+        "volumes": [{"name": "ca", "configMap": {"name": "corporate-ca"}}],
+        "volumeMounts": [{"name": "ca", "mountPath": "/etc/ssl/corporate", "readOnly": true}]
+    })
+}
+
+fn assert_templated(pod: &PodTemplateSpec) {
+    let meta = pod.metadata.as_ref().unwrap();
+    let labels = meta.labels.as_ref().unwrap();
+    assert_eq!(labels["team"], "search");
+    assert_eq!(
+        labels["app.kubernetes.io/name"], "trellis",
+        "the operator's labels win"
+    );
+    assert_eq!(meta.annotations.as_ref().unwrap()["cost-center"], "42");
+    let spec = pod.spec.as_ref().unwrap();
+    assert_eq!(spec.node_selector.as_ref().unwrap()["pool"], "cpu");
+    assert_eq!(spec.tolerations.as_ref().unwrap().len(), 1);
+    assert_eq!(spec.topology_spread_constraints.as_ref().unwrap().len(), 1);
+    assert_eq!(spec.priority_class_name.as_deref(), Some("rag-batch"));
+    let pull: Vec<&str> = spec
+        .image_pull_secrets
+        .iter()
+        .flatten()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(
+        pull,
+        ["registry-cred", "team-cred"],
+        "the chart's, then the template's"
+    );
+    assert!(spec.volumes.iter().flatten().any(|v| v.name == "data"));
+    assert!(spec.volumes.iter().flatten().any(|v| v.name == "ca"));
+    let container = &spec.containers[0];
+    let env: Vec<&str> = container
+        .env
+        .iter()
+        .flatten()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert!(
+        env.contains(&"TRELLIS_SECRET_ROOT") && env.contains(&"OPENAI_API_KEY"),
+        "{env:?}"
+    );
+    assert_eq!(container.env_from.as_ref().unwrap().len(), 1);
+    let mounts: Vec<&str> = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.mount_path.as_str())
+        .collect();
+    assert!(mounts.contains(&"/var/lib/trellis") && mounts.contains(&"/etc/ssl/corporate"));
+}
+
+#[test]
+fn templates_reach_ingest_and_retrieval_pods() {
+    let mut c = corpus();
+    c.spec.ingest.template = serde_json::from_value(template_json()).unwrap();
+    let p = plan(&c, &with_profile());
+    let job = job_of(&p).expect("an ingest Job");
+    assert_templated(&job.spec.as_ref().unwrap().template);
+
+    let mut r = route();
+    r.spec.serving.template = serde_json::from_value(template_json()).unwrap();
+    let plan = route_plan(
+        &r,
+        &serving::Observed {
+            corpus_unreadable: None,
+            corpus: Some(active_corpus("v1")),
+            deployment: None,
+        },
+    );
+    let deployment = plan.objects.unwrap().deployment;
+    assert_templated(&deployment.spec.as_ref().unwrap().template);
+}
+
+#[test]
+fn template_clashes_with_the_operators_own_names_are_refused() {
+    let clash = serde_json::json!({
+        "volumes": [{"name": "data", "emptyDir": {}}, {"name": "secret-0", "emptyDir": {}}],
+        "volumeMounts": [{"name": "x", "mountPath": "/var/lib/trellis/cache"}],
+        "env": [{"name": "TRELLIS_SECRET_ROOT", "value": "/elsewhere"}]
+    });
+    let mut c = corpus();
+    c.spec.ingest.template = serde_json::from_value(clash.clone()).unwrap();
+    let p = plan(&c, &with_profile());
+    assert!(job_of(&p).is_none());
+    let ready = conditions::get(&p.status.conditions, "Ready").unwrap();
+    assert_eq!(ready.reason, "InvalidSpec");
+    for needle in [
+        "\"data\"",
+        "\"secret-0\"",
+        "/var/lib/trellis/cache",
+        "TRELLIS_SECRET_ROOT",
+    ] {
+        assert!(
+            ready.message.contains(needle),
+            "{needle}: {}",
+            ready.message
+        );
+    }
+
+    let mut r = route();
+    r.spec.serving.template = serde_json::from_value(clash).unwrap();
+    let plan = route_plan(
+        &r,
+        &serving::Observed {
+            corpus_unreadable: None,
+            corpus: Some(active_corpus("v1")),
+            deployment: None,
+        },
+    );
+    assert!(plan.objects.is_none());
+    let progressing = conditions::get(&plan.status.conditions, "Progressing").unwrap();
+    assert_eq!(progressing.reason, "InvalidSpec");
+    assert!(progressing.message.contains("spec.serving.template"));
+}
+
+#[test]
+fn provider_and_graph_secrets_reach_the_pods_that_build_and_serve_a_version() {
+    let mut observed = with_profile();
+    let profile = observed.profile.as_mut().unwrap();
+    profile.spec.embedding = serde_json::from_value(serde_json::json!({
+        "provider": "openai",
+        "model": "text-embedding-3-small",
+        "apiKeySecretRef": {"name": "openai", "key": "api-key"}
+    }))
+    .unwrap();
+    profile.spec.graph = serde_json::from_value(serde_json::json!({
+        "store": "neo4j",
+        "neo4j": {"uri": "bolt://neo4j:7687", "passwordSecretRef": {"name": "neo4j-auth"}}
+    }))
+    .unwrap();
+    assert_eq!(profile.spec.secret_names(), ["neo4j-auth", "openai"]);
+    let p = plan(&corpus(), &observed);
+    let job = job_of(&p).expect("an ingest Job");
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let secrets: Vec<&str> = pod
+        .volumes
+        .iter()
+        .flatten()
+        .filter_map(|v| v.secret.as_ref()?.secret_name.as_deref())
+        .collect();
+    assert_eq!(secrets, ["neo4j-auth", "openai"]);
+
+    // The version's status names them; the route's pods mount them.
+    let mut c = active_corpus("v1");
+    if let Some(active) = c.status.as_mut().and_then(|s| s.active_index.as_mut()) {
+        active.secrets = vec!["neo4j-auth".into(), "openai".into()];
+    }
+    let plan = route_plan(
+        &route(),
+        &serving::Observed {
+            corpus_unreadable: None,
+            corpus: Some(c),
+            deployment: None,
+        },
+    );
+    let deployment = plan.objects.unwrap().deployment;
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    let mounts: Vec<String> = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.mount_path.clone())
+        .collect();
+    for name in ["neo4j-auth", "openai"] {
+        assert!(
+            mounts.contains(&format!("/var/run/trellis/secrets/{name}")),
+            "{mounts:?}"
+        );
+    }
 }

@@ -289,6 +289,10 @@ pub struct IngestSpec {
     /// `trellis.dev/reingest` annotation gets a new value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refresh_interval: Option<String>,
+    /// Additions to the ingest pods: labels, annotations, scheduling,
+    /// image pull secrets, env, volumes.
+    #[serde(skip_serializing_if = "super::PodTemplate::is_empty")]
+    pub template: super::PodTemplate,
 }
 
 impl Default for IngestSpec {
@@ -301,6 +305,7 @@ impl Default for IngestSpec {
             ttl_seconds_after_finished: 3600,
             resources: None,
             refresh_interval: None,
+            template: Default::default(),
         }
     }
 }

@@ -8,6 +8,7 @@ mod manifest;
 mod profile;
 mod route;
 mod status;
+mod template;
 
 pub use corpus::{
     ConfigMapSource, Corpus, CorpusSpec, HttpSource, IngestSpec, MAX_SOURCES, ObjectRef, PvcSource,
@@ -29,6 +30,7 @@ pub use route::{
 pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,
 };
+pub use template::{PodTemplate, TemplateMetadata};
 
 /// Adds CEL validation rules (`x-kubernetes-validations`: rule, message)
 /// to a type's schema.

@@ -57,6 +57,24 @@ pub struct IndexProfileSpec {
     pub graph: GraphSpec,
 }
 
+impl IndexProfileSpec {
+    /// The Secrets this profile reads (the embedding service's API key,
+    /// the graph store's password), sorted, each once: what the operator
+    /// mounts into the pods that build or serve its versions.
+    pub fn secret_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .embedding
+            .api_key_secret_ref
+            .iter()
+            .chain(self.graph.password_secret())
+            .map(|r| r.name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
 /// Input bounds and cleaning applied while parsing.
 ///
 /// Every bound exists so that one hostile or broken file cannot exhaust the
@@ -372,9 +390,17 @@ pub struct EmbeddingSpec {
     pub api_key_env: Option<String>,
     /// A file whose content, trimmed, is the API key (a mounted Secret, for
     /// example), relative to the manifest. Takes precedence over
-    /// `apiKeyEnv`.
+    /// `apiKeySecretRef` and `apiKeyEnv`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key_file: Option<String>,
+    /// A key of a Secret holding the API key (give `key`: its default is
+    /// `password`). In a cluster the operator mounts the Secret into the
+    /// ingest pods and into the pods of every route serving a version
+    /// built with this profile (they embed queries); the embedded mode
+    /// reads `$TRELLIS_SECRET_ROOT/<name>/<key>`. Takes precedence over
+    /// `apiKeyEnv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_secret_ref: Option<SecretKeyRef>,
     /// Length of the service's vectors (HTTP providers); every vector
     /// returned is checked against it. When unset, an ingest sends one
     /// probe request before embedding to learn it, and the index version
@@ -424,6 +450,7 @@ impl Default for EmbeddingSpec {
             endpoint: None,
             api_key_env: None,
             api_key_file: None,
+            api_key_secret_ref: None,
             dimensions: None,
             request_batch: None,
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,

@@ -379,6 +379,10 @@ pub struct ServingSpec {
     /// open to anything that reaches its Service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_secret: Option<String>,
+    /// Additions to the retrieval pods: labels, annotations, scheduling,
+    /// image pull secrets, env, volumes.
+    #[serde(skip_serializing_if = "super::PodTemplate::is_empty")]
+    pub template: super::PodTemplate,
 }
 
 impl Default for ServingSpec {
@@ -389,6 +393,7 @@ impl Default for ServingSpec {
             port: 8080,
             resources: None,
             token_secret: None,
+            template: Default::default(),
         }
     }
 }

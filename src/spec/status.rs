@@ -60,6 +60,14 @@ pub struct IndexVersionStatus {
     /// The canonical hash of the IndexProfile spec it was built with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_hash: Option<String>,
+    /// The on-disk format it was written in; unset when an earlier
+    /// release, which did not report it, built it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<u32>,
+    /// The Secrets its profile reads (embedding API key, graph store
+    /// password): the route's pods mount them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
     /// The ingest Job building it (pending versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,

@@ -6,6 +6,7 @@ mod corpus;
 mod leader;
 mod lifecycle;
 mod robust;
+mod template;
 mod upgrade;
 
 use std::future::Future;
@@ -72,6 +73,10 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "names longer than a label ingest and serve; pods request resources",
             robust::long_names
+        ),
+        scenario!(
+            "pod templates and Secret references reach ingest and retrieval pods",
+            template::templates_and_secrets
         ),
         scenario!(
             "a failed ingest says why and recovers when fixed",

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
+use trellis::index::READABLE_FORMATS;
 
 use super::chart::{helm_release, operator_runs};
 use super::corpus::{QUERY, Traffic, put, quickstart, ready_corpus, stage};
@@ -52,8 +53,10 @@ pub async fn previous_serves(world: &World) -> Result<()> {
 
 /// `helm upgrade --wait` to this chart and image while two clients send
 /// retrievals to the route's ready endpoints: the new operator takes the
-/// Lease, rolls the retrieval pods to the new image over the index the old
-/// release built, and not one request fails.
+/// Lease, re-ingests (the index format is part of the inputs), holds the
+/// retrieval pods on the old image until the Corpus reports a version in
+/// a format this build reads (the previous release did not report one),
+/// then rolls them, and not one request fails.
 pub async fn upgrade(world: &World) -> Result<()> {
     let client = &world.cluster.admin;
     let before = support::trellis_object(client, NS, "corpora", CORPUS).await?;
@@ -68,7 +71,7 @@ pub async fn upgrade(world: &World) -> Result<()> {
     operator_runs(world, IMAGE_TAG).await?;
     let image = format!("{IMAGE_REPOSITORY}:{IMAGE_TAG}");
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    wait_for(
+    let rolled_early = wait_for(
         "the route's pods to roll to the new image",
         Duration::from_secs(300),
         || async {
@@ -80,14 +83,36 @@ pub async fn upgrade(world: &World) -> Result<()> {
                 .and_then(|s| s.containers.first())
                 .and_then(|c| c.image.clone());
             let route = support::trellis_object(client, NS, "retrievalroutes", CORPUS).await?;
-            let rolled = template_image.as_deref() == Some(image.as_str())
+            // Read after the Deployment: a Corpus that reported its format
+            // before the roll still reports it now.
+            let corpus = support::trellis_object(client, NS, "corpora", CORPUS).await?;
+            let format = corpus["status"]["activeIndex"]["format"]
+                .as_u64()
+                .and_then(|f| u32::try_from(f).ok());
+            let new_template = template_image.as_deref() == Some(image.as_str());
+            if new_template && !format.is_some_and(|f| READABLE_FORMATS.contains(&f)) {
+                return Ok(Some(Some(format!(
+                    "the route's pods rolled to the new image before the Corpus reported a \
+                     readable index format (format {format:?})"
+                ))));
+            }
+            let rolled = new_template
                 && support::condition(&route, "Progressing")
                     .is_some_and(|(s, r)| s == "False" && r == "RolloutComplete")
                 && support::condition(&route, "Available").is_some_and(|(s, _)| s == "True");
-            Ok(rolled.then_some(route))
+            Ok(rolled.then_some(None))
         },
     )
     .await?;
+    if let Some(problem) = rolled_early {
+        bail!(problem);
+    }
+    // The hold may pass while `helm upgrade --wait` runs; its Event stays.
+    let reasons = support::event_reasons(client, NS, CORPUS).await?;
+    ensure!(
+        reasons.iter().any(|r| r == "AwaitingReindex"),
+        "the route never held its pods for the re-ingest (Events: {reasons:?})"
+    );
     tokio::time::sleep(Duration::from_secs(3)).await;
     let tally = traffic.finish().await;
     eprintln!(
