@@ -5,6 +5,7 @@ Lua 5.1 as Argo CD's interpreter speaks it, and checks the health each gets.
     python scripts/check_health_lua.py     # needs the lupa wheel
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -29,12 +30,17 @@ CASES = {
         (obj(None), "Progressing"),
         (obj({"observedGeneration": 1, "conditions": []}), "Progressing"),
         (obj({"observedGeneration": 2, "conditions": [condition("Paused", "True", "PausedByAnnotation")]}), "Suspended"),
+        # Paused, then edited: still Suspended, not waiting for a generation.
+        (obj({"observedGeneration": 1, "conditions": [condition("Paused", "True", "PausedByAnnotation")]}), "Suspended"),
         (obj({"observedGeneration": 2, "conditions": [
-            condition("Ready", "False", "Ingesting"), condition("Ingesting", "True", "JobRunning")]}), "Progressing"),
+            condition("Ready", "False", "Ingesting"), condition("Ingesting", "True", "JobRunning"),
+            condition("Reconciling", "True", "JobRunning")]}), "Progressing"),
         (obj({"observedGeneration": 2, "conditions": [
-            condition("Ready", "True", "IndexActive"), condition("Ingesting", "True", "JobRunning")]}), "Progressing"),
+            condition("Ready", "True", "IndexActive"), condition("Ingesting", "True", "JobRunning"),
+            condition("Reconciling", "True", "JobRunning")]}), "Progressing"),
         (obj({"observedGeneration": 2, "conditions": [
-            condition("Ready", "False", "IngestFailed", "Job failed"), condition("Ingesting", "False", "IngestFailed")]}), "Degraded"),
+            condition("Ready", "False", "IngestFailed", "Job failed"), condition("Ingesting", "False", "IngestFailed"),
+            condition("Stalled", "True", "IngestFailed", "Job failed")]}), "Degraded"),
         (obj({"observedGeneration": 2, "conditions": [
             condition("Ready", "True", "IndexActive", "index version v1"),
             condition("Degraded", "True", "DocumentsFailed", "1 documents failed")]}), "Healthy"),
@@ -42,20 +48,34 @@ CASES = {
     ],
     "indexprofile-health.lua": [
         (obj(None), "Progressing"),
-        (obj({"conditions": [condition("Valid", "True", "SpecValid")]}), "Healthy"),
-        (obj({"conditions": [condition("Valid", "False", "SpecInvalid", "minTokens above maxTokens")]}), "Degraded"),
+        (obj({"observedGeneration": 2, "conditions": [
+            condition("Valid", "True", "SpecValid"), condition("Ready", "True", "SpecValid")]}), "Healthy"),
+        (obj({"observedGeneration": 2, "conditions": [
+            condition("Valid", "False", "SpecInvalid", "minTokens above maxTokens"),
+            condition("Ready", "False", "SpecInvalid", "minTokens above maxTokens"),
+            condition("Stalled", "True", "SpecInvalid", "minTokens above maxTokens")]}), "Degraded"),
         (obj({"conditions": [condition("Paused", "True", "PausedByAnnotation")]}), "Suspended"),
     ],
     "retrievalroute-health.lua": [
         (obj(None), "Progressing"),
-        (obj({"observedGeneration": 1, "conditions": [condition("Available", "True")]}), "Progressing"),
+        (obj({"observedGeneration": 1, "conditions": [condition("Available", "True"), condition("Ready", "True")]}), "Progressing"),
         (obj({"observedGeneration": 2, "servedVersion": "v1", "conditions": [
-            condition("Available", "True", "MinimumReplicasAvailable"), condition("Progressing", "False", "RolloutComplete")]}), "Healthy"),
+            condition("Available", "True", "MinimumReplicasAvailable"), condition("Progressing", "False", "RolloutComplete"),
+            condition("Ready", "True", "Serving")]}), "Healthy"),
         (obj({"observedGeneration": 2, "conditions": [
-            condition("Available", "True"), condition("Progressing", "True", "NewTemplate")]}), "Progressing"),
+            condition("Available", "True"), condition("Progressing", "True", "NewTemplate"),
+            condition("Ready", "False", "NewTemplate"), condition("Reconciling", "True", "NewTemplate")]}), "Progressing"),
+        # A rollout past its deadline while old pods still serve: not Healthy.
         (obj({"observedGeneration": 2, "conditions": [
-            condition("Available", "False", "CorpusNotFound"), condition("Progressing", "False", "CorpusNotFound")]}), "Degraded"),
+            condition("Available", "True", "MinimumReplicasAvailable"),
+            condition("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet has timed out progressing."),
+            condition("Ready", "False", "ProgressDeadlineExceeded"),
+            condition("Stalled", "True", "ProgressDeadlineExceeded", "ReplicaSet has timed out progressing.")]}), "Degraded"),
+        (obj({"observedGeneration": 2, "conditions": [
+            condition("Available", "False", "CorpusNotFound"), condition("Progressing", "False", "CorpusNotFound"),
+            condition("Ready", "False", "CorpusNotFound"), condition("Stalled", "True", "CorpusNotFound")]}), "Degraded"),
         (obj({"observedGeneration": 2, "conditions": [condition("Paused", "True")]}), "Suspended"),
+        (obj({"observedGeneration": 1, "conditions": [condition("Paused", "True"), condition("Ready", "True")]}), "Suspended"),
     ],
 }
 
@@ -74,9 +94,28 @@ def to_lua(runtime, value):
     return value
 
 
+LIVE = Path(__file__).resolve().parent.parent / "target/e2e/health"
+
+
+def live_cases():
+    """Objects the end-to-end suite kept from the real control plane, each
+    with the health it expects (tests/e2e/scenarios/health.rs)."""
+    cases = {}
+    for path in sorted(LIVE.glob("*.json")) if LIVE.is_dir() else []:
+        sample = json.loads(path.read_text())
+        cases.setdefault(sample["script"], []).append((sample["object"], sample["expected"]))
+    return cases
+
+
 def main():
     failures = 0
+    live = live_cases()
+    if live:
+        print(f"live objects from the e2e run: {sum(len(c) for c in live.values())}")
+    else:
+        print("live objects from the e2e run: none (run `cargo test --test e2e` first)")
     for script, cases in CASES.items():
+        cases = cases + live.get(script, [])
         source = (DIR / script).read_text()
         for i, (sample, expected) in enumerate(cases):
             runtime = lua51.LuaRuntime(unpack_returned_tuples=True)

@@ -77,6 +77,57 @@ pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
     get(conditions, type_).is_some_and(|c| c.status == "True")
 }
 
+/// Sets kstatus' abnormal-true conditions, which GitOps tools (Flux, Argo
+/// CD, `kubectl wait`) read on every kind: `Reconciling` while the
+/// operator works towards the spec, `Stalled` while it cannot get there
+/// without a change from outside (an invalid spec, a missing Corpus, a
+/// failed ingest, a rollout past its deadline). Each is present only
+/// while true, as kstatus prefers.
+pub fn abnormal(
+    conditions: &mut Vec<Condition>,
+    reconciling: Option<(&str, String)>,
+    stalled: Option<(&str, String)>,
+    generation: Option<i64>,
+    now: &str,
+) {
+    for (type_, state) in [("Reconciling", reconciling), ("Stalled", stalled)] {
+        match state {
+            Some((reason, message)) => set(
+                conditions,
+                Set::new(type_, true, reason, message),
+                generation,
+                now,
+            ),
+            None => remove(conditions, type_),
+        }
+    }
+}
+
+/// `Reconciling` and `Stalled` read off a kind's own `Ready`: stalled when
+/// it is false for a reason other than work under way, reconciling while
+/// `work` (a condition type, e.g. `Ingesting`) is true.
+pub fn abnormal_from_ready(
+    conditions: &mut Vec<Condition>,
+    work: Option<&str>,
+    generation: Option<i64>,
+    now: &str,
+) {
+    let reconciling = work
+        .and_then(|work| get(conditions, work))
+        .filter(|c| c.status == "True")
+        .map(|c| (c.reason.clone(), c.message.clone()));
+    let stalled = get(conditions, "Ready")
+        .filter(|c| is_problem(c))
+        .map(|c| (c.reason.clone(), c.message.clone()));
+    abnormal(
+        conditions,
+        reconciling.as_ref().map(|(r, m)| (r.as_str(), m.clone())),
+        stalled.as_ref().map(|(r, m)| (r.as_str(), m.clone())),
+        generation,
+        now,
+    );
+}
+
 /// An Event to publish on a resource.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Note {
@@ -104,7 +155,14 @@ impl Note {
 }
 
 /// Reasons of a not-yet-ready state that is on its way, not a problem.
-const UNDER_WAY: &[&str] = &["Ingesting", "WaitingForIndex", "Deploying"];
+const UNDER_WAY: &[&str] = &[
+    "Ingesting",
+    "WaitingForIndex",
+    "Deploying",
+    "NewTemplate",
+    "RollingOut",
+    "AwaitingReindex",
+];
 
 /// Whether a condition in this state is a problem: `Ready`, `Valid` or
 /// `Available` false, or `Degraded` true, for a reason other than work
@@ -129,7 +187,13 @@ pub fn transitions(before: &[Condition], after: &[Condition], notes: &mut Vec<No
             Some(old) => old.status != condition.status || old.reason != condition.reason,
             None => is_problem(condition) || condition.type_ == "Paused",
         };
-        if !changed || notes.iter().any(|n| n.reason == condition.reason) {
+        if !changed {
+            continue;
+        }
+        if let Some(note) = notes.iter_mut().find(|n| n.reason == condition.reason) {
+            // One Event per reason; a Warning when any condition with it
+            // is a problem (`Progressing` stuck, then `Ready` false).
+            note.warning |= is_problem(condition);
             continue;
         }
         let message = format!(

@@ -258,6 +258,14 @@ pub fn plan_corpus(
         .map(|s| s.conditions.clone())
         .unwrap_or_default();
     let mut plan = plan_ingest(corpus, observed, settings, now, now_rfc3339)?;
+    if !super::is_paused(&corpus.metadata) {
+        conditions::abnormal_from_ready(
+            &mut plan.status.conditions,
+            Some("Ingesting"),
+            corpus.metadata.generation,
+            now_rfc3339,
+        );
+    }
     conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
     Ok(plan)
 }
@@ -1191,6 +1199,6 @@ pub fn report_error<'r>(report: &'r ConfigMap, inputs: &str) -> Option<&'r str> 
 /// A count for a Kubernetes `int32` field. The CRD bounds these below
 /// `i32::MAX`; an object admitted before the bounds existed gets the
 /// largest value rather than a negative one.
-fn saturating_i32(n: u32) -> i32 {
+pub(super) fn saturating_i32(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }

@@ -96,7 +96,15 @@ pub fn plan_profile(profile: &IndexProfile, now: &str) -> IndexProfileStatus {
     } else {
         Set::new("Valid", false, "SpecInvalid", problems.join("; "))
     };
+    // kstatus' `Ready` says the same on every kind; an invalid profile
+    // is `Stalled` until edited.
+    let ready = Set {
+        type_: "Ready",
+        ..change.clone()
+    };
     conditions::set(&mut status.conditions, change, generation, now);
+    conditions::set(&mut status.conditions, ready, generation, now);
+    conditions::abnormal_from_ready(&mut status.conditions, None, generation, now);
     status
 }
 

@@ -274,6 +274,9 @@ pub fn route_objects(
         metadata: meta(workload.clone(), labels.clone()),
         spec: Some(DeploymentSpec {
             replicas: Some(serving.replicas),
+            progress_deadline_seconds: serving
+                .progress_deadline_seconds
+                .map(super::ingest::saturating_i32),
             selector: LabelSelector {
                 match_labels: Some(selector(&name)),
                 ..Default::default()
@@ -377,9 +380,54 @@ pub fn plan_route(
         .map(|s| s.conditions.clone())
         .unwrap_or_default();
     let mut plan = plan_serving(route, observed, settings, now)?;
+    if !super::is_paused(&route.metadata) {
+        summarize(&mut plan.status, route.metadata.generation, now);
+    }
     conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
     Ok(plan)
 }
+
+/// kstatus' `Ready` from `Progressing` and `Available`: ready while the
+/// pods serve and no rollout is under way or stuck; then `Reconciling`
+/// (a rollout, a wait for an index) and `Stalled` (a rollout past its
+/// deadline, an invalid spec, a missing or unreadable Corpus).
+fn summarize(status: &mut RetrievalRouteStatus, generation: Option<i64>, now: &str) {
+    let progressing = conditions::get(&status.conditions, "Progressing").cloned();
+    let available = conditions::get(&status.conditions, "Available").cloned();
+    let ready = match (&progressing, &available) {
+        (Some(p), _) if p.status == "True" => {
+            Set::new("Ready", false, &p.reason, p.message.clone())
+        }
+        (Some(p), _) if STALLED.contains(&p.reason.as_str()) => {
+            Set::new("Ready", false, &p.reason, p.message.clone())
+        }
+        (_, Some(a)) if a.status == "True" => Set::new(
+            "Ready",
+            true,
+            "Serving",
+            match &status.served_version {
+                Some(version) => format!(
+                    "{} pods serve index version {version}",
+                    status.ready_replicas
+                ),
+                None => format!("{} pods ready", status.ready_replicas),
+            },
+        ),
+        (_, Some(a)) => Set::new("Ready", false, &a.reason, a.message.clone()),
+        (Some(p), None) => Set::new("Ready", false, &p.reason, p.message.clone()),
+        (None, None) => return,
+    };
+    conditions::set(&mut status.conditions, ready, generation, now);
+    conditions::abnormal_from_ready(&mut status.conditions, Some("Progressing"), generation, now);
+}
+
+/// `Progressing=False` reasons that need a change from outside.
+const STALLED: &[&str] = &[
+    "ProgressDeadlineExceeded",
+    "InvalidSpec",
+    "CorpusNotFound",
+    "CorpusInvalid",
+];
 
 fn plan_serving(
     route: &RetrievalRoute,

@@ -1125,6 +1125,64 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
     );
     assert!(progressing.message.contains("timed out"));
     assert_eq!(stalled.status.served_version.as_deref(), Some("v1"));
+
+    // kstatus: reconciling mid-rollout, ready once done, stalled when
+    // stuck (and a stuck rollout is never Ready, though pods serve).
+    let kstatus = |plan: &serving::Plan| {
+        let c = &plan.status.conditions;
+        (
+            conditions::get(c, "Ready").map(|c| c.status.clone()),
+            conditions::is_true(c, "Reconciling"),
+            conditions::is_true(c, "Stalled"),
+        )
+    };
+    assert_eq!(kstatus(&mid), (Some("False".into()), true, false));
+    assert_eq!(kstatus(&done), (Some("True".into()), false, false));
+    assert_eq!(kstatus(&stalled), (Some("False".into()), false, true));
+    let ready = conditions::get(&stalled.status.conditions, "Ready").unwrap();
+    assert_eq!(ready.reason, "ProgressDeadlineExceeded");
+    assert!(
+        stalled
+            .events
+            .iter()
+            .any(|e| e.warning && e.reason == "ProgressDeadlineExceeded")
+    );
+}
+
+#[test]
+fn every_kind_reports_kstatus_ready_reconciling_and_stalled() {
+    let mut bad = profile();
+    bad.spec.chunking.min_tokens = 500;
+    bad.spec.chunking.max_tokens = 100;
+    let status = super::profile::plan_profile(&bad, "2026-11-24T00:00:00Z");
+    assert!(!conditions::is_true(&status.conditions, "Ready"));
+    assert!(conditions::is_true(&status.conditions, "Stalled"));
+    let status = super::profile::plan_profile(&profile(), "2026-11-24T00:00:00Z");
+    assert!(conditions::is_true(&status.conditions, "Ready"));
+    assert!(conditions::get(&status.conditions, "Stalled").is_none());
+
+    // A first ingest is reconciling; a failed one stalls.
+    let started = plan(&corpus(), &with_profile());
+    assert!(conditions::is_true(
+        &started.status.conditions,
+        "Reconciling"
+    ));
+    assert!(!conditions::is_true(&started.status.conditions, "Stalled"));
+    let mut observed = with_profile();
+    let inputs = started.inputs.clone();
+    observed.ingest_job = Some(finished_job(false));
+    let mut running = corpus();
+    running.status = Some(started.status.clone());
+    let failed = plan(&running, &observed);
+    assert!(
+        conditions::is_true(&failed.status.conditions, "Stalled"),
+        "{inputs}: {:?}",
+        failed.status.conditions
+    );
+    assert!(!conditions::is_true(
+        &failed.status.conditions,
+        "Reconciling"
+    ));
 }
 
 #[test]

@@ -379,6 +379,12 @@ pub struct ServingSpec {
     /// open to anything that reaches its Service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_secret: Option<String>,
+    /// Seconds a rollout may go without progress before the route reports
+    /// it `Stalled` (`ProgressDeadlineExceeded`, from the Deployment).
+    /// Default 600; raise it for indexes that take longer to load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 2147483647))]
+    pub progress_deadline_seconds: Option<u32>,
     /// Additions to the retrieval pods: labels, annotations, scheduling,
     /// image pull secrets, env, volumes.
     #[serde(skip_serializing_if = "super::PodTemplate::is_empty")]
@@ -393,6 +399,7 @@ impl Default for ServingSpec {
             port: 8080,
             resources: None,
             token_secret: None,
+            progress_deadline_seconds: None,
             template: Default::default(),
         }
     }

@@ -272,3 +272,39 @@ pub async fn trellis_object(client: &Client, ns: &str, plural: &str, name: &str)
 pub fn names<K: ResourceExt>(items: &[K]) -> Vec<String> {
     items.iter().map(|o| o.name_any()).collect()
 }
+
+/// A JSON merge patch of one of Trellis' objects.
+pub async fn merge_trellis(
+    client: &Client,
+    ns: &str,
+    plural: &str,
+    name: &str,
+    patch: Value,
+) -> Result<()> {
+    let resource = kube::api::ApiResource {
+        group: "trellis.dev".into(),
+        version: "v1alpha1".into(),
+        api_version: "trellis.dev/v1alpha1".into(),
+        kind: String::new(),
+        plural: plural.into(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("patching {plural}/{name}"))?;
+    Ok(())
+}
+
+/// Keeps a live object for the GitOps health check of its kind
+/// (`scripts/check_health_lua.py`, run by the test command after this
+/// suite, reads `target/e2e/health/*.json` and expects `health`).
+pub fn health_sample(name: &str, script: &str, object: &Value, health: &str) -> Result<()> {
+    let dir = crate::cluster::repo().join("target/e2e/health");
+    std::fs::create_dir_all(&dir)?;
+    let sample = serde_json::json!({"script": script, "expected": health, "object": object});
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_vec_pretty(&sample)?,
+    )?;
+    Ok(())
+}

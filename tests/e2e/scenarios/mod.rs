@@ -3,6 +3,7 @@
 
 mod chart;
 mod corpus;
+mod health;
 mod leader;
 mod lifecycle;
 mod robust;
@@ -77,6 +78,10 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "pod templates and Secret references reach ingest and retrieval pods",
             template::templates_and_secrets
+        ),
+        scenario!(
+            "a stuck rollout is Stalled, not healthy; paused is Suspended",
+            health::stuck_rollout
         ),
         scenario!(
             "a failed ingest says why and recovers when fixed",
