@@ -673,3 +673,46 @@ fn the_binary_logs_without_query_text_and_stops_on_sigterm() {
     assert_eq!(retrieve["fields"]["results"], 3);
     assert!(log.contains("drained; stopped"), "{log}");
 }
+
+#[test]
+fn a_rotated_token_file_takes_effect_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let route = index(dir.path());
+    let file = dir.path().join("tokens");
+    std::fs::write(&file, "old-token-0000000001 *\n").unwrap();
+    let service = Arc::new(Service::new(
+        "contracts",
+        route.spec,
+        Limits::default(),
+        Some(serve::Tokens::load(&file).unwrap()),
+    ));
+    service.set_loaded(load(dir.path())).unwrap();
+    let server = Server::start(Arc::clone(&service));
+    let status = |token: &str| {
+        client()
+            .post(server.url("/v1/retrieve"))
+            .bearer_auth(token)
+            .json(&json!({"query": "When are fees due?"}))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(status("old-token-0000000001"), 200);
+    assert!(!service.reload_tokens(&file).unwrap(), "unchanged");
+
+    // The Secret rotates: the kubelet swaps the file's content.
+    std::fs::write(&file, "new-token-0000000002 *\n").unwrap();
+    assert!(service.reload_tokens(&file).unwrap());
+    assert_eq!(status("old-token-0000000001"), 401);
+    assert_eq!(status("new-token-0000000002"), 200);
+
+    // A broken file is refused and the tokens in use stay.
+    std::fs::write(&file, "no-tags-on-this-line\n").unwrap();
+    assert!(service.reload_tokens(&file).is_err());
+    assert_eq!(status("new-token-0000000002"), 200);
+    std::fs::remove_file(&file).unwrap();
+    assert!(service.reload_tokens(&file).is_err());
+    assert_eq!(status("new-token-0000000002"), 200);
+    server.stop();
+}

@@ -76,6 +76,9 @@ pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
             tracing::info!(%version, "index loaded and query embedder warm; ready");
             Ok(())
         });
+        if let Some(path) = args.token_file {
+            tokio::spawn(reload_tokens(Arc::clone(&service), path.to_path_buf()));
+        }
         let server = tokio::spawn(serve::run(listener, service, shutdown_signal()));
         // A failed load ends the process: a pod that can never become
         // ready should restart rather than sit unready.
@@ -113,4 +116,27 @@ pub async fn shutdown_signal() {
         () = term => {}
     }
     tracing::info!("shutting down: no new connections, draining requests in flight");
+}
+
+/// How often the token file is read again. A mounted Secret is updated by
+/// the kubelet within its sync period (a minute or so); this adds little.
+const TOKEN_RELOAD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Picks up a rotated token file: a new Secret value takes effect within
+/// [`TOKEN_RELOAD_EVERY`] of reaching the pod, with no restart.
+async fn reload_tokens(service: Arc<Service>, path: std::path::PathBuf) {
+    let mut every = tokio::time::interval(TOKEN_RELOAD_EVERY);
+    every.tick().await;
+    loop {
+        every.tick().await;
+        match service.reload_tokens(&path) {
+            Ok(true) => {
+                tracing::info!(path = %path.display(), "token file changed; new tokens in use")
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "token file unreadable; the previous tokens stay in use")
+            }
+        }
+    }
 }

@@ -38,7 +38,7 @@ pub enum Access {
 }
 
 /// The tokens of a token file.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct Tokens {
     entries: Vec<(blake3::Hash, Access)>,
 }

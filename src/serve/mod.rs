@@ -16,7 +16,7 @@ mod metrics;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::extract::rejection::JsonRejection;
@@ -94,8 +94,10 @@ pub struct Service {
     route: RetrievalRouteSpec,
     limits: Limits,
     /// Bearer tokens and what each may see; `None` serves everyone
-    /// everything.
-    tokens: Option<Tokens>,
+    /// everything. Replaced whole when the token file changes
+    /// ([`Service::reload_tokens`]): a rotated Secret takes effect without
+    /// a restart.
+    tokens: Option<RwLock<Arc<Tokens>>>,
     loaded: OnceLock<Arc<Loaded>>,
     /// Held by a retrieval until its work ends, even past its timeout, so
     /// that abandoned work still counts against the limit.
@@ -111,7 +113,7 @@ impl Service {
         tokens: Option<Tokens>,
     ) -> Self {
         Self {
-            tokens,
+            tokens: tokens.map(|t| RwLock::new(Arc::new(t))),
             route_name: route_name.to_string(),
             permits: Arc::new(Semaphore::new(limits.concurrency.max(1))),
             metrics: Metrics::new(),
@@ -143,12 +145,31 @@ impl Service {
         self.loaded.get().is_some()
     }
 
+    /// Reads the token file again and, when its tokens differ from the
+    /// ones in use, puts them in place; `Ok(true)` when they changed. A
+    /// file that no longer parses is an error and the tokens in use stay
+    /// (a half-written or broken Secret never locks everyone out or lets
+    /// everyone in). A service started without tokens stays open.
+    pub fn reload_tokens(&self, path: &std::path::Path) -> Result<bool, auth::TokenFileError> {
+        let Some(current) = &self.tokens else {
+            return Ok(false);
+        };
+        let fresh = Tokens::load(path)?;
+        let mut current = current.write().unwrap_or_else(|e| e.into_inner());
+        if **current == fresh {
+            return Ok(false);
+        }
+        *current = Arc::new(fresh);
+        Ok(true)
+    }
+
     /// The ACL tags a request may see (`None`: all), from its bearer
     /// token when the service has a token file.
     fn authorize(&self, headers: &HeaderMap) -> Result<Option<Vec<String>>, ApiError> {
         let Some(tokens) = &self.tokens else {
             return Ok(None);
         };
+        let tokens = Arc::clone(&tokens.read().unwrap_or_else(|e| e.into_inner()));
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
