@@ -1,5 +1,5 @@
-"""Runs the Argo CD health checks of the Trellis kinds
-(examples/gitops/argocd/*-health.lua) on sample objects, under
+"""Runs the Argo CD health check of the Trellis kinds
+(examples/gitops/argocd/trellis-health.lua) on sample objects of each kind, under
 Lua 5.1 as Argo CD's interpreter speaks it, and checks the health each gets.
 
     python scripts/check_health_lua.py     # needs the lupa wheel
@@ -26,7 +26,7 @@ def obj(status, generation=2):
 
 
 CASES = {
-    "corpus-health.lua": [
+    "Corpus": [
         (obj(None), "Progressing"),
         (obj({"observedGeneration": 1, "conditions": []}), "Progressing"),
         (obj({"observedGeneration": 2, "conditions": [condition("Paused", "True", "PausedByAnnotation")]}), "Suspended"),
@@ -46,7 +46,7 @@ CASES = {
             condition("Degraded", "True", "DocumentsFailed", "1 documents failed")]}), "Healthy"),
         (obj({"observedGeneration": 2, "conditions": [condition("Ready", "True", "IndexActive", "v1")]}), "Healthy"),
     ],
-    "indexprofile-health.lua": [
+    "IndexProfile": [
         (obj(None), "Progressing"),
         (obj({"observedGeneration": 2, "conditions": [
             condition("Valid", "True", "SpecValid"), condition("Ready", "True", "SpecValid")]}), "Healthy"),
@@ -56,7 +56,7 @@ CASES = {
             condition("Stalled", "True", "SpecInvalid", "minTokens above maxTokens")]}), "Degraded"),
         (obj({"conditions": [condition("Paused", "True", "PausedByAnnotation")]}), "Suspended"),
     ],
-    "retrievalroute-health.lua": [
+    "RetrievalRoute": [
         (obj(None), "Progressing"),
         (obj({"observedGeneration": 1, "conditions": [condition("Available", "True"), condition("Ready", "True")]}), "Progressing"),
         (obj({"observedGeneration": 2, "servedVersion": "v1", "conditions": [
@@ -94,6 +94,7 @@ def to_lua(runtime, value):
     return value
 
 
+SCRIPT = "trellis-health.lua"
 LIVE = Path(__file__).resolve().parent.parent / "target/e2e/health"
 
 
@@ -103,7 +104,7 @@ def live_cases():
     cases = {}
     for path in sorted(LIVE.glob("*.json")) if LIVE.is_dir() else []:
         sample = json.loads(path.read_text())
-        cases.setdefault(sample["script"], []).append((sample["object"], sample["expected"]))
+        cases.setdefault(sample["kind"], []).append((sample["object"], sample["expected"]))
     return cases
 
 
@@ -114,9 +115,9 @@ def main():
         print(f"live objects from the e2e run: {sum(len(c) for c in live.values())}")
     else:
         print("live objects from the e2e run: none (run `cargo test --test e2e` first)")
-    for script, cases in CASES.items():
-        cases = cases + live.get(script, [])
-        source = (DIR / script).read_text()
+    source = (DIR / SCRIPT).read_text()
+    for kind, cases in CASES.items():
+        cases = cases + live.get(kind, [])
         for i, (sample, expected) in enumerate(cases):
             runtime = lua51.LuaRuntime(unpack_returned_tuples=True)
             runtime.globals().obj = to_lua(runtime, sample)
@@ -125,8 +126,8 @@ def main():
             message = result["message"] if result is not None else None
             if status != expected or not isinstance(message, str):
                 failures += 1
-                print(f"{script} case {i}: got {status!r} ({message!r}), expected {expected!r}")
-        print(f"{script}: {len(cases)} cases")
+                print(f"{kind} case {i}: got {status!r} ({message!r}), expected {expected!r}")
+        print(f"{kind}: {len(cases)} cases")
     sys.exit(1 if failures else 0)
 
 

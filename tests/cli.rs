@@ -314,19 +314,15 @@ fn the_cluster_quickstart_runs_as_its_ingest_pods_do() {
 }
 
 #[test]
-fn the_argocd_health_checks_are_the_lua_files() {
+fn the_argocd_health_checks_are_the_lua_file() {
     let dir = root().join("examples/gitops/argocd");
     let config: serde_json::Value =
         serde_yaml::from_str(&std::fs::read_to_string(dir.join("argocd-cm.yaml")).unwrap())
             .unwrap();
-    for (kind, file) in [
-        ("Corpus", "corpus-health.lua"),
-        ("IndexProfile", "indexprofile-health.lua"),
-        ("RetrievalRoute", "retrievalroute-health.lua"),
-    ] {
+    let script = std::fs::read_to_string(dir.join("trellis-health.lua")).unwrap();
+    for kind in ["Corpus", "IndexProfile", "RetrievalRoute"] {
         let embedded =
             &config["data"][format!("resource.customizations.health.trellis.dev_{kind}")];
-        let script = std::fs::read_to_string(dir.join(file)).unwrap();
         assert_eq!(embedded.as_str(), Some(script.as_str()), "{kind}");
     }
 }

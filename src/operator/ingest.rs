@@ -973,23 +973,7 @@ fn job(
             true,
         ));
     }
-    for (i, secret) in secrets.into_iter().enumerate() {
-        let volume = format!("secret-{i}");
-        volumes.push(Volume {
-            name: volume.clone(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(secret.to_string()),
-                optional: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
-        mounts.push(mount(
-            &volume,
-            &format!("{}/{secret}", paths::SECRET_ROOT),
-            true,
-        ));
-    }
+    mount_secrets(&secrets, &mut volumes, &mut mounts);
     let env_path = |name: &str, value: &str| EnvVar {
         name: name.into(),
         value: Some(value.into()),
@@ -1097,6 +1081,35 @@ pub(super) fn pod_volumes(
         mount("tmp", paths::TMP, false),
     ];
     (volumes, mounts)
+}
+
+/// Each Secret read-only in its own directory under the secret root
+/// (volumes `secret-0`, …). Optional: a missing one fails the step that
+/// needs it with a message naming it, where a required volume would leave
+/// the pod pending in silence.
+pub(super) fn mount_secrets(
+    secrets: &[impl AsRef<str>],
+    volumes: &mut Vec<Volume>,
+    mounts: &mut Vec<VolumeMount>,
+) {
+    for (i, secret) in secrets.iter().enumerate() {
+        let secret = secret.as_ref();
+        let volume = format!("secret-{i}");
+        volumes.push(Volume {
+            name: volume.clone(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.to_string()),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(
+            &volume,
+            &format!("{}/{secret}", paths::SECRET_ROOT),
+            true,
+        ));
+    }
 }
 
 pub(super) fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {

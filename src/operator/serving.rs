@@ -27,7 +27,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 use super::conditions::{self, Note, Set};
-use super::ingest::{container_security, mount, pod_security, pod_volumes};
+use super::ingest::{container_security, mount, mount_secrets, pod_security, pod_volumes};
 use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL, Settings,
     common_labels, object_name, paths, short_hash,
@@ -188,25 +188,8 @@ pub fn route_objects(
         mounts.push(mount("tokens", paths::TOKENS, true));
     }
     // The embedding service's key and the graph store's password, as the
-    // ingest pods have them: optional, so that a missing one fails the
-    // query that needs it with a message naming it.
-    for (i, secret) in active.secrets.iter().enumerate() {
-        let volume = format!("secret-{i}");
-        volumes.push(Volume {
-            name: volume.clone(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(secret.clone()),
-                optional: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
-        mounts.push(mount(
-            &volume,
-            &format!("{}/{secret}", paths::SECRET_ROOT),
-            true,
-        ));
-    }
+    // ingest pods have them.
+    mount_secrets(&active.secrets, &mut volumes, &mut mounts);
     let probe = |path: &str, period: i32, failures: i32| Probe {
         http_get: Some(HTTPGetAction {
             path: Some(path.into()),

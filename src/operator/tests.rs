@@ -521,16 +521,9 @@ fn every_object_built_is_owned_by_its_resource() {
         };
         assert!(owned_by(meta, "uid-corpus"), "{:?}", meta.name);
     }
-    let objects = route_plan(
-        &route(),
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v1")),
-            deployment: None,
-        },
-    )
-    .objects
-    .unwrap();
+    let objects = plan_over(&route(), Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
     let mut metas = vec![
         &objects.config.metadata,
         &objects.deployment.metadata,
@@ -815,6 +808,23 @@ fn route_plan(route: &RetrievalRoute, observed: &serving::Observed) -> serving::
     plan_route(route, observed, &settings(), "2026-11-24T00:00:00Z").unwrap()
 }
 
+/// The plan for `route` over a readable Corpus (or none) and its
+/// Deployment as observed.
+fn plan_over(
+    route: &RetrievalRoute,
+    corpus: Option<Corpus>,
+    deployment: Option<Deployment>,
+) -> serving::Plan {
+    route_plan(
+        route,
+        &serving::Observed {
+            corpus_unreadable: None,
+            corpus,
+            deployment,
+        },
+    )
+}
+
 #[test]
 fn a_route_runs_a_hardened_deployment_a_service_and_a_budget() {
     let r = route();
@@ -931,14 +941,7 @@ fn a_token_secret_is_mounted_and_required() {
     let mut r = route();
     r.spec.serving.token_secret = Some("qa-tokens".into());
     r.spec.serving.replicas = 1;
-    let plan = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v1")),
-            deployment: None,
-        },
-    );
+    let plan = plan_over(&r, Some(active_corpus("v1")), None);
     let objects = plan.objects.unwrap();
     let pod = objects.deployment.spec.unwrap().template.spec.unwrap();
     let args = pod.containers[0].args.clone().unwrap().join(" ");
@@ -960,27 +963,11 @@ fn a_token_secret_is_mounted_and_required() {
 fn a_route_only_change_rolls_pods_without_an_ingest() {
     let r = route();
     let c = active_corpus("v1");
-    let first = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(c.clone()),
-            deployment: None,
-        },
-    )
-    .objects
-    .unwrap();
+    let first = plan_over(&r, Some(c.clone()), None).objects.unwrap();
     let running = rolled(&first.deployment, 2);
 
     // The same route and version: the template is unchanged.
-    let same = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(c.clone()),
-            deployment: Some(running.clone()),
-        },
-    );
+    let same = plan_over(&r, Some(c.clone()), Some(running.clone()));
     assert_eq!(
         same.objects.unwrap().deployment.spec.unwrap().template,
         first.deployment.spec.clone().unwrap().template
@@ -994,14 +981,7 @@ fn a_route_only_change_rolls_pods_without_an_ingest() {
     // and the Corpus' plan has nothing to build.
     let mut changed = r.clone();
     changed.spec.selection.top_k = 9;
-    let next = route_plan(
-        &changed,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(c.clone()),
-            deployment: Some(running),
-        },
-    );
+    let next = plan_over(&changed, Some(c.clone()), Some(running));
     let template = next.objects.unwrap().deployment.spec.unwrap().template;
     let before = first.deployment.spec.unwrap().template;
     assert_ne!(template, before);
@@ -1021,37 +1001,13 @@ fn a_route_only_change_rolls_pods_without_an_ingest() {
 #[test]
 fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
     let r = route();
-    let first = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v1")),
-            deployment: None,
-        },
-    )
-    .objects
-    .unwrap();
+    let first = plan_over(&r, Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
     let running = rolled(&first.deployment, 2);
     let mut served = r.clone();
-    served.status = Some(
-        route_plan(
-            &r,
-            &serving::Observed {
-                corpus_unreadable: None,
-                corpus: Some(active_corpus("v1")),
-                deployment: Some(running.clone()),
-            },
-        )
-        .status,
-    );
-    let next = route_plan(
-        &served,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v2")),
-            deployment: Some(running),
-        },
-    );
+    served.status = Some(plan_over(&r, Some(active_corpus("v1")), Some(running.clone())).status);
+    let next = plan_over(&served, Some(active_corpus("v2")), Some(running));
     let objects = next.objects.unwrap();
     assert_eq!(serving::template_version(&objects.deployment), Some("v2"));
     // Still v1 until the new pods are ready.
@@ -1066,23 +1022,13 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
         available_replicas: Some(2),
         ..Default::default()
     });
-    let mid = route_plan(
-        &served,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v2")),
-            deployment: Some(rolling),
-        },
-    );
+    let mid = plan_over(&served, Some(active_corpus("v2")), Some(rolling));
     assert_eq!(mid.status.served_version.as_deref(), Some("v1"));
     assert!(conditions::is_true(&mid.status.conditions, "Progressing"));
-    let done = route_plan(
+    let done = plan_over(
         &served,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v2")),
-            deployment: Some(rolled(&objects.deployment, 2)),
-        },
+        Some(active_corpus("v2")),
+        Some(rolled(&objects.deployment, 2)),
     );
     assert_eq!(done.status.served_version.as_deref(), Some("v2"));
     assert!(
@@ -1110,14 +1056,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
         }]),
         ..Default::default()
     });
-    let stalled = route_plan(
-        &served,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v2")),
-            deployment: Some(stuck),
-        },
-    );
+    let stalled = plan_over(&served, Some(active_corpus("v2")), Some(stuck));
     let progressing = conditions::get(&stalled.status.conditions, "Progressing").unwrap();
     assert_eq!(
         (progressing.status.as_str(), progressing.reason.as_str()),
@@ -1192,14 +1131,7 @@ fn a_route_waits_for_its_corpus() {
     assert!(none.objects.is_none());
     let available = conditions::get(&none.status.conditions, "Available").unwrap();
     assert_eq!(available.reason, "CorpusNotFound");
-    let unbuilt = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(corpus()),
-            deployment: None,
-        },
-    );
+    let unbuilt = plan_over(&r, Some(corpus()), None);
     assert!(unbuilt.objects.is_none());
     let progressing = conditions::get(&unbuilt.status.conditions, "Progressing").unwrap();
     assert_eq!(progressing.reason, "WaitingForIndex");
@@ -1208,16 +1140,9 @@ fn a_route_waits_for_its_corpus() {
 #[test]
 fn a_route_whose_corpus_cannot_be_read_keeps_its_pods() {
     let r = route();
-    let serving = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v1")),
-            deployment: None,
-        },
-    )
-    .objects
-    .unwrap();
+    let serving = plan_over(&r, Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
     let running = rolled(&serving.deployment, 2);
     let plan = route_plan(
         &r,
@@ -1236,16 +1161,9 @@ fn a_route_whose_corpus_cannot_be_read_keeps_its_pods() {
 #[test]
 fn a_route_holds_its_pods_until_a_version_this_build_reads_is_published() {
     let r = route();
-    let serving = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v1")),
-            deployment: None,
-        },
-    )
-    .objects
-    .unwrap();
+    let serving = plan_over(&r, Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
     let running = rolled(&serving.deployment, 2);
     for (format, said) in [
         (None, "earlier release"),
@@ -1255,14 +1173,7 @@ fn a_route_holds_its_pods_until_a_version_this_build_reads_is_published() {
         if let Some(active) = corpus.status.as_mut().and_then(|s| s.active_index.as_mut()) {
             active.format = format;
         }
-        let held = route_plan(
-            &r,
-            &serving::Observed {
-                corpus_unreadable: None,
-                corpus: Some(corpus.clone()),
-                deployment: Some(running.clone()),
-            },
-        );
+        let held = plan_over(&r, Some(corpus.clone()), Some(running.clone()));
         assert!(held.objects.is_none(), "{format:?}: nothing is applied");
         let progressing = conditions::get(&held.status.conditions, "Progressing").unwrap();
         assert_eq!(progressing.reason, "AwaitingReindex");
@@ -1272,14 +1183,7 @@ fn a_route_holds_its_pods_until_a_version_this_build_reads_is_published() {
             progressing.message
         );
         assert_eq!(held.status.served_version.as_deref(), Some("v1"));
-        let fresh = route_plan(
-            &r,
-            &serving::Observed {
-                corpus_unreadable: None,
-                corpus: Some(corpus),
-                deployment: None,
-            },
-        );
+        let fresh = plan_over(&r, Some(corpus), None);
         assert!(fresh.objects.is_none());
         let available = conditions::get(&fresh.status.conditions, "Available").unwrap();
         assert_eq!(available.reason, "AwaitingReindex");
@@ -1365,14 +1269,7 @@ fn templates_reach_ingest_and_retrieval_pods() {
 
     let mut r = route();
     r.spec.serving.template = serde_json::from_value(template_json()).unwrap();
-    let plan = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v1")),
-            deployment: None,
-        },
-    );
+    let plan = plan_over(&r, Some(active_corpus("v1")), None);
     let deployment = plan.objects.unwrap().deployment;
     assert_templated(&deployment.spec.as_ref().unwrap().template);
 }
@@ -1405,14 +1302,7 @@ fn template_clashes_with_the_operators_own_names_are_refused() {
 
     let mut r = route();
     r.spec.serving.template = serde_json::from_value(clash).unwrap();
-    let plan = route_plan(
-        &r,
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(active_corpus("v1")),
-            deployment: None,
-        },
-    );
+    let plan = plan_over(&r, Some(active_corpus("v1")), None);
     assert!(plan.objects.is_none());
     let progressing = conditions::get(&plan.status.conditions, "Progressing").unwrap();
     assert_eq!(progressing.reason, "InvalidSpec");
@@ -1451,14 +1341,7 @@ fn provider_and_graph_secrets_reach_the_pods_that_build_and_serve_a_version() {
     if let Some(active) = c.status.as_mut().and_then(|s| s.active_index.as_mut()) {
         active.secrets = vec!["neo4j-auth".into(), "openai".into()];
     }
-    let plan = route_plan(
-        &route(),
-        &serving::Observed {
-            corpus_unreadable: None,
-            corpus: Some(c),
-            deployment: None,
-        },
-    );
+    let plan = plan_over(&route(), Some(c), None);
     let deployment = plan.objects.unwrap().deployment;
     let pod = deployment.spec.unwrap().template.spec.unwrap();
     let mounts: Vec<String> = pod.containers[0]

@@ -295,13 +295,13 @@ pub async fn merge_trellis(
     Ok(())
 }
 
-/// Keeps a live object for the GitOps health check of its kind
+/// Keeps a live object for the Argo CD health check
 /// (`scripts/check_health_lua.py`, run by the test command after this
 /// suite, reads `target/e2e/health/*.json` and expects `health`).
-pub fn health_sample(name: &str, script: &str, object: &Value, health: &str) -> Result<()> {
+pub fn health_sample(name: &str, object: &Value, health: &str) -> Result<()> {
     let dir = crate::cluster::repo().join("target/e2e/health");
     std::fs::create_dir_all(&dir)?;
-    let sample = serde_json::json!({"script": script, "expected": health, "object": object});
+    let sample = serde_json::json!({"kind": object["kind"], "expected": health, "object": object});
     std::fs::write(
         dir.join(format!("{name}.json")),
         serde_json::to_vec_pretty(&sample)?,

@@ -35,15 +35,10 @@ pub async fn stuck_rollout(world: &World) -> Result<()> {
         "a Ready Corpus: {:?}",
         corpus["status"]["conditions"]
     );
-    support::health_sample("corpus-ready", "corpus-health.lua", &corpus, "Healthy")?;
+    support::health_sample("corpus-ready", &corpus, "Healthy")?;
     let profile = support::trellis_object(client, NS, "indexprofiles", NAME).await?;
     ensure!(is(&profile, "Ready", "True"), "the profile is not Ready");
-    support::health_sample(
-        "profile-ready",
-        "indexprofile-health.lua",
-        &profile,
-        "Healthy",
-    )?;
+    support::health_sample("profile-ready", &profile, "Healthy")?;
 
     let mut spec = quickstart("RetrievalRoute")?.remove(0);
     spec["spec"]["serving"]["replicas"] = json!(1);
@@ -61,12 +56,7 @@ pub async fn stuck_rollout(world: &World) -> Result<()> {
         },
     )
     .await?;
-    support::health_sample(
-        "route-ready",
-        "retrievalroute-health.lua",
-        &ready,
-        "Healthy",
-    )?;
+    support::health_sample("route-ready", &ready, "Healthy")?;
 
     // New pods that cannot start: the old one serves on (surge, never
     // below the replica count) and the rollout passes its deadline.
@@ -100,12 +90,7 @@ pub async fn stuck_rollout(world: &World) -> Result<()> {
     let endpoints = support::ready_endpoints(client, NS, "quickstart-retrieval").await?;
     let address = endpoints.first().context("the old pod stopped serving")?;
     support::retrieve(&world.http, address, QUERY).await?;
-    support::health_sample(
-        "route-stalled",
-        "retrievalroute-health.lua",
-        &stalled,
-        "Degraded",
-    )?;
+    support::health_sample("route-stalled", &stalled, "Degraded")?;
     let reasons = support::event_reasons(client, NS, NAME).await?;
     ensure!(
         reasons.iter().any(|r| r == "ProgressDeadlineExceeded"),
@@ -140,12 +125,7 @@ pub async fn stuck_rollout(world: &World) -> Result<()> {
         paused["status"]["observedGeneration"] != paused["metadata"]["generation"],
         "a paused route observed an edit"
     );
-    support::health_sample(
-        "route-paused-edited",
-        "retrievalroute-health.lua",
-        &paused,
-        "Suspended",
-    )?;
+    support::health_sample("route-paused-edited", &paused, "Suspended")?;
 
     // Unpaused and fixed: Ready again, nothing stalled.
     support::merge_trellis(
@@ -169,11 +149,6 @@ pub async fn stuck_rollout(world: &World) -> Result<()> {
         Ok(ok.then_some(route))
     })
     .await?;
-    support::health_sample(
-        "route-recovered",
-        "retrievalroute-health.lua",
-        &recovered,
-        "Healthy",
-    )?;
+    support::health_sample("route-recovered", &recovered, "Healthy")?;
     Ok(())
 }

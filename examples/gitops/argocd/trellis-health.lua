@@ -1,6 +1,6 @@
--- Argo CD health of a trellis.dev Corpus, from the conditions the operator
--- sets on every kind in kstatus' convention: Ready, and Reconciling and
--- Stalled while true.
+-- Argo CD health of the trellis.dev kinds (Corpus, IndexProfile,
+-- RetrievalRoute), from the conditions the operator sets on every kind in
+-- kstatus' convention: Ready, and Reconciling and Stalled while true.
 local hs = {status = "Progressing", message = "waiting for the Trellis operator"}
 if obj.status == nil or obj.status.conditions == nil then
   return hs
