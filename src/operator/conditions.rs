@@ -78,34 +78,12 @@ pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
 }
 
 /// Sets kstatus' abnormal-true conditions, which GitOps tools (Flux, Argo
-/// CD, `kubectl wait`) read on every kind: `Reconciling` while the
-/// operator works towards the spec, `Stalled` while it cannot get there
-/// without a change from outside (an invalid spec, a missing Corpus, a
-/// failed ingest, a rollout past its deadline). Each is present only
-/// while true, as kstatus prefers.
-pub fn abnormal(
-    conditions: &mut Vec<Condition>,
-    reconciling: Option<(&str, String)>,
-    stalled: Option<(&str, String)>,
-    generation: Option<i64>,
-    now: &str,
-) {
-    for (type_, state) in [("Reconciling", reconciling), ("Stalled", stalled)] {
-        match state {
-            Some((reason, message)) => set(
-                conditions,
-                Set::new(type_, true, reason, message),
-                generation,
-                now,
-            ),
-            None => remove(conditions, type_),
-        }
-    }
-}
-
-/// `Reconciling` and `Stalled` read off a kind's own `Ready`: stalled when
-/// it is false for a reason other than work under way, reconciling while
-/// `work` (a condition type, e.g. `Ingesting`) is true.
+/// CD, `kubectl wait`) read on every kind, from the kind's own: `Stalled`
+/// while `Ready` is false for a reason other than work under way (an
+/// invalid spec, a missing Corpus, a failed ingest, a rollout past its
+/// deadline), `Reconciling` while `work` (a condition type, e.g.
+/// `Ingesting`) is true. Each is present only while true, as kstatus
+/// prefers.
 pub fn abnormal_from_ready(
     conditions: &mut Vec<Condition>,
     work: Option<&str>,
@@ -115,17 +93,19 @@ pub fn abnormal_from_ready(
     let reconciling = work
         .and_then(|work| get(conditions, work))
         .filter(|c| c.status == "True")
-        .map(|c| (c.reason.clone(), c.message.clone()));
-    let stalled = get(conditions, "Ready")
-        .filter(|c| is_problem(c))
-        .map(|c| (c.reason.clone(), c.message.clone()));
-    abnormal(
-        conditions,
-        reconciling.as_ref().map(|(r, m)| (r.as_str(), m.clone())),
-        stalled.as_ref().map(|(r, m)| (r.as_str(), m.clone())),
-        generation,
-        now,
-    );
+        .cloned();
+    let stalled = get(conditions, "Ready").filter(|c| is_problem(c)).cloned();
+    for (type_, cause) in [("Reconciling", reconciling), ("Stalled", stalled)] {
+        match cause {
+            Some(cause) => set(
+                conditions,
+                Set::new(type_, true, &cause.reason, cause.message),
+                generation,
+                now,
+            ),
+            None => remove(conditions, type_),
+        }
+    }
 }
 
 /// An Event to publish on a resource.

@@ -662,12 +662,7 @@ fn the_graph_store_password_secret_is_mounted_into_ingest_pods() {
         .find_map(|v| v.secret.as_ref())
         .expect("the password Secret as a volume");
     assert_eq!(secret.secret_name.as_deref(), Some("falkordb-auth"));
-    let mounts: Vec<&str> = pod.containers[0]
-        .volume_mounts
-        .iter()
-        .flatten()
-        .map(|m| m.mount_path.as_str())
-        .collect();
+    let mounts = mount_paths(&pod.containers[0]);
     assert!(
         mounts.contains(&"/var/run/trellis/secrets/falkordb-auth"),
         "{mounts:?}"
@@ -702,12 +697,7 @@ fn config_map_and_s3_sources_are_mounted_into_ingest_pods_and_edits_are_new_inpu
         .expect("the credentials Secret as a volume");
     assert_eq!(secret.secret_name.as_deref(), Some("s3-creds"));
     let container = &pod.containers[0];
-    let mounts: Vec<&str> = container
-        .volume_mounts
-        .iter()
-        .flatten()
-        .map(|m| m.mount_path.as_str())
-        .collect();
+    let mounts = mount_paths(container);
     assert!(
         mounts.contains(&"/var/run/trellis/configmaps/faq"),
         "{mounts:?}"
@@ -802,6 +792,16 @@ fn rolled(deployment: &Deployment, ready: i32) -> Deployment {
         ..Default::default()
     });
     d
+}
+
+/// Where a container mounts its volumes.
+fn mount_paths(container: &k8s_openapi::api::core::v1::Container) -> Vec<&str> {
+    container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.mount_path.as_str())
+        .collect()
 }
 
 fn route_plan(route: &RetrievalRoute, observed: &serving::Observed) -> serving::Plan {
@@ -1250,12 +1250,7 @@ fn assert_templated(pod: &PodTemplateSpec) {
         "{env:?}"
     );
     assert_eq!(container.env_from.as_ref().unwrap().len(), 1);
-    let mounts: Vec<&str> = container
-        .volume_mounts
-        .iter()
-        .flatten()
-        .map(|m| m.mount_path.as_str())
-        .collect();
+    let mounts = mount_paths(container);
     assert!(mounts.contains(&"/var/lib/trellis") && mounts.contains(&"/etc/ssl/corporate"));
 }
 
@@ -1344,15 +1339,10 @@ fn provider_and_graph_secrets_reach_the_pods_that_build_and_serve_a_version() {
     let plan = plan_over(&route(), Some(c), None);
     let deployment = plan.objects.unwrap().deployment;
     let pod = deployment.spec.unwrap().template.spec.unwrap();
-    let mounts: Vec<String> = pod.containers[0]
-        .volume_mounts
-        .iter()
-        .flatten()
-        .map(|m| m.mount_path.clone())
-        .collect();
+    let mounts = mount_paths(&pod.containers[0]);
     for name in ["neo4j-auth", "openai"] {
         assert!(
-            mounts.contains(&format!("/var/run/trellis/secrets/{name}")),
+            mounts.contains(&format!("/var/run/trellis/secrets/{name}").as_str()),
             "{mounts:?}"
         );
     }

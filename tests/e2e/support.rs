@@ -251,8 +251,8 @@ pub fn condition(object: &Value, kind: &str) -> Option<(String, String)> {
         })
 }
 
-/// An object of one of Trellis' kinds, as JSON.
-pub async fn trellis_object(client: &Client, ns: &str, plural: &str, name: &str) -> Result<Value> {
+/// The API of one of Trellis' kinds, by its plural, in `ns`.
+fn trellis_api(client: &Client, ns: &str, plural: &str) -> Api<DynamicObject> {
     let resource = kube::api::ApiResource {
         group: "trellis.dev".into(),
         version: "v1alpha1".into(),
@@ -260,8 +260,12 @@ pub async fn trellis_object(client: &Client, ns: &str, plural: &str, name: &str)
         kind: String::new(),
         plural: plural.into(),
     };
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
-    let object = api
+    Api::namespaced_with(client.clone(), ns, &resource)
+}
+
+/// An object of one of Trellis' kinds, as JSON.
+pub async fn trellis_object(client: &Client, ns: &str, plural: &str, name: &str) -> Result<Value> {
+    let object = trellis_api(client, ns, plural)
         .get(name)
         .await
         .with_context(|| format!("getting {plural}/{name}"))?;
@@ -281,15 +285,8 @@ pub async fn merge_trellis(
     name: &str,
     patch: Value,
 ) -> Result<()> {
-    let resource = kube::api::ApiResource {
-        group: "trellis.dev".into(),
-        version: "v1alpha1".into(),
-        api_version: "trellis.dev/v1alpha1".into(),
-        kind: String::new(),
-        plural: plural.into(),
-    };
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+    trellis_api(client, ns, plural)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .with_context(|| format!("patching {plural}/{name}"))?;
     Ok(())

@@ -33,18 +33,7 @@ fn corpus_object(path: &str) -> Result<Value> {
 }
 
 async fn merge_corpus(world: &World, patch: Value) -> Result<()> {
-    let resource = kube::api::ApiResource {
-        group: "trellis.dev".into(),
-        version: "v1alpha1".into(),
-        api_version: "trellis.dev/v1alpha1".into(),
-        kind: "Corpus".into(),
-        plural: "corpora".into(),
-    };
-    let api: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(world.cluster.admin.clone(), NS, &resource);
-    api.patch(CORPUS, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
+    support::merge_trellis(&world.cluster.admin, NS, "corpora", CORPUS, patch).await
 }
 
 async fn ingest_jobs(client: &Client) -> Result<Vec<String>> {
