@@ -313,6 +313,101 @@ fn the_cluster_quickstart_runs_as_its_ingest_pods_do() {
     );
 }
 
+/// Two ingests of one corpus at once on one data directory (a retried pod
+/// beside the one it replaces, two Jobs of a namespace) publish exactly
+/// the vectors one ingest alone publishes, and both succeed. One of them
+/// is slowed: paused for 40 ms of every 60 ms, so that its cache appends,
+/// build and publish interleave with the other's.
+#[test]
+fn two_ingests_at_once_publish_what_one_alone_publishes() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let pvc = tmp.path().join("pvc");
+    copy_tree(
+        &root().join("examples/quickstart/documents"),
+        &pvc.join("trellis-documents"),
+    );
+    let ingest = |data: &Path, pod: &str| {
+        trellis()
+            .current_dir(root())
+            .env("TRELLIS_PVC_ROOT", &pvc)
+            .env("TRELLIS_POD_UID", pod)
+            .args([
+                "ingest",
+                "-f",
+                "examples/kubernetes/quickstart.yaml",
+                "--json",
+                "--data-dir",
+            ])
+            .arg(data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let report = |child: std::process::Child| {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+
+    let alone = tmp.path().join("alone");
+    let expected = report(ingest(&alone, "pod-alone"));
+
+    let shared = tmp.path().join("shared");
+    let slowed = ingest(&shared, "pod-a");
+    let other = ingest(&shared, "pod-b");
+    let pid = Pid::from_raw(slowed.id() as i32);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (a, b) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if kill(pid, Signal::SIGSTOP).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(40));
+                let _ = kill(pid, Signal::SIGCONT);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let b = report(other);
+        let a = report(slowed);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (a, b)
+    });
+
+    let version = expected["manifest"]["version"].as_str().unwrap();
+    for (name, r) in [("slowed", &a), ("other", &b)] {
+        assert_eq!(r["manifest"]["version"], version, "{name}: {r}");
+    }
+    let published = |data: &Path, file: &str| {
+        std::fs::read(data.join("indexes/quickstart").join(version).join(file)).unwrap()
+    };
+    for file in ["vectors.f32", "headings.f32", "terms.f32"] {
+        assert!(
+            published(&shared, file) == published(&alone, file),
+            "{file} differs from a single ingest's"
+        );
+    }
+    let current = std::fs::read_to_string(shared.join("indexes/quickstart/current")).unwrap();
+    assert_eq!(current.trim(), version);
+    let leftovers: Vec<String> = std::fs::read_dir(shared.join("indexes/quickstart"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // The shared cache holds every vector, each passing its checksum: a
+    // rebuild from it embeds nothing and publishes the same vectors again.
+    std::fs::remove_dir_all(shared.join("indexes")).unwrap();
+    let again = report(ingest(&shared, "pod-c"));
+    assert_eq!(again["manifest"]["embedded_sentences"], 0, "{again}");
+    assert_eq!(again["manifest"]["embedded_headings"], 0, "{again}");
+    assert!(published(&shared, "vectors.f32") == published(&alone, "vectors.f32"));
+}
+
 #[test]
 fn the_argocd_health_checks_are_the_lua_file() {
     let dir = root().join("examples/gitops/argocd");

@@ -228,11 +228,13 @@ fn an_unfinished_build_is_never_current() {
     let dir = tmp.path();
     let (corpus, profile, _) = setup(dir);
     let first = ingest(dir, &corpus, &profile);
-    // A crash mid-build leaves a `.build-*` directory and no manifest.
+    // A crash mid-build leaves a `.build-*` directory, no manifest, and
+    // the build's lock file, which nobody holds any more.
     let root = index::corpus_dir(&dir.join("data"), "c");
-    let crashed = root.join(".build-deadbeef-999999999");
+    let crashed = root.join(".build-deadbeef-a-crashed-pod");
     std::fs::create_dir_all(crashed.join("bm25")).unwrap();
     std::fs::write(crashed.join("vectors.f32"), b"half").unwrap();
+    std::fs::write(root.join(".build-deadbeef-a-crashed-pod.lock"), b"").unwrap();
     assert_eq!(
         index::current_version(&dir.join("data"), "c").unwrap(),
         first.manifest.version
@@ -241,6 +243,7 @@ fn an_unfinished_build_is_never_current() {
     // The next ingest cleans it up.
     ingest(dir, &corpus, &profile);
     assert!(!crashed.exists());
+    assert!(!root.join(".build-deadbeef-a-crashed-pod.lock").exists());
 }
 
 #[test]

@@ -13,6 +13,10 @@
 //! writer that did not lock) is skipped, the reader finds the next good
 //! record, and the file is rewritten without the bad ones; so the cache
 //! can only lose work, never return a wrong vector.
+//!
+//! The shards of a sharded ingest append to files of their own, one per
+//! corpus, shard and pod under the corpus' shard directory; the finalize
+//! step folds that corpus' shard files into the main file.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -39,6 +43,8 @@ pub struct CacheStats {
 /// Cached vectors for one model.
 pub struct EmbeddingCache {
     path: PathBuf,
+    /// The model's lock: one for its main file and all its shard files.
+    lock_path: PathBuf,
     dims: usize,
     vectors: HashMap<Key, Vec<f32>>,
     pending: Vec<Key>,
@@ -59,77 +65,81 @@ fn file_stem(model_id: &str) -> String {
 }
 
 impl EmbeddingCache {
-    /// Opens (or starts) the cache of `model_id` under `dir`. Vectors that
-    /// shards of a sharded ingest left in their own files
-    /// ([`open_shard`](Self::open_shard)) are folded into the main file and
-    /// their files removed.
+    /// Opens (or starts) the cache of `model_id` under `dir`.
     pub fn open(dir: &Path, model_id: &str, dims: usize) -> Result<Self, EmbedError> {
         let stem = file_stem(model_id);
-        let mut cache = Self {
-            path: dir.join(format!("{stem}.vectors")),
-            dims,
-            vectors: HashMap::new(),
-            pending: Vec::new(),
-        };
+        let mut cache = Self::at(dir, &stem, dir.join(format!("{stem}.vectors")), dims);
         let _lock = cache.lock()?;
         cache.load(model_id)?;
-        let shard_files = shard_files(dir, &stem);
-        for file in &shard_files {
-            let mut shard = Self {
-                path: file.clone(),
-                dims,
-                vectors: HashMap::new(),
-                pending: Vec::new(),
-            };
-            shard.load(model_id)?;
-            for (k, v) in shard.vectors {
-                if let std::collections::hash_map::Entry::Vacant(e) = cache.vectors.entry(k) {
-                    e.insert(v);
-                    cache.pending.push(k);
-                }
-            }
-        }
-        if !shard_files.is_empty() {
-            cache.append()?;
-            for file in shard_files {
-                let _ = fs::remove_file(file);
-            }
-        }
         Ok(cache)
     }
 
+    /// Folds into this (main) cache the vectors that the shards of one
+    /// corpus' sharded ingest left in `shards`
+    /// ([`open_shard`](Self::open_shard)), and removes their files. Only
+    /// that corpus' shard files are touched: another corpus' shards may
+    /// still be writing theirs.
+    pub fn fold_shards(&mut self, model_id: &str, shards: &Path) -> Result<(), EmbedError> {
+        let stem = file_stem(model_id);
+        let _lock = self.lock()?;
+        let files = shard_files(shards, &stem);
+        for file in &files {
+            let mut shard = Self::at(shards, &stem, file.clone(), self.dims);
+            shard.lock_path = self.lock_path.clone();
+            shard.load(model_id)?;
+            for (k, v) in shard.vectors {
+                if let std::collections::hash_map::Entry::Vacant(e) = self.vectors.entry(k) {
+                    e.insert(v);
+                    self.pending.push(k);
+                }
+            }
+        }
+        if !files.is_empty() {
+            self.append()?;
+            for file in files {
+                let _ = fs::remove_file(file);
+            }
+        }
+        Ok(())
+    }
+
     /// Opens the cache of one shard of a sharded ingest: it reads the main
-    /// file (what is cached already is not embedded again) and appends to
-    /// a file of its own, so that shards on different machines never write
-    /// to one file.
+    /// file under `dir` (what is cached already is not embedded again) and
+    /// appends to `<shards>/<model>.shard-<name>.vectors`, a file of its
+    /// own: `shards` is the corpus' shard directory and `name` tells this
+    /// writer apart (shard index and pod), so that no two pods, on one
+    /// machine or several, ever write one file.
     pub fn open_shard(
         dir: &Path,
         model_id: &str,
         dims: usize,
-        shard: u32,
+        shards: &Path,
+        name: &str,
     ) -> Result<Self, EmbedError> {
         let stem = file_stem(model_id);
-        let mut main = Self {
-            path: dir.join(format!("{stem}.vectors")),
-            dims,
-            vectors: HashMap::new(),
-            pending: Vec::new(),
-        };
+        let mut main = Self::at(dir, &stem, dir.join(format!("{stem}.vectors")), dims);
         let _lock = main.lock()?;
         if main.path.is_file() {
             main.load(model_id)?;
         }
-        let mut cache = Self {
-            path: dir.join(format!("{stem}.shard-{shard}.vectors")),
-            dims,
-            vectors: HashMap::new(),
-            pending: Vec::new(),
-        };
+        let path = shards.join(format!("{stem}.shard-{}.vectors", file_stem(name)));
+        let mut cache = Self::at(dir, &stem, path, dims);
         cache.load(model_id)?;
         for (k, v) in main.vectors {
             cache.vectors.entry(k).or_insert(v);
         }
         Ok(cache)
+    }
+
+    /// An empty cache over `path`, locked through `<dir>/<stem>.lock`.
+    fn at(dir: &Path, stem: &str, path: PathBuf, dims: usize) -> Self {
+        Self {
+            path,
+            lock_path: dir.join(format!("{stem}.lock")),
+            dims,
+            vectors: HashMap::new(),
+            pending: Vec::new(),
+        }
     }
 
     /// Vectors cached so far.
@@ -217,7 +227,7 @@ impl EmbeddingCache {
     /// Holds the model's lock (`<model>.lock` beside its files) until the
     /// returned file is dropped.
     fn lock(&self) -> Result<File, EmbedError> {
-        let lock_path = self.lock_path();
+        let lock_path = self.lock_path.clone();
         let err = |e: std::io::Error| EmbedError::Cache {
             path: lock_path.clone(),
             reason: format!("locking the cache: {e}"),
@@ -233,18 +243,6 @@ impl EmbeddingCache {
             .map_err(err)?;
         file.lock().map_err(err)?;
         Ok(file)
-    }
-
-    /// `<model>.lock` for the main file and every shard file of a model.
-    fn lock_path(&self) -> PathBuf {
-        let name = self
-            .path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        let stem = name.split(".shard-").next().unwrap_or(name);
-        let stem = stem.strip_suffix(".vectors").unwrap_or(stem);
-        self.path.with_file_name(format!("{stem}.lock"))
     }
 
     /// Appends the pending vectors; the caller holds the lock.
@@ -408,21 +406,31 @@ mod tests {
         main.embed_with(&["shared"], encode).unwrap();
         main.flush().unwrap();
 
-        for (shard, text) in [(0, "alpha"), (1, "beta")] {
-            let mut cache = EmbeddingCache::open_shard(dir.path(), "m", 2, shard).unwrap();
+        let contracts = dir.path().join("shards/contracts");
+        let manuals = dir.path().join("shards/manuals");
+        for (shards, name, text) in [
+            (&contracts, "0-pod-a", "alpha"),
+            (&contracts, "1-pod-b", "beta"),
+            (&manuals, "0-pod-c", "gamma"),
+        ] {
+            let mut cache = EmbeddingCache::open_shard(dir.path(), "m", 2, shards, name).unwrap();
             // What the main file holds is not embedded again.
             let (_, stats) = cache.embed_with(&["shared", text], encode).unwrap();
             assert_eq!((stats.hits, stats.embedded), (1, 1));
             cache.flush().unwrap();
         }
-        assert!(dir.path().join("m.shard-0.vectors").is_file());
+        assert!(contracts.join("m.shard-0-pod-a.vectors").is_file());
 
         let mut main = EmbeddingCache::open(dir.path(), "m", 2).unwrap();
+        assert_eq!(main.len(), 1, "opening folds nothing");
+        main.fold_shards("m", &contracts).unwrap();
         assert_eq!(main.len(), 3);
         let (vectors, stats) = main.embed_with(&["alpha", "beta"], refuse).unwrap();
         assert_eq!(stats.hits, 2);
         assert_eq!(vectors[1], vec![4.0, 1.0]);
-        assert!(!dir.path().join("m.shard-0.vectors").exists());
+        assert!(!contracts.join("m.shard-0-pod-a.vectors").exists());
+        // Another corpus' shard, perhaps still writing, is left alone.
+        assert!(manuals.join("m.shard-0-pod-c.vectors").is_file());
         // Folded for good: a second open finds them in the main file.
         let again = EmbeddingCache::open(dir.path(), "m", 2).unwrap();
         assert_eq!(again.len(), 3);

@@ -319,7 +319,7 @@ fn embed_queries(
     progress: Progress<'_>,
 ) -> Result<Vec<Vec<f32>>, EvalError> {
     let mut cache = EmbeddingCache::open(
-        &data_dir.join("cache/embeddings"),
+        &data_dir.join(crate::index::CACHE_DIR),
         &format!("{}#query", embedder.model_id()),
         embedder.dimensions(),
     )?;

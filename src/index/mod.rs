@@ -15,8 +15,10 @@
 //!         bm25/               tantivy index (bm25.rs)
 //!         related.json        RELATED_TO edges (links.rs)
 //!         chunks.json         the chunks, for the graph export (store.rs)
-//!     .build-<version>-<pid>/ a version being built; never read
-//! <data-dir>/cache/embeddings/  the embedding cache
+//!     .build-<version>-<writer>/       a version being built; never read
+//!     .build-<version>-<writer>.lock   held while it is built (writer.rs)
+//! <data-dir>/cache/embeddings/  the embedding cache, shared by corpora
+//!     shards/<corpus>/            vectors of a sharded ingest's shards
 //! ```
 //!
 //! A version's name is the hash of the profile spec, the corpus spec and
@@ -30,6 +32,7 @@ pub mod bm25;
 pub mod links;
 pub mod store;
 pub mod vectors;
+pub mod writer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -182,6 +185,15 @@ pub fn corpus_dir(data_dir: &Path, corpus: &str) -> PathBuf {
     data_dir.join("indexes").join(corpus)
 }
 
+/// The embedding cache, under the data directory; corpora share it (a
+/// vector depends on the model and the text only).
+pub const CACHE_DIR: &str = "cache/embeddings";
+
+/// Where the shards of a corpus' sharded ingest leave their vectors.
+fn shard_dir(data_dir: &Path, corpus: &str) -> PathBuf {
+    data_dir.join(CACHE_DIR).join("shards").join(corpus)
+}
+
 /// Canonical hash of a profile spec (its JSON with defaults filled in).
 pub fn profile_hash(spec: &IndexProfileSpec) -> String {
     let json = serde_json::to_vec(spec).unwrap_or_default();
@@ -252,12 +264,8 @@ pub fn ingest(
         });
     }
 
-    let build_dir = root.join(format!(".build-{version}-{}", std::process::id()));
-    if build_dir.exists() {
-        std::fs::remove_dir_all(&build_dir).map_err(|e| IndexError::io(&build_dir, e))?;
-    }
-    std::fs::create_dir_all(&build_dir).map_err(|e| IndexError::io(&build_dir, e))?;
-    let result = build_version(
+    let build = writer::BuildDir::create(&root, &version)?;
+    let manifest = build_version(
         corpus_name,
         &version,
         profile,
@@ -266,29 +274,50 @@ pub fn ingest(
         &documents,
         contents,
         revision,
-        &build_dir,
+        build.path(),
         progress,
         started,
-    );
-    let manifest = match result {
-        Ok(manifest) => manifest,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&build_dir);
-            return Err(e);
-        }
+    )?;
+    let reused = publish(&build, &final_dir)?;
+    // The version published is the one on disk: another writer's, when it
+    // won the race (built from the same inputs).
+    let manifest = if reused {
+        read_manifest(&final_dir)?
+    } else {
+        manifest
     };
-    sync_dir(&build_dir)?;
-    std::fs::rename(&build_dir, &final_dir).map_err(|e| IndexError::io(&final_dir, e))?;
-    sync_dir(&root)?;
+    drop(build);
     set_current(&root, &version)?;
     let removed = retain(&root, corpus.storage.retain_versions, served)?;
     Ok(IngestReport {
         manifest,
-        reused: false,
+        reused,
         sources_unchanged: false,
         removed,
         graph: None,
     })
+}
+
+/// Renames a finished build into place; `Ok(true)` when another writer
+/// published the same version first (two ingests of one corpus at once),
+/// which is success: a version's name is the hash of its inputs.
+fn publish(build: &writer::BuildDir, final_dir: &Path) -> Result<bool, IndexError> {
+    sync_dir(build.path())?;
+    match std::fs::rename(build.path(), final_dir) {
+        Ok(()) => {}
+        Err(_) if final_dir.join("manifest.json").is_file() => {
+            tracing::info!(
+                version = %final_dir.display(),
+                "another writer published this version first; keeping theirs"
+            );
+            return Ok(true);
+        }
+        Err(e) => return Err(IndexError::io(final_dir, e)),
+    }
+    if let Some(root) = final_dir.parent() {
+        sync_dir(root)?;
+    }
+    Ok(false)
 }
 
 /// The current version's manifest, when it was built from `revision`.
@@ -413,11 +442,9 @@ fn build_version(
         recorded.embedding.dimensions.get_or_insert(dims as u32);
     }
     let rows = indexed_rows(&store);
-    let mut cache = EmbeddingCache::open(
-        &data_dir.join("cache/embeddings"),
-        embedder.model_id(),
-        dims,
-    )?;
+    let cache_dir = data_dir.join(CACHE_DIR);
+    let mut cache = EmbeddingCache::open(&cache_dir, embedder.model_id(), dims)?;
+    cache.fold_shards(embedder.model_id(), &shard_dir(data_dir, corpus_name))?;
     let Embedded {
         vectors,
         headings,
@@ -786,10 +813,11 @@ pub fn embed_shard(
     let spec = embed::with_resolved_path(&profile.embedding, Some(profile_base));
     let embedder = embed::from_spec(&spec, None)?;
     let mut cache = EmbeddingCache::open_shard(
-        &data_dir.join("cache/embeddings"),
+        &data_dir.join(CACHE_DIR),
         embedder.model_id(),
         embedder.dimensions(),
-        shard.index,
+        &shard_dir(data_dir, corpus_name),
+        &format!("{}-{}", shard.index, writer::writer_id()),
     )?;
     let rows = indexed_rows(&processed.store);
     let embedded = embed_store(
@@ -920,7 +948,7 @@ fn sync_dir(dir: &Path) -> Result<(), IndexError> {
 /// Points `current` at `version` by writing a temporary file and renaming
 /// it over the old pointer.
 fn set_current(root: &Path, version: &str) -> Result<(), IndexError> {
-    let tmp = root.join(format!(".current-{}", std::process::id()));
+    let tmp = root.join(format!(".current-{}", writer::writer_id()));
     std::fs::write(&tmp, format!("{version}\n")).map_err(|e| IndexError::io(&tmp, e))?;
     std::fs::File::open(&tmp)
         .and_then(|f| f.sync_all())
@@ -948,6 +976,9 @@ pub fn current_version(data_dir: &Path, corpus: &str) -> Result<String, IndexErr
 /// counts, and is always kept) except those in `served`, and leftovers of
 /// builds that did not finish; returns the versions it removed.
 fn retain(root: &Path, keep: u32, served: &[String]) -> Result<Vec<String>, IndexError> {
+    for dir in writer::collect_abandoned(root) {
+        tracing::info!(dir = %dir.display(), "removed an abandoned build");
+    }
     let current = std::fs::read_to_string(root.join("current")).unwrap_or_default();
     let current = current.trim();
     let mut versions = Vec::new();
@@ -958,14 +989,7 @@ fn retain(root: &Path, keep: u32, served: &[String]) -> Result<Vec<String>, Inde
         if !path.is_dir() {
             continue;
         }
-        if let Some(rest) = name.strip_prefix(".build-") {
-            // A build of a process that no longer runs.
-            let pid = rest.rsplit('-').next().and_then(|p| p.parse::<u32>().ok());
-            if pid.is_some_and(|p| {
-                p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists()
-            }) {
-                let _ = std::fs::remove_dir_all(&path);
-            }
+        if name.starts_with(".build-") {
             continue;
         }
         if let Ok(manifest) = read_manifest(&path) {

@@ -914,8 +914,12 @@ fn job(
     let name = corpus.name_any();
     let mut labels = labels(&name, Some(inputs));
     labels.insert(CONTENT_LABEL.into(), content.into());
-    let (mut volumes, mut mounts) =
-        pod_volumes(&corpus.spec.storage.claim_name, false, &names.inputs_config);
+    let (mut volumes, mut mounts) = pod_volumes(
+        &corpus.spec.storage.claim_name,
+        &name,
+        DataAccess::Ingest,
+        &names.inputs_config,
+    );
     let mut claims: Vec<&str> = corpus
         .spec
         .sources
@@ -988,17 +992,10 @@ fn job(
             env_path("TRELLIS_PVC_ROOT", paths::PVC_ROOT),
             env_path("TRELLIS_CONFIGMAP_ROOT", paths::CONFIG_MAP_ROOT),
             env_path("TRELLIS_SECRET_ROOT", paths::SECRET_ROOT),
-            EnvVar {
-                name: "POD_NAMESPACE".into(),
-                value_from: Some(EnvVarSource {
-                    field_ref: Some(ObjectFieldSelector {
-                        field_path: "metadata.namespace".into(),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
+            pod_field("POD_NAMESPACE", "metadata.namespace"),
+            // Names the files this pod writes on the shared claim (build
+            // directories, shard vectors): every container is PID 1.
+            pod_field(crate::index::writer::POD_UID_ENV, "metadata.uid"),
         ]),
         resources: Some(
             spec.resources
@@ -1044,20 +1041,38 @@ fn job(
     }
 }
 
-/// The volumes every Trellis pod has: the data claim (read-only for
-/// retrieval pods), the rendered manifests and a scratch directory under
-/// the read-only root filesystem; and their mounts.
+/// Who mounts the data claim, and so which of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum DataAccess {
+    /// Ingest pods: the corpus' versions and the embedding cache,
+    /// writable.
+    Ingest,
+    /// Retrieval pods: the corpus' versions, read-only.
+    Serve,
+}
+
+/// The volumes every Trellis pod has: the data claim, the rendered
+/// manifests and a scratch directory under the read-only root filesystem;
+/// and their mounts.
+///
+/// The claim is shared by the corpora of a namespace, but a pod mounts
+/// only its corpus' directory (`indexes/<corpus>`, by `subPath`) and, to
+/// ingest, the embedding cache: one corpus' pods can neither read nor
+/// remove another's versions. The layout inside the claim is the embedded
+/// mode's data directory, so the same claim serves both.
 pub(super) fn pod_volumes(
     claim: &str,
-    data_read_only: bool,
+    corpus: &str,
+    access: DataAccess,
     manifests: &str,
 ) -> (Vec<Volume>, Vec<VolumeMount>) {
+    let read_only = access == DataAccess::Serve;
     let volumes = vec![
         Volume {
             name: "data".into(),
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
                 claim_name: claim.to_string(),
-                read_only: Some(data_read_only),
+                read_only: Some(read_only),
             }),
             ..Default::default()
         },
@@ -1075,12 +1090,24 @@ pub(super) fn pod_volumes(
             ..Default::default()
         },
     ];
-    let mounts = vec![
-        mount("data", paths::DATA, data_read_only),
+    let versions = format!("indexes/{corpus}");
+    let mut mounts = vec![data_mount(&versions, read_only)];
+    if access == DataAccess::Ingest {
+        mounts.push(data_mount("cache", false));
+    }
+    mounts.extend([
         mount("manifests", paths::MANIFESTS, true),
         mount("tmp", paths::TMP, false),
-    ];
+    ]);
     (volumes, mounts)
+}
+
+/// `sub_path` of the data claim at the same path under the data root.
+fn data_mount(sub_path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        sub_path: Some(sub_path.into()),
+        ..mount("data", &format!("{}/{sub_path}", paths::DATA), read_only)
+    }
 }
 
 /// Each Secret read-only in its own directory under the secret root
@@ -1109,6 +1136,21 @@ pub(super) fn mount_secrets(
             &format!("{}/{secret}", paths::SECRET_ROOT),
             true,
         ));
+    }
+}
+
+/// An environment variable from a field of the pod (the downward API).
+fn pod_field(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: field_path.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
     }
 }
 

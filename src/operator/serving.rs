@@ -27,7 +27,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 use super::conditions::{self, Note, Set};
-use super::ingest::{container_security, mount, mount_secrets, pod_security, pod_volumes};
+use super::ingest::{
+    DataAccess, container_security, mount, mount_secrets, pod_security, pod_volumes,
+};
 use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL, Settings,
     common_labels, object_name, paths, short_hash,
@@ -173,8 +175,12 @@ pub fn route_objects(
     ]
     .map(String::from)
     .to_vec();
-    let (mut volumes, mut mounts) =
-        pod_volumes(&corpus.spec.storage.claim_name, true, &config_name);
+    let (mut volumes, mut mounts) = pod_volumes(
+        &corpus.spec.storage.claim_name,
+        &corpus.name_any(),
+        DataAccess::Serve,
+        &config_name,
+    );
     if let Some(secret) = &serving.token_secret {
         args.extend(["--token-file".into(), format!("{}/tokens", paths::TOKENS)]);
         volumes.push(Volume {

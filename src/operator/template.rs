@@ -22,6 +22,7 @@ const OWN_ENV: &[&str] = &[
     "TRELLIS_CONFIGMAP_ROOT",
     "TRELLIS_SECRET_ROOT",
     "POD_NAMESPACE",
+    crate::index::writer::POD_UID_ENV,
 ];
 
 /// What in `template` clashes with the operator's own pod, one message

@@ -181,14 +181,33 @@ fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
     // No resources in the spec: default requests, so never BestEffort.
     let requests = container.resources.as_ref().unwrap().requests.as_ref();
     assert_eq!(requests.unwrap()["cpu"].0, "1");
-    // The data claim read-write, the source claim read-only under the
-    // root the source module reads.
+    // Of the data claim, the corpus' own versions and the embedding cache
+    // read-write; the source claim read-only under the root the source
+    // module reads.
     let mounts = container.volume_mounts.as_ref().unwrap();
-    let data = mounts.iter().find(|m| m.name == "data").unwrap();
+    let data: Vec<_> = mounts
+        .iter()
+        .filter(|m| m.name == "data")
+        .map(|m| (m.sub_path.as_deref(), m.mount_path.as_str(), m.read_only))
+        .collect();
     assert_eq!(
-        (data.mount_path.as_str(), data.read_only),
-        ("/var/lib/trellis", Some(false))
+        data,
+        [
+            (
+                Some("indexes/handbook"),
+                "/var/lib/trellis/indexes/handbook",
+                Some(false)
+            ),
+            (Some("cache"), "/var/lib/trellis/cache", Some(false)),
+        ]
     );
+    let env: Vec<&str> = container
+        .env
+        .iter()
+        .flatten()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert!(env.contains(&"TRELLIS_POD_UID"), "{env:?}");
     let source = mounts.iter().find(|m| m.name == "source-0").unwrap();
     assert_eq!(
         (source.mount_path.as_str(), source.read_only),
@@ -895,14 +914,23 @@ fn a_route_runs_a_hardened_deployment_a_service_and_a_budget() {
         .as_ref()
         .unwrap();
     assert_eq!(liveness.path.as_deref(), Some("/healthz"));
-    let data = c
+    // Only the corpus' versions, read-only: not another corpus', not the
+    // embedding cache.
+    let data: Vec<_> = c
         .volume_mounts
-        .as_ref()
-        .unwrap()
         .iter()
-        .find(|m| m.name == "data")
-        .unwrap();
-    assert_eq!(data.read_only, Some(true));
+        .flatten()
+        .filter(|m| m.name == "data")
+        .map(|m| (m.sub_path.as_deref(), m.mount_path.as_str(), m.read_only))
+        .collect();
+    assert_eq!(
+        data,
+        [(
+            Some("indexes/handbook"),
+            "/var/lib/trellis/indexes/handbook",
+            Some(true)
+        )]
+    );
 
     let service = objects.service.spec.as_ref().unwrap();
     assert_eq!(service.ports.as_ref().unwrap()[0].port, 8080);
@@ -1251,7 +1279,7 @@ fn assert_templated(pod: &PodTemplateSpec) {
     );
     assert_eq!(container.env_from.as_ref().unwrap().len(), 1);
     let mounts = mount_paths(container);
-    assert!(mounts.contains(&"/var/lib/trellis") && mounts.contains(&"/etc/ssl/corporate"));
+    assert!(mounts.contains(&"/etc/ssl/corporate"), "{mounts:?}");
 }
 
 #[test]

@@ -437,7 +437,17 @@ impl Worker {
             if let Some(sub) = mount.sub_path.as_deref().filter(|s| !s.is_empty()) {
                 source = source.join(sub);
                 if !source.exists() {
+                    // As the kubelet does: with the volume's own mode, so
+                    // that the pod's fsGroup may write a fresh one.
+                    let mode = std::fs::metadata(&volume.path)?.permissions();
                     std::fs::create_dir_all(&source)?;
+                    let mut dir = source.clone();
+                    while dir != volume.path {
+                        std::fs::set_permissions(&dir, mode.clone())?;
+                        if !dir.pop() {
+                            break;
+                        }
+                    }
                 }
             }
             binds.push(Bind {
