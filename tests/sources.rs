@@ -287,6 +287,7 @@ fn http_sources_keep_to_their_hosts_limits_and_redirect_rule() {
   - http:
       urls: {urls:?}
       allowedHosts: ["127.0.0.1"]
+      allowedNetworks: ["127.0.0.0/8"]
       maxBytes: 1000
       timeoutSeconds: 10
 "#
@@ -311,12 +312,72 @@ fn http_sources_keep_to_their_hosts_limits_and_redirect_rule() {
     assert_eq!(site.gets("/flaky.md"), 2);
 }
 
+/// The ingest pod fetches from inside the cluster: an address on a
+/// private, loopback or link-local network (cloud metadata) is refused,
+/// whether written in the URL or resolved from a name, before any request
+/// is sent, and without retries; unless the source lists its network.
+#[test]
+fn http_sources_refuse_internal_addresses_unless_listed() {
+    let site = Site::start();
+    let dir = tempfile::tempdir().unwrap();
+    let port = site.address.port();
+    let by_name = format!("http://localhost:{port}/docs/b.txt");
+    let manifests = corpus_manifest(&format!(
+        r#"  sources:
+  - http: {{urls: ["{}", "{by_name}", "http://169.254.169.254/latest/meta-data/"]}}
+"#,
+        site.url("/docs/a.md"),
+    ));
+    let data = dir.path().join("data");
+    let refused = try_ingest(&manifests, &SourceContext::new(dir.path()), &data).unwrap_err();
+    let message = refused.to_string();
+    assert!(
+        message.contains("nothing to index: 0 documents read, 3 failed")
+            && message.contains("allowedNetworks"),
+        "{message}"
+    );
+    assert!(
+        index::current_version(&data, "c").is_err(),
+        "nothing was published"
+    );
+    assert_eq!(site.gets("/docs/a.md") + site.gets("/docs/b.txt"), 0);
+
+    // One allowed document beside them: the others fail by name, saying
+    // which range refused them.
+    let manifests = corpus_manifest(&format!(
+        r#"  sources:
+  - http: {{urls: ["{}"], allowedNetworks: [127.0.0.1/32]}}
+  - http: {{urls: ["{}", "{by_name}", "http://169.254.169.254/latest/meta-data/"]}}
+"#,
+        site.url("/page"),
+        site.url("/docs/a.md"),
+    ));
+    let report = ingest(&manifests, &SourceContext::new(dir.path()), &data);
+    assert_eq!(report.manifest.counts.documents, 1);
+    let failed = failures(&report);
+    assert!(
+        failed[&site.url("/docs/a.md")].contains("loopback"),
+        "{failed:?}"
+    );
+    assert!(failed[&by_name].contains("loopback"), "{failed:?}");
+    let metadata = &failed["http://169.254.169.254/latest/meta-data/"];
+    assert!(
+        metadata.contains("cloud metadata") && metadata.contains("allowedNetworks"),
+        "{metadata}"
+    );
+    assert_eq!(
+        site.gets("/docs/b.txt"),
+        0,
+        "a refused name is never connected to"
+    );
+}
+
 #[test]
 fn unchanged_http_sources_are_not_read_again() {
     let site = Site::start();
     let dir = tempfile::tempdir().unwrap();
     let manifests = corpus_manifest(&format!(
-        r#"  sources: [{{http: {{urls: ["{}", "{}"]}}}}]
+        r#"  sources: [{{http: {{urls: ["{}", "{}"], allowedNetworks: [127.0.0.1]}}}}]
 "#,
         site.url("/docs/a.md"),
         site.url("/docs/b.txt")

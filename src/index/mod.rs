@@ -86,6 +86,15 @@ pub enum IndexError {
     Source(#[from] SourceError),
     #[error("profile: {0}")]
     Profile(String),
+    /// No document gave a sentence to index: a version would answer
+    /// nothing, so none is published and the current one stays.
+    #[error("nothing to index: {documents} documents read, {failed} failed{first}")]
+    NothingIndexed {
+        documents: usize,
+        failed: usize,
+        /// The first failure, as `"; first: <key>: <reason>"`.
+        first: String,
+    },
 }
 
 impl IndexError {
@@ -442,6 +451,16 @@ fn build_version(
         recorded.embedding.dimensions.get_or_insert(dims as u32);
     }
     let rows = indexed_rows(&store);
+    if rows.is_empty() {
+        return Err(IndexError::NothingIndexed {
+            documents: store.documents.len(),
+            failed: failed.len(),
+            first: failed
+                .first()
+                .map(|f| format!("; first: {}: {}", f.key, f.reason))
+                .unwrap_or_default(),
+        });
+    }
     let cache_dir = data_dir.join(CACHE_DIR);
     let mut cache = EmbeddingCache::open(&cache_dir, embedder.model_id(), dims)?;
     cache.fold_shards(embedder.model_id(), &shard_dir(data_dir, corpus_name))?;

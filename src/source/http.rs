@@ -5,6 +5,8 @@
 //! allowed host cannot hand the ingest to one that is not), a timeout per
 //! URL and a size limit checked against `Content-Length` and again while
 //! reading. Rate limits and server errors are retried twice with backoff.
+//! Internal addresses (private, loopback, link-local: cloud metadata) are
+//! refused unless the source lists their network (see `network.rs`).
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -14,6 +16,7 @@ use reqwest::blocking::{Client, Response};
 use reqwest::{StatusCode, Url, header};
 
 use super::Fetched;
+use super::network::{GuardedResolver, InternalAddress, NetworkGuard};
 use crate::parse::Format;
 use crate::spec::HttpSource;
 
@@ -26,6 +29,7 @@ const MAX_REDIRECTS: usize = 5;
 pub(super) struct HttpFetcher {
     client: Client,
     allowed_hosts: Vec<String>,
+    network: std::sync::Arc<NetworkGuard>,
     max_bytes: u64,
     backoff: Duration,
 }
@@ -49,8 +53,10 @@ impl HttpFetcher {
                 .map(|h| h.to_ascii_lowercase())
                 .collect()
         };
+        let network = std::sync::Arc::new(NetworkGuard::new(&spec.allowed_networks)?);
         let timeout = Duration::from_secs(u64::from(spec.timeout_seconds.max(1)));
         let client = Client::builder()
+            .dns_resolver(std::sync::Arc::new(GuardedResolver(network.clone())))
             .connect_timeout(timeout)
             .timeout(timeout)
             .user_agent(concat!("trellis/", env!("CARGO_PKG_VERSION")))
@@ -75,6 +81,7 @@ impl HttpFetcher {
         Ok(Self {
             client,
             allowed_hosts,
+            network,
             max_bytes: spec.max_bytes,
             backoff: Duration::from_millis(500),
         })
@@ -95,6 +102,12 @@ impl HttpFetcher {
             .ok_or("the URL has no host")?;
         if !self.allowed_hosts.iter().any(|a| host_matches(a, &host)) {
             return Err(format!("host {host} is not in allowedHosts"));
+        }
+        // An address written in the URL is never resolved, so it is
+        // checked here; names are checked as they resolve.
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = literal.parse::<std::net::IpAddr>() {
+            self.network.check(ip).map_err(|e| e.to_string())?;
         }
         Ok(parsed)
     }
@@ -145,8 +158,11 @@ impl HttpFetcher {
                         break;
                     }
                 }
-                // A refused redirect is the source's rule, not a hiccup.
-                Err(e) if e.is_redirect() => return Err(crate::error_chain(&e)),
+                // A refused redirect or address is the source's rule, not
+                // a hiccup.
+                Err(e) if e.is_redirect() || refused_address(&e) => {
+                    return Err(crate::error_chain(&e));
+                }
                 Err(e) if e.is_timeout() || e.is_connect() || e.is_request() => {
                     last = crate::error_chain(&e);
                 }
@@ -214,6 +230,18 @@ fn format_name(response: &Response) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Whether the request failed because the guard refused every address.
+fn refused_address(error: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<InternalAddress>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 fn retryable(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
 }
@@ -255,6 +283,7 @@ mod tests {
         let spec = HttpSource {
             urls: vec!["https://docs.example.com/a.md".into()],
             allowed_hosts: Vec::new(),
+            allowed_networks: Vec::new(),
             max_bytes: 10,
             timeout_seconds: 1,
         };

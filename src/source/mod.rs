@@ -9,6 +9,7 @@
 //! last ingest, so that an unchanged corpus is not read at all.
 
 mod http;
+pub mod network;
 mod s3;
 
 use std::collections::BTreeMap;

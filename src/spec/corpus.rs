@@ -185,6 +185,16 @@ pub struct HttpSource {
     /// followed only to the same host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_hosts: Vec<String>,
+    /// Internal networks the URLs may reach, as CIDRs (`10.20.0.0/16`,
+    /// `fd00:1::/64`). Default none: a name that resolves into a private
+    /// (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7), loopback,
+    /// link-local (169.254/16, where cloud metadata answers; fe80::/10) or
+    /// otherwise non-public range is refused at connect time, so that a
+    /// Corpus cannot make its ingest pod reach the cluster's internal
+    /// services or the node's metadata endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub allowed_networks: Vec<String>,
     /// A response longer than this fails its document. Default 64 MiB.
     #[serde(default = "default_http_max_bytes")]
     #[schemars(range(min = 1))]

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
