@@ -195,6 +195,11 @@ enum Command {
         /// (comma-separated names).
         #[arg(long, env = "TRELLIS_IMAGE_PULL_SECRETS", value_delimiter = ',')]
         image_pull_secrets: Vec<String>,
+        /// Guard each route's retrieval pods with a NetworkPolicy
+        /// (requests to the serving port only, from the route's
+        /// `allowedClients`; no egress to link-local addresses).
+        #[arg(long, env = "TRELLIS_RETRIEVAL_NETWORK_POLICY")]
+        retrieval_network_policy: bool,
         /// Address of /metrics and /healthz.
         #[arg(long, default_value = "0.0.0.0:8080")]
         metrics_listen: std::net::SocketAddr,
@@ -471,6 +476,7 @@ fn run(command: Command) -> Result<ExitCode> {
             image,
             image_pull_policy,
             image_pull_secrets,
+            retrieval_network_policy,
             metrics_listen,
             no_leader_election,
             lease_name,
@@ -484,6 +490,7 @@ fn run(command: Command) -> Result<ExitCode> {
                     .into_iter()
                     .filter(|name| !name.trim().is_empty())
                     .collect(),
+                network_policy: retrieval_network_policy,
             },
             metrics_listen,
             leader_election: !no_leader_election,

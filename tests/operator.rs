@@ -238,6 +238,7 @@ fn context(client: kube::Client) -> Arc<Context> {
             image: "registry.example/trellis:1.0".into(),
             image_pull_policy: "IfNotPresent".into(),
             image_pull_secrets: Vec::new(),
+            network_policy: false,
         },
         Metrics::new(),
     );

@@ -10,7 +10,6 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -74,15 +73,27 @@ fn apply_params() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()
 }
 
-/// Server-side applies `object` (which names itself) in `ns`.
-async fn apply<K>(client: &Client, ns: &str, object: &K) -> Result<K, Error>
-where
+/// A namespaced object the operator applies by server-side apply.
+trait Namespaced:
+    Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + std::fmt::Debug
+{
+}
+
+impl<K> Namespaced for K where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone
         + Serialize
         + DeserializeOwned
-        + std::fmt::Debug,
+        + std::fmt::Debug
 {
+}
+
+/// Server-side applies `object` (which names itself) in `ns`.
+async fn apply<K: Namespaced>(client: &Client, ns: &str, object: &K) -> Result<K, Error> {
     let api: Api<K> = Api::namespaced(client.clone(), ns);
     let name = object.meta().name.clone().ok_or(Error::MissingField {
         kind: "object",
@@ -95,6 +106,28 @@ where
     Ok(api
         .patch(&name, &apply_params(), &Patch::Apply(body))
         .await?)
+}
+
+/// Applies `object`, or, when the plan has none, removes the one of
+/// this kind a route owns under its workload name (a budget left from two
+/// replicas, a NetworkPolicy the operator is no longer told to make).
+/// Removal is best effort: absent is the usual case.
+async fn apply_or_remove<K: Namespaced>(
+    client: &Client,
+    ns: &str,
+    route: &str,
+    object: Option<&K>,
+) -> Result<(), Error> {
+    match object {
+        Some(object) => drop(apply(client, ns, object).await?),
+        None => {
+            let api: Api<K> = Api::namespaced(client.clone(), ns);
+            let _ = api
+                .delete(&serving::workload_name(route), &DeleteParams::default())
+                .await;
+        }
+    }
+    Ok(())
 }
 
 /// Writes `status` through the status subresource, by server-side apply
@@ -341,15 +374,8 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
         apply::<ConfigMap>(client, &ns, &objects.config).await?;
         apply::<Deployment>(client, &ns, &objects.deployment).await?;
         apply::<Service>(client, &ns, &objects.service).await?;
-        match &objects.budget {
-            Some(budget) => drop(apply::<PodDisruptionBudget>(client, &ns, budget).await?),
-            None => {
-                let budgets: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);
-                let _ = budgets
-                    .delete(&serving::workload_name(&name), &DeleteParams::default())
-                    .await;
-            }
-        }
+        apply_or_remove(client, &ns, &name, objects.budget.as_ref()).await?;
+        apply_or_remove(client, &ns, &name, objects.network_policy.as_ref()).await?;
     }
     if let Some(hash) = &plan.prune_configs {
         let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);

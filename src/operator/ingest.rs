@@ -265,6 +265,24 @@ pub fn plan_corpus(
             corpus.metadata.generation,
             now_rfc3339,
         );
+        // A failed re-ingest: the previous version serves (Ready), but the
+        // Corpus cannot reach its spec until the inputs change.
+        let pending_failed = plan
+            .status
+            .pending_index
+            .as_ref()
+            .is_some_and(|p| p.error.is_some());
+        let cause = conditions::get(&plan.status.conditions, "Ingesting")
+            .filter(|c| c.status == "False")
+            .cloned();
+        if pending_failed && let Some(cause) = cause {
+            conditions::set(
+                &mut plan.status.conditions,
+                Set::new("Stalled", true, &cause.reason, cause.message),
+                corpus.metadata.generation,
+                now_rfc3339,
+            );
+        }
     }
     conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
     Ok(plan)
@@ -605,9 +623,11 @@ fn set_ready(plan: &mut Plan, generation: Option<i64>, now: &str) {
     plan.status.phase = Some("Ready".into());
 }
 
-/// The ingest of the pending inputs failed: `Ready` and `Ingesting` false
-/// with the reason, which `pendingIndex.error` keeps so that the ingest is
-/// not retried until the inputs change.
+/// The ingest of the pending inputs failed: `Ingesting` false with the
+/// reason, which `pendingIndex.error` keeps so that the ingest is not
+/// retried until the inputs change. With no version yet the Corpus is not
+/// `Ready`; with one, that version still serves, so it stays `Ready` and
+/// the failure shows as `Stalled` (see [`plan`]).
 fn failed(
     mut plan: Plan,
     reason: &'static str,
@@ -615,12 +635,19 @@ fn failed(
     generation: Option<i64>,
     now: &str,
 ) -> Plan {
-    conditions::set(
-        &mut plan.status.conditions,
-        Set::new("Ready", false, reason, message.clone()),
-        generation,
-        now,
-    );
+    let ready = match &plan.status.active_index {
+        Some(active) => Set::new(
+            "Ready",
+            true,
+            "IndexActive",
+            format!(
+                "index version {} serves; the ingest of the current inputs failed: {message}",
+                active.version
+            ),
+        ),
+        None => Set::new("Ready", false, reason, message.clone()),
+    };
+    conditions::set(&mut plan.status.conditions, ready, generation, now);
     conditions::set(
         &mut plan.status.conditions,
         Set::new("Ingesting", false, reason, message.clone()),

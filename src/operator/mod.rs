@@ -88,6 +88,10 @@ pub struct Settings {
     /// The chart's `imagePullSecrets`, given to every pod the operator
     /// makes (a Corpus' or route's `template` may add more).
     pub image_pull_secrets: Vec<String>,
+    /// Guard each route's retrieval pods with a NetworkPolicy: requests
+    /// only to the serving port (from the route's `allowedClients`), and
+    /// no egress to link-local addresses (cloud metadata).
+    pub network_policy: bool,
 }
 
 impl Default for Settings {
@@ -96,6 +100,7 @@ impl Default for Settings {
             image: "ghcr.io/trellis-rag/trellis:0.1.0".into(),
             image_pull_policy: "IfNotPresent".into(),
             image_pull_secrets: Vec::new(),
+            network_policy: false,
         }
     }
 }

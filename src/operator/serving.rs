@@ -21,6 +21,10 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
     SecretVolumeSource, Service, ServicePort, ServiceSpec, Volume,
 };
+use k8s_openapi::api::networking::v1::{
+    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
+    NetworkPolicyPort, NetworkPolicySpec,
+};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -58,6 +62,8 @@ pub struct Objects {
     /// Only with two replicas or more: a budget over one pod would block
     /// every node drain.
     pub budget: Option<PodDisruptionBudget>,
+    /// Only when the operator is told to guard retrieval pods.
+    pub network_policy: Option<NetworkPolicy>,
 }
 
 /// What to do for a route.
@@ -298,7 +304,7 @@ pub fn route_objects(
         status: None,
     };
     let budget = (serving.replicas >= 2).then(|| PodDisruptionBudget {
-        metadata: meta(workload, labels),
+        metadata: meta(workload.clone(), labels.clone()),
         spec: Some(PodDisruptionBudgetSpec {
             min_available: Some(IntOrString::Int(
                 serving.min_available.clamp(0, serving.replicas - 1),
@@ -311,12 +317,77 @@ pub fn route_objects(
         }),
         status: None,
     });
+    let network_policy = settings
+        .network_policy
+        .then(|| network_policy(meta(workload, labels), &name, serving));
     Ok(Objects {
         config,
         deployment,
         service,
         budget,
+        network_policy,
     })
+}
+
+/// The retrieval pods' NetworkPolicy: in, only to the serving port, from
+/// the route's `allowedClients` (anywhere when it lists none); out,
+/// anywhere but link-local addresses, where cloud metadata answers (the
+/// embedding service and the graph store are often inside the cluster,
+/// so private ranges stay open), and DNS.
+fn network_policy(
+    metadata: ObjectMeta,
+    name: &str,
+    serving: &crate::spec::ServingSpec,
+) -> NetworkPolicy {
+    let everywhere_but = |cidr: &str, except: &str| NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr: cidr.into(),
+            except: Some(vec![except.into()]),
+        }),
+        ..Default::default()
+    };
+    NetworkPolicy {
+        metadata,
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(selector(name)),
+                ..Default::default()
+            }),
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: (!serving.allowed_clients.is_empty())
+                    .then(|| serving.allowed_clients.clone()),
+                ports: Some(vec![NetworkPolicyPort {
+                    port: Some(IntOrString::String("http".into())),
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
+            }]),
+            egress: Some(vec![
+                NetworkPolicyEgressRule {
+                    to: Some(vec![
+                        everywhere_but("0.0.0.0/0", "169.254.0.0/16"),
+                        everywhere_but("::/0", "fe80::/10"),
+                    ]),
+                    ports: None,
+                },
+                // DNS anywhere: NodeLocal DNSCache answers on a link-local
+                // address (169.254.20.10).
+                NetworkPolicyEgressRule {
+                    to: None,
+                    ports: Some(
+                        ["UDP", "TCP"]
+                            .map(|protocol| NetworkPolicyPort {
+                                port: Some(IntOrString::Int(53)),
+                                protocol: Some(protocol.into()),
+                                ..Default::default()
+                            })
+                            .to_vec(),
+                    ),
+                },
+            ]),
+        }),
+    }
 }
 
 /// The index version a Deployment's pod template serves.

@@ -52,6 +52,7 @@ fn settings() -> Settings {
         image: "registry.example/trellis:1.0".into(),
         image_pull_policy: "IfNotPresent".into(),
         image_pull_secrets: vec!["registry-cred".into()],
+        network_policy: true,
     }
 }
 
@@ -185,13 +186,8 @@ fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
     // read-write; the source claim read-only under the root the source
     // module reads.
     let mounts = container.volume_mounts.as_ref().unwrap();
-    let data: Vec<_> = mounts
-        .iter()
-        .filter(|m| m.name == "data")
-        .map(|m| (m.sub_path.as_deref(), m.mount_path.as_str(), m.read_only))
-        .collect();
     assert_eq!(
-        data,
+        data_mounts(container),
         [
             (
                 Some("indexes/handbook"),
@@ -366,6 +362,40 @@ fn failed_documents_mark_the_corpus_degraded_not_failed() {
             .iter()
             .any(|e| e.warning && e.reason == "DocumentsFailed")
     );
+}
+
+/// A re-ingest that fails leaves the version that serves in place: the
+/// Corpus stays `Ready` on it, says in the message what failed, and is
+/// `Stalled` (kstatus: it cannot reach its spec) until the inputs change.
+#[test]
+fn a_failed_reingest_keeps_the_corpus_ready_on_its_version_and_stalled() {
+    let c = active_corpus("v1");
+    let inputs = plan(&c, &with_profile()).inputs;
+    let failed = Observed {
+        ingest_job: Some(finished_job(false)),
+        report: Some(ConfigMap {
+            data: Some(ingest::report_data(&inputs, Err("no such directory: docs"))),
+            ..Default::default()
+        }),
+        ..with_profile()
+    };
+    let plan = plan(&c, &failed);
+    let ready = conditions::get(&plan.status.conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "IndexActive")
+    );
+    assert!(
+        ready.message.contains("v1 serves") && ready.message.contains("no such directory"),
+        "{}",
+        ready.message
+    );
+    let stalled = conditions::get(&plan.status.conditions, "Stalled").unwrap();
+    assert_eq!(
+        (stalled.status.as_str(), stalled.reason.as_str()),
+        ("True", "IngestFailed")
+    );
+    assert_eq!(plan.status.active_index.unwrap().version, "v1");
 }
 
 #[test]
@@ -814,6 +844,19 @@ fn rolled(deployment: &Deployment, ready: i32) -> Deployment {
 }
 
 /// Where a container mounts its volumes.
+/// The data claim's mounts: sub path, mount path, read-only.
+fn data_mounts(
+    container: &k8s_openapi::api::core::v1::Container,
+) -> Vec<(Option<&str>, &str, Option<bool>)> {
+    container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .filter(|m| m.name == "data")
+        .map(|m| (m.sub_path.as_deref(), m.mount_path.as_str(), m.read_only))
+        .collect()
+}
+
 fn mount_paths(container: &k8s_openapi::api::core::v1::Container) -> Vec<&str> {
     container
         .volume_mounts
@@ -916,15 +959,8 @@ fn a_route_runs_a_hardened_deployment_a_service_and_a_budget() {
     assert_eq!(liveness.path.as_deref(), Some("/healthz"));
     // Only the corpus' versions, read-only: not another corpus', not the
     // embedding cache.
-    let data: Vec<_> = c
-        .volume_mounts
-        .iter()
-        .flatten()
-        .filter(|m| m.name == "data")
-        .map(|m| (m.sub_path.as_deref(), m.mount_path.as_str(), m.read_only))
-        .collect();
     assert_eq!(
-        data,
+        data_mounts(c),
         [(
             Some("indexes/handbook"),
             "/var/lib/trellis/indexes/handbook",
@@ -943,6 +979,40 @@ fn a_route_runs_a_hardened_deployment_a_service_and_a_budget() {
         budget.spec.unwrap().min_available,
         Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
     );
+    // The NetworkPolicy selects the same pods: in, the serving port from
+    // anywhere (the route names no clients); out, all but link-local, and
+    // DNS.
+    let policy = objects.network_policy.unwrap().spec.unwrap();
+    assert_eq!(
+        policy.pod_selector.as_ref().unwrap().match_labels.as_ref(),
+        spec.selector.match_labels.as_ref()
+    );
+    let ingress = &policy.ingress.as_ref().unwrap()[0];
+    assert_eq!(ingress.from, None);
+    assert_eq!(
+        ingress.ports.as_ref().unwrap()[0].port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("http".into()))
+    );
+    let egress = serde_json::to_value(&policy.egress).unwrap();
+    assert_eq!(egress[0]["to"][0]["ipBlock"]["except"][0], "169.254.0.0/16");
+    assert_eq!(egress[1]["ports"][0]["port"], 53);
+    // Named clients only, when the route lists them; none without the
+    // operator's setting.
+    let mut narrow = r.clone();
+    narrow.spec.serving.allowed_clients = serde_json::from_value(serde_json::json!([
+        {"namespaceSelector": {"matchLabels": {"team": "search"}}}
+    ]))
+    .unwrap();
+    let plan = route_plan(&narrow, &observed);
+    let policy = plan.objects.unwrap().network_policy.unwrap().spec.unwrap();
+    let from = policy.ingress.unwrap()[0].from.clone().unwrap();
+    assert_eq!(from, narrow.spec.serving.allowed_clients);
+    let off = Settings {
+        network_policy: false,
+        ..settings()
+    };
+    let plan = plan_route(&r, &observed, &off, "2026-11-24T00:00:00Z").unwrap();
+    assert!(plan.objects.unwrap().network_policy.is_none());
     // The ConfigMap holds the route, readable as a manifest.
     assert_eq!(objects.config.immutable, Some(true));
     let yaml = &objects.config.data.as_ref().unwrap()["route.yaml"];

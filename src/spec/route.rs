@@ -389,6 +389,12 @@ pub struct ServingSpec {
     /// image pull secrets, env, volumes.
     #[serde(skip_serializing_if = "super::PodTemplate::is_empty")]
     pub template: super::PodTemplate,
+    /// Where requests may come from, as NetworkPolicy peers (pods,
+    /// namespaces, CIDRs), when the operator guards retrieval pods with a
+    /// NetworkPolicy (the chart's `retrievalNetworkPolicy.enabled`).
+    /// Default: anywhere, to the route's port only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_clients: Vec<k8s_openapi::api::networking::v1::NetworkPolicyPeer>,
 }
 
 impl Default for ServingSpec {
@@ -401,6 +407,7 @@ impl Default for ServingSpec {
             token_secret: None,
             progress_deadline_seconds: None,
             template: Default::default(),
+            allowed_clients: Vec::new(),
         }
     }
 }

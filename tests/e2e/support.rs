@@ -272,6 +272,15 @@ pub async fn trellis_object(client: &Client, ns: &str, plural: &str, name: &str)
     Ok(serde_json::to_value(object)?)
 }
 
+/// The version a Corpus' `status.activeIndex` names.
+pub async fn active_version(client: &Client, ns: &str, corpus: &str) -> Result<String> {
+    let corpus = trellis_object(client, ns, "corpora", corpus).await?;
+    corpus["status"]["activeIndex"]["version"]
+        .as_str()
+        .map(str::to_string)
+        .context("the Corpus has no active version")
+}
+
 /// Names of the objects of a list.
 pub fn names<K: ResourceExt>(items: &[K]) -> Vec<String> {
     items.iter().map(|o| o.name_any()).collect()

@@ -176,10 +176,10 @@ pub async fn container_env(
                             r.key
                         ),
                     }
-                } else if let Some(r) = &from.resource_field_ref {
-                    Some(resource_value(container, &r.resource))
                 } else {
-                    None
+                    from.resource_field_ref
+                        .as_ref()
+                        .map(|r| resource_value(container, &r.resource))
                 }
             }
             (None, None) => Some(String::new()),

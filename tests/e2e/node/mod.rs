@@ -114,8 +114,11 @@ impl Shared {
 pub struct Node {
     shared: Arc<Shared>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    workers: Arc<Mutex<HashMap<String, (watch::Sender<Option<Pod>>, tokio::task::JoinHandle<()>)>>>,
+    workers: Arc<Mutex<HashMap<String, Worker>>>,
 }
+
+/// A pod's worker: where its newest object is sent, and its task.
+type Worker = (watch::Sender<Option<Pod>>, tokio::task::JoinHandle<()>);
 
 impl Node {
     /// Registers the node and starts the kubelet, scheduler and
@@ -327,7 +330,7 @@ async fn heartbeat(client: Client, name: String) {
         if let Err(e) = result {
             eprintln!("e2e node: renewing the node lease: {e}");
         }
-        if ticks % 3 == 0
+        if ticks.is_multiple_of(3)
             && let Err(e) = report_node(&client, &name).await
         {
             eprintln!("e2e node: {e:#}");

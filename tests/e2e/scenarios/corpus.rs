@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
 use kube::api::ListParams;
 use serde_json::Value;
@@ -176,11 +177,7 @@ pub async fn ingest(world: &World) -> Result<()> {
 /// the route reports as served.
 pub async fn serve(world: &World) -> Result<()> {
     let client = &world.cluster.admin;
-    let corpus = support::trellis_object(client, NS, "corpora", CORPUS).await?;
-    let version = corpus["status"]["activeIndex"]["version"]
-        .as_str()
-        .context("the Corpus has no active version")?
-        .to_string();
+    let version = support::active_version(client, NS, CORPUS).await?;
     for route in quickstart("RetrievalRoute")? {
         support::apply_all(client, NS, &serde_yaml::to_string(&route)?).await?;
     }
@@ -211,6 +208,34 @@ pub async fn serve(world: &World) -> Result<()> {
         let hits = answer["hits"].as_array().map_or(0, Vec::len);
         ensure!(hits > 0, "{address} found nothing: {answer}");
     }
+    // The chart's default: a NetworkPolicy over exactly the route's pods,
+    // admitted by the API server, letting requests in to the serving port
+    // only and keeping them from cloud metadata.
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), NS);
+    let policy = policies
+        .get(SERVICE)
+        .await
+        .context("the route's NetworkPolicy")?;
+    let spec = policy.spec.context("NetworkPolicy without spec")?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let selector = spec
+        .pod_selector
+        .and_then(|s| s.match_labels)
+        .unwrap_or_default();
+    let selector: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let selected = pods
+        .list(&ListParams::default().labels(&selector.join(",")))
+        .await?;
+    ensure!(
+        selected.items.len() == 2,
+        "the policy selects {} pods, not the route's 2 ({selector:?})",
+        selected.items.len()
+    );
+    let rules = serde_json::to_value((&spec.ingress, &spec.egress))?;
+    ensure!(
+        rules[0][0]["ports"][0]["port"] == "http" && rules.to_string().contains("169.254.0.0/16"),
+        "{rules}"
+    );
     Ok(())
 }
 

@@ -87,17 +87,61 @@ pub async fn failure_and_recovery(world: &World) -> Result<()> {
     Ok(())
 }
 
+/// A re-ingest that fails while a version serves leaves the Corpus
+/// `Ready` on that version, `Stalled` with the reason (kstatus), and its
+/// `activeIndex` untouched; fixed, the stall clears.
+pub async fn failed_reingest_keeps_serving(world: &World) -> Result<()> {
+    let client = &world.cluster.admin;
+    let version = support::active_version(client, NS, CORPUS).await?;
+    put(world, NS, &corpus_object("no-such-directory")?).await?;
+    let failed = wait_for(
+        "the re-ingest to fail",
+        Duration::from_secs(240),
+        || async {
+            let corpus = support::trellis_object(client, NS, "corpora", CORPUS).await?;
+            let error = corpus["status"]["pendingIndex"]["error"].is_string();
+            Ok((error && corpus["status"]["phase"] == "Failed").then_some(corpus))
+        },
+    )
+    .await?;
+    let ready = support::condition(&failed, "Ready");
+    ensure!(
+        ready
+            .as_ref()
+            .is_some_and(|(s, r)| s == "True" && r == "IndexActive"),
+        "Ready is {ready:?} while version {version} serves"
+    );
+    let stalled = support::condition(&failed, "Stalled");
+    ensure!(
+        stalled
+            .as_ref()
+            .is_some_and(|(s, r)| s == "True" && r == "IngestFailed"),
+        "Stalled is {stalled:?}"
+    );
+    ensure!(
+        failed["status"]["activeIndex"]["version"] == version.as_str(),
+        "the active version changed: {}",
+        failed["status"]["activeIndex"]
+    );
+
+    put(world, NS, &corpus_object("")?).await?;
+    wait_for("the stall to clear", Duration::from_secs(240), || async {
+        let corpus = support::trellis_object(client, NS, "corpora", CORPUS).await?;
+        let ready = support::condition(&corpus, "Ready").is_some_and(|(s, _)| s == "True");
+        let stalled = support::condition(&corpus, "Stalled").is_some();
+        Ok((ready && !stalled && corpus["status"]["phase"] == "Ready").then_some(()))
+    })
+    .await?;
+    Ok(())
+}
+
 /// `trellis.dev/paused` stops reconciliation (condition `Paused`, no new
 /// Job for a re-ingest asked meanwhile, observedGeneration kept); once
 /// unpaused, the `trellis.dev/reingest` value asked while paused starts a
 /// new ingest.
 pub async fn pause_and_reingest(world: &World) -> Result<()> {
     let client = &world.cluster.admin;
-    let before = support::trellis_object(client, NS, "corpora", CORPUS).await?;
-    let version = before["status"]["activeIndex"]["version"]
-        .as_str()
-        .context("no active version")?
-        .to_string();
+    let version = support::active_version(client, NS, CORPUS).await?;
     merge_corpus(
         world,
         json!({"metadata": {"annotations": {"trellis.dev/paused": "true"}}}),

@@ -88,6 +88,10 @@ pub fn all() -> Vec<Scenario> {
             lifecycle::failure_and_recovery
         ),
         scenario!(
+            "a failed re-ingest keeps the Corpus Ready on the version it serves",
+            lifecycle::failed_reingest_keeps_serving
+        ),
+        scenario!(
             "pause holds a Corpus; re-ingest runs once unpaused",
             lifecycle::pause_and_reingest
         ),

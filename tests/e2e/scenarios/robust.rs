@@ -160,19 +160,26 @@ pub async fn unreadable_object(world: &World) -> Result<()> {
     let discovery = kube::discovery::Discovery::new(client.clone())
         .run()
         .await?;
-    let refused = support::apply(
-        client,
-        &discovery,
-        NS,
-        &again,
-        support::Apply {
-            dry_run: true,
-            strict: true,
+    // Admission may lag the replace by a moment, as it did above.
+    let refused = wait_for(
+        "the bounded CRD to refuse a TTL above i32",
+        Duration::from_secs(30),
+        || async {
+            let applied = support::apply(
+                client,
+                &discovery,
+                NS,
+                &again,
+                support::Apply {
+                    dry_run: true,
+                    strict: true,
+                },
+            )
+            .await;
+            Ok(applied.err())
         },
     )
-    .await
-    .err()
-    .context("the bounded CRD admitted a TTL above i32")?;
+    .await?;
     let refused = format!("{refused:#}");
     ensure!(
         refused.contains("ttlSecondsAfterFinished")

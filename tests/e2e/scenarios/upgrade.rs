@@ -59,11 +59,7 @@ pub async fn previous_serves(world: &World) -> Result<()> {
 /// then rolls them, and not one request fails.
 pub async fn upgrade(world: &World) -> Result<()> {
     let client = &world.cluster.admin;
-    let before = support::trellis_object(client, NS, "corpora", CORPUS).await?;
-    let version = before["status"]["activeIndex"]["version"]
-        .as_str()
-        .context("no active version")?
-        .to_string();
+    let version = support::active_version(client, NS, CORPUS).await?;
     let traffic = Traffic::start(world, NS, SERVICE, 2);
     tokio::time::sleep(Duration::from_secs(2)).await;
 
