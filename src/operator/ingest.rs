@@ -14,7 +14,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::batch::v1::{
+    Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
+};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, ObjectFieldSelector,
     PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
@@ -1061,6 +1063,18 @@ fn job(
             backoff_limit: Some(saturating_i32(spec.backoff_limit)),
             active_deadline_seconds: Some(i64::from(spec.active_deadline_seconds)),
             ttl_seconds_after_finished: Some(saturating_i32(spec.ttl_seconds_after_finished)),
+            // A pod evicted or preempted (a node drain, a higher priority)
+            // did not fail: it does not use up the backoff limit.
+            pod_failure_policy: Some(PodFailurePolicy {
+                rules: vec![PodFailurePolicyRule {
+                    action: "Ignore".into(),
+                    on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                        type_: "DisruptionTarget".into(),
+                        status: "True".into(),
+                    }]),
+                    on_exit_codes: None,
+                }],
+            }),
             template,
             ..Default::default()
         }),

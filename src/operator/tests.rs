@@ -471,6 +471,25 @@ fn a_failed_job_sets_ready_false_with_the_reason() {
     assert!(job_of(&retried).is_some());
 }
 
+/// Evictions and preemptions do not use up the backoff limit.
+#[test]
+fn ingest_jobs_ignore_disruptions() {
+    let plan = plan(&corpus(), &with_profile());
+    let policy = job_of(&plan)
+        .unwrap()
+        .spec
+        .as_ref()
+        .unwrap()
+        .pod_failure_policy
+        .clone();
+    let rule = &policy.unwrap().rules[0];
+    assert_eq!(rule.action, "Ignore");
+    assert_eq!(
+        rule.on_pod_conditions.as_ref().unwrap()[0].type_,
+        "DisruptionTarget"
+    );
+}
+
 #[test]
 fn a_refresh_waits_for_a_running_ingest_of_the_same_content() {
     let mut c = corpus();

@@ -237,6 +237,25 @@ pub async fn event_reasons(client: &Client, ns: &str, name: &str) -> Result<Vec<
         .collect())
 }
 
+/// Waits (20 s at most) for an Event with `reason` about the object
+/// `name`: the operator publishes Events after it writes the status that
+/// a scenario has just seen.
+pub async fn expect_event(client: &Client, ns: &str, name: &str, reason: &str) -> Result<()> {
+    let what = format!("an Event {reason} about {name}");
+    let found = wait_for(&what, Duration::from_secs(20), || async {
+        let reasons = event_reasons(client, ns, name).await?;
+        Ok(reasons.iter().any(|r| r == reason).then_some(()))
+    })
+    .await;
+    match found {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let reasons = event_reasons(client, ns, name).await.unwrap_or_default();
+            Err(e.context(format!("no {reason} Event among {reasons:?}")))
+        }
+    }
+}
+
 /// A condition's status and reason from an object's `status.conditions`.
 pub fn condition(object: &Value, kind: &str) -> Option<(String, String)> {
     object["status"]["conditions"]

@@ -162,12 +162,8 @@ pub async fn ingest(world: &World) -> Result<()> {
         active["version"]
     );
 
-    let reasons = support::event_reasons(client, NS, CORPUS).await?;
     for reason in ["IngestStarted", "FinalizeStarted", "IndexPublished"] {
-        ensure!(
-            reasons.iter().any(|r| r == reason),
-            "no {reason} Event among {reasons:?}"
-        );
+        support::expect_event(client, NS, CORPUS, reason).await?;
     }
     Ok(())
 }

@@ -91,11 +91,7 @@ pub async fn stuck_rollout(world: &World) -> Result<()> {
     let address = endpoints.first().context("the old pod stopped serving")?;
     support::retrieve(&world.http, address, QUERY).await?;
     support::health_sample("route-stalled", &stalled, "Degraded")?;
-    let reasons = support::event_reasons(client, NS, NAME).await?;
-    ensure!(
-        reasons.iter().any(|r| r == "ProgressDeadlineExceeded"),
-        "no ProgressDeadlineExceeded Event among {reasons:?}"
-    );
+    support::expect_event(client, NS, NAME, "ProgressDeadlineExceeded").await?;
 
     // Paused, then edited: suspended, whatever the generation says.
     support::merge_trellis(

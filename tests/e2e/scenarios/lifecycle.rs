@@ -69,11 +69,7 @@ pub async fn failure_and_recovery(world: &World) -> Result<()> {
         message.contains("no-such-directory"),
         "the failure does not name the missing directory: {message}"
     );
-    let reasons = support::event_reasons(client, NS, CORPUS).await?;
-    ensure!(
-        reasons.iter().any(|r| r == "IngestFailed"),
-        "no IngestFailed Event among {reasons:?}"
-    );
+    support::expect_event(client, NS, CORPUS, "IngestFailed").await?;
     // Not retried while the inputs stay the same.
     let jobs = ingest_jobs(client).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;

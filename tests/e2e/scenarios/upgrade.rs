@@ -104,11 +104,9 @@ pub async fn upgrade(world: &World) -> Result<()> {
         bail!(problem);
     }
     // The hold may pass while `helm upgrade --wait` runs; its Event stays.
-    let reasons = support::event_reasons(client, NS, CORPUS).await?;
-    ensure!(
-        reasons.iter().any(|r| r == "AwaitingReindex"),
-        "the route never held its pods for the re-ingest (Events: {reasons:?})"
-    );
+    support::expect_event(client, NS, CORPUS, "AwaitingReindex")
+        .await
+        .context("the route never held its pods for the re-ingest")?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let tally = traffic.finish().await;
     eprintln!(
