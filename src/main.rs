@@ -249,6 +249,11 @@ enum Command {
         /// it may see) or `TOKEN *`. Without it the service is open.
         #[arg(long)]
         token_file: Option<PathBuf>,
+        /// Seconds to keep accepting requests after SIGTERM while
+        /// `/readyz` fails, so that endpoints drop the pod before its port
+        /// closes; then in-flight requests drain.
+        #[arg(long, default_value_t = 5.0)]
+        shutdown_delay: f64,
     },
     /// Measure retrieval on a public dataset: index it (cached under the
     /// data directory by content and profile) and score its queries.
@@ -533,6 +538,7 @@ fn run(command: Command) -> Result<ExitCode> {
             timeout_ms,
             concurrency,
             token_file,
+            shutdown_delay,
         } => serve::serve(serve::ServeArgs {
             manifests: &manifests,
             route_name: route.as_deref(),
@@ -547,6 +553,8 @@ fn run(command: Command) -> Result<ExitCode> {
                 concurrency,
             },
             token_file: token_file.as_deref(),
+            shutdown_delay: std::time::Duration::try_from_secs_f64(shutdown_delay)
+                .map_err(|e| anyhow::anyhow!("--shutdown-delay {shutdown_delay}: {e}"))?,
         }),
         Command::Eval {
             dataset,

@@ -328,7 +328,7 @@ async fn a_new_corpus_gets_its_ingest_job() {
         }),
     );
     let c = corpus();
-    let names = Names::new("handbook", &inputs_of(&c));
+    let names = Names::new(&c, &inputs_of(&c));
     api.put(CORPUS_PATH, serde_json::to_value(&c).unwrap());
     controller::reconcile_corpus(Arc::new(c), context(client))
         .await
@@ -384,7 +384,7 @@ async fn a_finished_job_and_its_report_make_the_corpus_ready() {
     api.put(PROFILE_PATH, serde_json::to_value(profile()).unwrap());
     let c = corpus();
     let inputs = inputs_of(&c);
-    let names = Names::new("handbook", &inputs);
+    let names = Names::new(&c, &inputs);
     api.put(&job_path(&names.ingest_job), job(true));
     api.put(&config_map_path(&names.report), report(&inputs, "0123abcd"));
     api.put(CORPUS_PATH, serde_json::to_value(&c).unwrap());
@@ -420,7 +420,7 @@ async fn a_failed_job_sets_ready_false_with_its_reason() {
     let (client, api) = mocked();
     api.put(PROFILE_PATH, serde_json::to_value(profile()).unwrap());
     let c = corpus();
-    let names = Names::new("handbook", &inputs_of(&c));
+    let names = Names::new(&c, &inputs_of(&c));
     api.put(&job_path(&names.ingest_job), job(false));
     api.put(CORPUS_PATH, serde_json::to_value(&c).unwrap());
     controller::reconcile_corpus(Arc::new(c), context(client))
@@ -481,10 +481,10 @@ async fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
             serde_json::to_value(&route).unwrap(),
         );
     }
-    controller::reconcile_corpus(Arc::new(c), context(client))
+    controller::reconcile_corpus(Arc::new(c.clone()), context(client))
         .await
         .unwrap();
-    let new_job = Names::new("handbook", &new_inputs).ingest_job;
+    let new_job = Names::new(&c, &new_inputs).ingest_job;
     assert!(api.applied().contains(&("Job".into(), new_job.clone())));
     // The ingest keeps what this corpus' routes serve and roll to,
     // whatever retainVersions says.

@@ -599,7 +599,8 @@ fn a_token_sees_only_its_tags_through_anchors_expansion_and_links() {
 
 /// The binary as a pod runs it: JSON logs that never carry the query text,
 /// a loud warning when no token file is given, and on SIGTERM an orderly
-/// stop with status 0.
+/// stop with status 0: unready at once, still answering for the shutdown
+/// delay (endpoints drop the pod meanwhile), then drained.
 #[test]
 fn the_binary_logs_without_query_text_and_stops_on_sigterm() {
     use std::process::{Command, Stdio};
@@ -628,6 +629,7 @@ fn the_binary_logs_without_query_text_and_stops_on_sigterm() {
         .arg("--data-dir")
         .arg(dir.join("data"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--shutdown-delay", "3"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -658,6 +660,24 @@ fn the_binary_logs_without_query_text_and_stops_on_sigterm() {
         .status()
         .unwrap();
     assert!(killed.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while http
+        .get(format!("{base}/readyz"))
+        .send()
+        .is_ok_and(|r| r.status() == 200)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still ready after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let during = http
+        .post(format!("{base}/v1/retrieve"))
+        .json(&json!({"query": "Who may terminate?"}))
+        .send()
+        .expect("requests are accepted during the shutdown delay");
+    assert_eq!(during.status(), 200);
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{output:?}");
     let log = String::from_utf8_lossy(&output.stderr);

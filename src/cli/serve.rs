@@ -21,6 +21,9 @@ pub struct ServeArgs<'a> {
     pub index_version: Option<&'a str>,
     pub limits: Limits,
     pub token_file: Option<&'a Path>,
+    /// After SIGTERM, how long the service goes on accepting requests
+    /// while reporting unready, before it stops accepting and drains.
+    pub shutdown_delay: std::time::Duration,
 }
 
 pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
@@ -79,7 +82,23 @@ pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
         if let Some(path) = args.token_file {
             tokio::spawn(reload_tokens(Arc::clone(&service), path.to_path_buf()));
         }
-        let server = tokio::spawn(serve::run(listener, service, shutdown_signal()));
+        // Stopping, the pod is unready at once but keeps accepting for
+        // the delay: the endpoints that clients and proxies read learn of
+        // the stop asynchronously, and a request sent meanwhile to a
+        // closed port would fail.
+        let draining = Arc::clone(&service);
+        let delay = args.shutdown_delay;
+        let shutdown = async move {
+            shutdown_signal().await;
+            draining.start_draining();
+            tracing::info!(
+                seconds = delay.as_secs_f64(),
+                "unready; still accepting requests until endpoints drop this pod"
+            );
+            tokio::time::sleep(delay).await;
+            tracing::info!("shutting down: no new connections, draining requests in flight");
+        };
+        let server = tokio::spawn(serve::run(listener, service, shutdown));
         // A failed load ends the process: a pod that can never become
         // ready should restart rather than sit unready.
         match loader.await {
@@ -115,7 +134,6 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {}
         () = term => {}
     }
-    tracing::info!("shutting down: no new connections, draining requests in flight");
 }
 
 /// How often the token file is read again. A mounted Secret is updated by

@@ -9,13 +9,16 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Event as CoreEvent, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
+};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -25,8 +28,8 @@ use super::conditions::Note;
 use super::ingest::{self, Desired};
 use super::telemetry::Metrics;
 use super::{
-    CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, FIELD_MANAGER, INPUTS_LABEL, ROUTE_LABEL,
-    SOURCE_LABEL, Settings, conditions, profile, serving,
+    CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, FIELD_MANAGER, INGEST_SPEC_LABEL, INPUTS_LABEL,
+    ROUTE_LABEL, SOURCE_LABEL, Settings, conditions, profile, serving,
 };
 use crate::spec::{Condition, Corpus, IndexProfile, RetrievalRoute};
 
@@ -268,29 +271,35 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
                 .flatten(),
             })
             .collect();
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+        observed.data_claim = claims.get_opt(&corpus.spec.storage.claim_name).await?;
         let inputs = ingest::inputs_hash(&corpus, profile, &observed.source_config_maps, now);
-        let names = ingest::Names::new(&name, &inputs);
+        let names = ingest::Names::new(&corpus, &inputs);
         observed.report = config_maps.get_opt(&names.report).await?;
         observed.ingest_job = jobs.get_opt(&names.ingest_job).await?;
         if corpus.spec.ingest.shards > 1 {
             observed.finalize_job = jobs.get_opt(&names.finalize_job).await?;
         }
+        let current = [&names.ingest_job, &names.finalize_job];
         observed.other_jobs = jobs
             .list(&ListParams::default().labels(&format!(
-                "{CORPUS_LABEL}={},{INPUTS_LABEL},{INPUTS_LABEL}!={inputs}",
+                "{CORPUS_LABEL}={},{INPUTS_LABEL}",
                 super::label_value(&name)
             )))
             .await?
             .items
             .into_iter()
-            // The selector says as much; the current ingest must never be
-            // taken for another, whatever answered the list.
-            .filter(|j| {
-                j.labels()
-                    .get(INPUTS_LABEL)
-                    .is_some_and(|other| *other != inputs)
-            })
+            .filter(|j| !current.contains(&&j.name_any()))
             .collect();
+        // The job the plan follows: the finalize step once it exists.
+        let following = observed
+            .finalize_job
+            .as_ref()
+            .or(observed.ingest_job.as_ref())
+            .filter(|j| ingest::job_state(j) != ingest::JobState::Succeeded);
+        if let Some(job) = following {
+            observed.trouble = job_trouble(client, &ns, &job.name_any()).await?;
+        }
     }
 
     let plan = ingest::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
@@ -311,17 +320,30 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         }
     }
     if plan.prune_inputs {
-        let selector = format!(
-            "{CORPUS_LABEL}={},app.kubernetes.io/component=ingest,{INPUTS_LABEL},{INPUTS_LABEL}!={}",
-            super::label_value(&name),
-            plan.inputs
+        // Other inputs' manifests, and those of this inputs' attempts with
+        // another `spec.ingest` (`!=` also matches a missing label).
+        let ingest_objects = format!(
+            "{CORPUS_LABEL}={},app.kubernetes.io/component=ingest",
+            super::label_value(&name)
         );
-        config_maps
-            .delete_collection(
-                &DeleteParams::default(),
-                &ListParams::default().labels(&selector),
-            )
-            .await?;
+        let ingest_spec = ingest::ingest_spec_hash(&corpus);
+        for others in [
+            format!(
+                "{ingest_objects},{INPUTS_LABEL},{INPUTS_LABEL}!={}",
+                plan.inputs
+            ),
+            format!(
+                "{ingest_objects},{INPUTS_LABEL}={},{INGEST_SPEC_LABEL}!={ingest_spec}",
+                plan.inputs
+            ),
+        ] {
+            config_maps
+                .delete_collection(
+                    &DeleteParams::default(),
+                    &ListParams::default().labels(&others),
+                )
+                .await?;
+        }
     }
     if Some(&plan.status) != corpus.status.as_ref() {
         let api: Api<Corpus> = Api::namespaced(client.clone(), &ns);
@@ -335,6 +357,28 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         // Jobs and the report wake the Corpus; this is a safety net.
         None => Action::requeue(Duration::from_secs(600)),
     })
+}
+
+/// What stops Job `job`'s pods, from the pods and the Job's Events.
+async fn job_trouble(
+    client: &Client,
+    ns: &str,
+    job: &str,
+) -> Result<Option<super::trouble::Trouble>, Error> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pods = pods
+        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+        .await?
+        .items;
+    let events: Api<CoreEvent> = Api::namespaced(client.clone(), ns);
+    let events = events
+        .list(&ListParams::default().fields(&format!(
+            "involvedObject.kind=Job,involvedObject.name={job},reason={}",
+            super::trouble::FAILED_CREATE
+        )))
+        .await?
+        .items;
+    Ok(super::trouble::diagnose(&pods, &events))
 }
 
 /// Reconciles a RetrievalRoute: the Deployment, ConfigMap, Service and
@@ -366,6 +410,21 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
             Some(Checked { object: Ok(c), .. }) => observed.corpus = Some(c),
             Some(Checked { object: Err(e), .. }) => observed.corpus_unreadable = Some(e.reason),
             None => {}
+        }
+        if let Some(corpus) = &observed.corpus {
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+            observed.data_claim = claims.get_opt(&corpus.spec.storage.claim_name).await?;
+            // Metadata only: the operator needs to know that a Secret
+            // changed, never what it holds.
+            let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+            for secret in serving::secret_names(&route, corpus, &ctx.settings) {
+                let version = secrets
+                    .get_metadata_opt(&secret)
+                    .await?
+                    .and_then(|s| s.metadata.resource_version)
+                    .unwrap_or_default();
+                observed.secret_versions.insert(secret, version);
+            }
         }
     }
     let plan = serving::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
@@ -657,6 +716,7 @@ pub async fn run(
     );
     let corpus_store = corpora.store();
     let source_store = corpus_store.clone();
+    let pod_store = corpus_store.clone();
     let corpora = corpora
         .owns(api::<Job>(client, namespace), managed())
         .owns(api::<ConfigMap>(client, namespace), managed())
@@ -675,6 +735,27 @@ pub async fn run(
                             && c.object
                                 .as_ref()
                                 .is_ok_and(|c| c.spec.profile_ref.name == name)
+                    })
+                    .map(|c| ObjectRef::from_obj(c.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        // A pod of an ingest that cannot run (unschedulable, short of
+        // memory, no image) changes no Job: its Corpus hears of it here.
+        .watches(
+            api::<Pod>(client, namespace),
+            watcher::Config::default().labels(&format!(
+                "app.kubernetes.io/managed-by={FIELD_MANAGER},app.kubernetes.io/component=ingest,{CORPUS_LABEL}"
+            )),
+            move |pod| {
+                let ns = pod.namespace();
+                let corpus = pod.labels().get(CORPUS_LABEL).cloned();
+                pod_store
+                    .state()
+                    .into_iter()
+                    .filter(|c| {
+                        c.namespace() == ns
+                            && corpus.as_deref() == Some(super::label_value(&c.name_any()).as_str())
                     })
                     .map(|c| ObjectRef::from_obj(c.as_ref()))
                     .collect::<Vec<_>>()
@@ -714,8 +795,26 @@ pub async fn run(
         Default::default(),
     );
     let route_store = routes.store();
+    let secret_routes = route_store.clone();
+    // A rotated Secret rolls the pods of the routes of its namespace that
+    // read it (their reconcile compares its resource version). Metadata
+    // only: the operator never holds Secret data.
+    let secrets = watcher(
+        api::<PartialObjectMeta<Secret>>(client, namespace),
+        Default::default(),
+    )
+    .touched_objects();
     let routes = routes
         .owns(api::<Deployment>(client, namespace), managed())
+        .watches_stream(secrets, move |secret| {
+            let ns = secret.namespace();
+            secret_routes
+                .state()
+                .into_iter()
+                .filter(|r| r.namespace() == ns)
+                .map(|r| ObjectRef::from_obj(r.as_ref()))
+                .collect::<Vec<_>>()
+        })
         // A new active version reaches every route of the Corpus.
         .watches(
             api::<Checked<Corpus>>(client, namespace),

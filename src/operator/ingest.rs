@@ -19,20 +19,31 @@ use k8s_openapi::api::batch::v1::{
 };
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, ObjectFieldSelector,
-    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    SeccompProfile, SecretVolumeSource, SecurityContext, ServiceAccount, Volume, VolumeMount,
+    PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec,
+    PodTemplateSpec, SeccompProfile, SecretVolumeSource, SecurityContext, ServiceAccount, Volume,
+    VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 
 use super::conditions::{self, Note, Set};
+use super::storage::{self, Placement};
+use super::trouble::Trouble;
 use super::{
-    CONTENT_LABEL, CORPUS_LABEL, Error, INPUTS_LABEL, MAX_JOB_NAME, REINGEST_ANNOTATION, Settings,
-    common_labels, object_name, object_name_within, paths, short_hash,
+    CONTENT_LABEL, CORPUS_LABEL, Error, INGEST_SPEC_LABEL, INPUTS_LABEL, MAX_JOB_NAME,
+    REINGEST_ANNOTATION, Settings, common_labels, object_name, object_name_within, paths,
+    short_hash,
 };
 use crate::index::IngestReport;
 use crate::spec::{Corpus, CorpusStatus, IndexProfile, IndexVersionStatus};
+
+/// Reasons of the `Ingesting` condition that are no problem: any other
+/// (a failed Job, a pod that cannot run) makes the Corpus `Stalled`.
+const INGEST_UNDER_WAY: &[&str] = &["JobRunning", "Idle", "IngestSucceeded"];
+
+/// How often a running ingest is looked at without being woken.
+const RUNNING_RECHECK: Duration = Duration::from_secs(30);
 
 /// The ConfigMap key holding the inputs hash an ingest ran for.
 pub const REPORT_INPUTS_KEY: &str = "inputs";
@@ -59,8 +70,13 @@ pub struct Observed {
     pub source_config_maps: BTreeMap<String, String>,
     /// The index versions the Corpus' routes serve (`servedVersion`).
     pub served_versions: Vec<String>,
-    /// The Corpus' ingest and finalize Jobs for other inputs.
+    /// The Corpus' ingest and finalize Jobs other than the current
+    /// attempt's: other inputs, or the same with another `spec.ingest`.
     pub other_jobs: Vec<Job>,
+    /// What stops the current attempt's pods, if anything does.
+    pub trouble: Option<Trouble>,
+    /// The Corpus' data claim (`spec.storage.claimName`), if it exists.
+    pub data_claim: Option<PersistentVolumeClaim>,
 }
 
 /// An object the plan wants applied.
@@ -103,8 +119,14 @@ pub struct Names {
 }
 
 impl Names {
-    pub fn new(corpus: &str, inputs: &str) -> Self {
-        let short = &inputs[..inputs.len().min(8)];
+    /// The names of the attempt at `inputs` with the Corpus' `spec.ingest`
+    /// as it is now: a new `spec.ingest` is a new Job, not an edit of one
+    /// (a Job's pod template cannot change).
+    pub fn new(corpus: &Corpus, inputs: &str) -> Self {
+        let attempt = short_hash(&[inputs.as_bytes(), ingest_spec_hash(corpus).as_bytes()]);
+        let short = &attempt[..8];
+        let corpus = corpus.name_any();
+        let corpus = corpus.as_str();
         Self {
             ingest_job: object_name_within(corpus, &format!("ingest-{short}"), MAX_JOB_NAME),
             finalize_job: object_name_within(corpus, &format!("finalize-{short}"), MAX_JOB_NAME),
@@ -142,6 +164,15 @@ pub fn content_hash(
             .unwrap_or_default()
             .as_bytes(),
     ])
+}
+
+/// The hash of a Corpus' `spec.ingest`: how its ingest pods run, which
+/// [`content_hash`] leaves out. A failed ingest runs again when it
+/// changes.
+pub fn ingest_spec_hash(corpus: &Corpus) -> String {
+    short_hash(&[serde_json::to_string(&corpus.spec.ingest)
+        .unwrap_or_default()
+        .as_bytes()])
 }
 
 /// The inputs hash of a Corpus: its [`content_hash`] and what asks for a
@@ -198,6 +229,7 @@ pub fn version_status(
         format: Some(m.format_version),
         secrets: profile.secret_names(),
         job: None,
+        ingest_spec: None,
         documents: m.counts.documents as u64,
         failed_documents: m.counts.failed_documents as u64,
         sentences: m.counts.sentences as u64,
@@ -267,17 +299,12 @@ pub fn plan_corpus(
             corpus.metadata.generation,
             now_rfc3339,
         );
-        // A failed re-ingest: the previous version serves (Ready), but the
-        // Corpus cannot reach its spec until the inputs change.
-        let pending_failed = plan
-            .status
-            .pending_index
-            .as_ref()
-            .is_some_and(|p| p.error.is_some());
+        // A failed or stuck re-ingest: the previous version serves
+        // (Ready), but the Corpus cannot reach its spec until someone acts.
         let cause = conditions::get(&plan.status.conditions, "Ingesting")
-            .filter(|c| c.status == "False")
+            .filter(|c| !INGEST_UNDER_WAY.contains(&c.reason.as_str()))
             .cloned();
-        if pending_failed && let Some(cause) = cause {
+        if let Some(cause) = cause {
             conditions::set(
                 &mut plan.status.conditions,
                 Set::new("Stalled", true, &cause.reason, cause.message),
@@ -297,7 +324,6 @@ fn plan_ingest(
     now: u64,
     now_rfc3339: &str,
 ) -> Result<Plan, Error> {
-    let name = corpus.name_any();
     let generation = corpus.metadata.generation;
     let mut plan = Plan {
         inputs: String::new(),
@@ -334,9 +360,13 @@ fn plan_ingest(
         plan.requeue = Some(Duration::from_secs(60));
         return Ok(plan);
     };
+    let claim = &corpus.spec.storage.claim_name;
+    let placement = Placement::of(observed.data_claim.as_ref());
+    plan.status.storage = Some(storage::status(claim, observed.data_claim.as_ref()));
     let invalid = super::profile::validate(&profile.spec)
         .into_iter()
         .chain(unsupported_sources(corpus))
+        .chain(storage::problem(claim, placement))
         .chain(corpus.spec.ingest.refresh_seconds().err())
         .chain(super::template::problems(
             &corpus.spec.ingest.template,
@@ -355,7 +385,8 @@ fn plan_ingest(
     let inputs = inputs_hash(corpus, profile, &observed.source_config_maps, now);
     let content = content_hash(corpus, profile, &observed.source_config_maps);
     plan.inputs = inputs.clone();
-    let names = Names::new(&name, &inputs);
+    let ingest_spec = ingest_spec_hash(corpus);
+    let names = Names::new(corpus, &inputs);
     if let Ok(Some(every)) = corpus.spec.ingest.refresh_seconds() {
         // Wake at the next tick, when the inputs change by themselves.
         plan.requeue = Some(Duration::from_secs(every - now % every + 1));
@@ -418,12 +449,18 @@ fn plan_ingest(
     }
 
     // An ingest of these inputs that failed is not retried (its Job may
-    // be gone, removed by its TTL) until the inputs change.
-    let failed_before = plan
+    // be gone, removed by its TTL) until the inputs or `spec.ingest`
+    // change. A status from a release that did not record the latter
+    // counts as the same: an upgrade alone retries nothing.
+    let failed_earlier = plan
         .status
         .pending_index
         .as_ref()
-        .filter(|p| p.inputs.as_deref() == Some(inputs.as_str()))
+        .filter(|p| p.inputs.as_deref() == Some(inputs.as_str()) && p.error.is_some());
+    let retry =
+        failed_earlier.is_some_and(|p| p.ingest_spec.as_deref().is_some_and(|s| s != ingest_spec));
+    let failed_before = failed_earlier
+        .filter(|_| !retry)
         .and_then(|p| p.error.clone());
 
     let shards = corpus.spec.ingest.shards.max(1);
@@ -444,6 +481,7 @@ fn plan_ingest(
         inputs: Some(inputs.clone()),
         profile_hash: Some(crate::index::profile_hash(&profile.spec)),
         job: Some(job_name.clone()),
+        ingest_spec: Some(ingest_spec.clone()),
         ..Default::default()
     });
     let keep = versions_to_keep(&plan.status, observed);
@@ -462,9 +500,14 @@ fn plan_ingest(
             // An ingest of the same content, started by an earlier tick or
             // reingest value, is still running: it is waited for, not
             // cancelled, or a refresh shorter than an ingest would never
-            // publish.
+            // publish. One running with another `spec.ingest` (stuck
+            // unschedulable, short of memory) is what the edit replaces.
             let running = observed.other_jobs.iter().find(|j| {
-                job_state(j) == JobState::Running && j.labels().get(CONTENT_LABEL) == Some(&content)
+                job_state(j) == JobState::Running
+                    && j.labels().get(CONTENT_LABEL) == Some(&content)
+                    && j.labels()
+                        .get(INGEST_SPEC_LABEL)
+                        .is_none_or(|s| *s == ingest_spec)
             });
             if let Some(running) = running {
                 let running = running.name_any();
@@ -483,6 +526,7 @@ fn plan_ingest(
                 plan.apply = vec![Desired::Job(Box::new(finalize_job(
                     corpus, profile, &inputs, &content, &names, settings, owner, &keep,
                 )))];
+                place_jobs(&mut plan.apply, claim, placement);
                 plan.events.push(Note::normal(
                     "FinalizeStarted",
                     format!("shards done; Job {job_name} builds and publishes the version"),
@@ -490,31 +534,58 @@ fn plan_ingest(
             } else {
                 plan.apply =
                     ingest_objects(corpus, profile, &inputs, &content, &names, settings, &keep)?;
-                plan.events.push(Note::normal(
-                    "IngestStarted",
-                    format!(
-                        "Job {job_name} ingests inputs {inputs} in {shards} shard{}",
-                        if shards == 1 { "" } else { "s" }
-                    ),
-                ));
+                let shards = format!("{shards} shard{}", if shards == 1 { "" } else { "s" });
+                place_jobs(&mut plan.apply, claim, placement);
+                plan.events.push(if retry {
+                    Note::normal(
+                        "IngestRetried",
+                        format!(
+                            "spec.ingest changed since the ingest of inputs {inputs} failed; \
+                             Job {job_name} tries again in {shards}"
+                        ),
+                    )
+                } else {
+                    Note::normal(
+                        "IngestStarted",
+                        format!("Job {job_name} ingests inputs {inputs} in {shards}"),
+                    )
+                });
             }
         }
-        Some(JobState::Running) => {}
+        Some(JobState::Running) => {
+            // A Job whose pods cannot be created (a quota) changes no
+            // object this reconciler watches: look again soon.
+            plan.requeue = Some(
+                plan.requeue
+                    .map_or(RUNNING_RECHECK, |r| r.min(RUNNING_RECHECK)),
+            );
+            if let Some(trouble) = &observed.trouble {
+                set_stuck(&mut plan, job_name, trouble, generation, now_rfc3339);
+                plan.status.phase = Some(phase(&plan.status, true));
+                return Ok(plan);
+            }
+        }
         Some(JobState::Failed(reason)) => {
+            // What the ingest said, else what its pod died of (the Job
+            // says only that it ran out of retries).
             let told = observed
                 .report
                 .as_ref()
                 .and_then(|r| report_error(r, &inputs))
                 .map(|e| format!(" ({e})"))
+                .or_else(|| {
+                    observed
+                        .trouble
+                        .as_ref()
+                        .map(|t| format!(" ({})", t.message))
+                })
                 .unwrap_or_default();
             let message = format!("Job {job_name} failed: {reason}{told}");
-            return Ok(failed(
-                plan,
-                "IngestFailed",
-                message,
-                generation,
-                now_rfc3339,
-            ));
+            let reason = observed
+                .trouble
+                .as_ref()
+                .map_or("IngestFailed", |t| t.reason);
+            return Ok(failed(plan, reason, message, generation, now_rfc3339));
         }
         Some(JobState::Succeeded) => {
             let message = format!(
@@ -533,6 +604,17 @@ fn plan_ingest(
     set_ingesting(&mut plan, job_name, generation, now_rfc3339);
     plan.status.phase = Some(phase(&plan.status, true));
     Ok(plan)
+}
+
+/// Places the pods of the Jobs in `apply` as the data claim allows.
+fn place_jobs(apply: &mut [Desired], claim: &str, placement: Placement) {
+    for desired in apply {
+        if let Desired::Job(job) = desired
+            && let Some(spec) = job.spec.as_mut()
+        {
+            storage::place(&mut spec.template, claim, placement);
+        }
+    }
 }
 
 fn set_ingesting(plan: &mut Plan, job: &str, generation: Option<i64>, now: &str) {
@@ -569,6 +651,28 @@ fn set_ingesting(plan: &mut Plan, job: &str, generation: Option<i64>, now: &str)
         generation,
         now,
     );
+}
+
+/// The attempt's Job runs but its pods cannot: `Ingesting` stays true
+/// with the reason (the Job may still get on once someone acts), and
+/// without a version to serve the Corpus is not `Ready` for it.
+fn set_stuck(plan: &mut Plan, job: &str, trouble: &Trouble, generation: Option<i64>, now: &str) {
+    set_ingesting(plan, job, generation, now);
+    let message = format!("Job {job}: {}", trouble.message);
+    conditions::set(
+        &mut plan.status.conditions,
+        Set::new("Ingesting", true, trouble.reason, message.clone()),
+        generation,
+        now,
+    );
+    if plan.status.active_index.is_none() {
+        conditions::set(
+            &mut plan.status.conditions,
+            Set::new("Ready", false, trouble.reason, message),
+            generation,
+            now,
+        );
+    }
 }
 
 fn set_ready(plan: &mut Plan, generation: Option<i64>, now: &str) {
@@ -736,11 +840,14 @@ pub fn render_manifests(corpus: &Corpus, profile: &IndexProfile) -> Result<Strin
     ))
 }
 
-fn labels(corpus: &str, inputs: Option<&str>) -> BTreeMap<String, String> {
+/// The labels of a Corpus' ingest objects; with `inputs`, those of one
+/// attempt (its Jobs and rendered manifests).
+fn labels(corpus: &Corpus, inputs: Option<&str>) -> BTreeMap<String, String> {
     let mut labels = common_labels("ingest");
-    labels.insert(CORPUS_LABEL.into(), super::label_value(corpus));
+    labels.insert(CORPUS_LABEL.into(), super::label_value(&corpus.name_any()));
     if let Some(inputs) = inputs {
         labels.insert(INPUTS_LABEL.into(), inputs.into());
+        labels.insert(INGEST_SPEC_LABEL.into(), ingest_spec_hash(corpus));
     }
     labels
 }
@@ -779,7 +886,7 @@ pub fn ingest_objects(
     let name = corpus.name_any();
     let ns = corpus.namespace();
     let owner = super::owner_reference(corpus)?;
-    let base = labels(&name, None);
+    let base = labels(corpus, None);
     let account = ServiceAccount {
         metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
         automount_service_account_token: Some(true),
@@ -817,7 +924,7 @@ pub fn ingest_objects(
         metadata: meta(
             &names.inputs_config,
             ns.clone(),
-            labels(&name, Some(inputs)),
+            labels(corpus, Some(inputs)),
             &owner,
         ),
         data: Some(BTreeMap::from([(
@@ -941,7 +1048,7 @@ fn job(
 ) -> Job {
     let spec = &corpus.spec.ingest;
     let name = corpus.name_any();
-    let mut labels = labels(&name, Some(inputs));
+    let mut labels = labels(corpus, Some(inputs));
     labels.insert(CONTENT_LABEL.into(), content.into());
     let (mut volumes, mut mounts) = pod_volumes(
         &corpus.spec.storage.claim_name,

@@ -27,8 +27,10 @@ pub mod ingest;
 pub mod lease;
 pub mod profile;
 pub mod serving;
+pub mod storage;
 pub mod telemetry;
 pub mod template;
+pub mod trouble;
 
 use std::collections::BTreeMap;
 
@@ -45,6 +47,10 @@ pub const REINGEST_ANNOTATION: &str = "trellis.dev/reingest";
 pub const INDEX_VERSION_ANNOTATION: &str = "trellis.dev/index-version";
 /// On pod templates: the hash of the rendered route configuration.
 pub const CONFIG_HASH_ANNOTATION: &str = "trellis.dev/config-hash";
+/// Pod template annotation of a route's Deployment: a hash of the
+/// resource versions of the Secrets its pods read, so that rotating one
+/// rolls them.
+pub const SECRETS_ANNOTATION: &str = "trellis.dev/secrets-version";
 /// Label naming the Corpus an object belongs to.
 pub const CORPUS_LABEL: &str = "trellis.dev/corpus";
 /// Label naming the RetrievalRoute an object belongs to.
@@ -59,6 +65,9 @@ pub const INPUTS_LABEL: &str = "trellis.dev/inputs";
 /// same content differ only in what asked for them (a refresh tick, the
 /// reingest annotation), so one still running is waited for, not deleted.
 pub const CONTENT_LABEL: &str = "trellis.dev/content";
+/// Label of an ingest Job and its inputs ConfigMap: the hash of the
+/// `spec.ingest` it runs with, which with the inputs names an attempt.
+pub const INGEST_SPEC_LABEL: &str = "trellis.dev/ingest-spec";
 
 /// Where pods mount things. The image's binary reads these paths.
 pub mod paths {

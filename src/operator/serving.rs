@@ -35,8 +35,8 @@ use super::ingest::{
     DataAccess, container_security, mount, mount_secrets, pod_security, pod_volumes,
 };
 use super::{
-    CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL, Settings,
-    common_labels, object_name, paths, short_hash,
+    CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL,
+    SECRETS_ANNOTATION, Settings, common_labels, object_name, paths, short_hash,
 };
 use crate::spec::{Corpus, IndexVersionStatus, RetrievalRoute, RetrievalRouteStatus};
 
@@ -51,6 +51,11 @@ pub struct Observed {
     /// [`super::checked`]).
     pub corpus_unreadable: Option<String>,
     pub deployment: Option<Deployment>,
+    /// The resource version of every Secret the route's pods read (see
+    /// [`secret_names`]); empty when it does not exist.
+    pub secret_versions: BTreeMap<String, String>,
+    /// The Corpus' data claim, if it exists: where the pods may run.
+    pub data_claim: Option<k8s_openapi::api::core::v1::PersistentVolumeClaim>,
 }
 
 /// The objects a route runs on.
@@ -106,6 +111,57 @@ pub fn render_manifest(route: &RetrievalRoute) -> Result<String, Error> {
     serde_yaml::to_string(&route_doc).map_err(|e| Error::Render(e.to_string()))
 }
 
+/// The Secrets a pod reads: volumes (projected ones too), `env` and
+/// `envFrom`, of every container. Sorted, without repeats.
+pub fn referenced_secrets(pod: &PodSpec) -> Vec<String> {
+    let volumes = pod.volumes.iter().flatten().flat_map(|v| {
+        let direct = v.secret.as_ref().and_then(|s| s.secret_name.clone());
+        let projected = v
+            .projected
+            .iter()
+            .flat_map(|p| p.sources.iter().flatten())
+            .filter_map(|s| s.secret.as_ref().map(|s| s.name.clone()));
+        direct.into_iter().chain(projected)
+    });
+    let containers = pod
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(pod.containers.iter());
+    let env = containers.flat_map(|c| {
+        let values = c
+            .env
+            .iter()
+            .flatten()
+            .filter_map(|e| e.value_from.as_ref()?.secret_key_ref.as_ref())
+            .map(|r| r.name.clone());
+        let from = c
+            .env_from
+            .iter()
+            .flatten()
+            .filter_map(|e| e.secret_ref.as_ref())
+            .map(|r| r.name.clone());
+        values.chain(from)
+    });
+    let mut names: Vec<String> = volumes.chain(env).filter(|n| !n.is_empty()).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The Secrets a route's pods would read serving the Corpus' active
+/// version: the ones whose resource versions [`route_objects`] stamps.
+pub fn secret_names(route: &RetrievalRoute, corpus: &Corpus, settings: &Settings) -> Vec<String> {
+    let Some(active) = corpus.status.as_ref().and_then(|s| s.active_index.as_ref()) else {
+        return Vec::new();
+    };
+    route_objects(route, corpus, active, settings, &BTreeMap::new())
+        .ok()
+        .and_then(|o| o.deployment.spec?.template.spec)
+        .map(|pod| referenced_secrets(&pod))
+        .unwrap_or_default()
+}
+
 /// Why this build cannot serve the Corpus' active version, if it cannot:
 /// its format is outside [`crate::index::READABLE_FORMATS`], or unknown
 /// (an earlier release built it and did not say; the re-ingest a new
@@ -129,11 +185,16 @@ fn unreadable_format(active: &IndexVersionStatus) -> Option<String> {
 
 /// Builds the route's objects serving `active`, the Corpus' active
 /// version: its pods mount the Secrets that version's profile reads.
+///
+/// `secret_versions` stamps the pod template: a rotated Secret (a new
+/// token, a new API key) changes the stamp and so rolls the pods, which
+/// read Secrets only when they start.
 pub fn route_objects(
     route: &RetrievalRoute,
     corpus: &Corpus,
     active: &IndexVersionStatus,
     settings: &Settings,
+    secret_versions: &BTreeMap<String, String>,
 ) -> Result<Objects, Error> {
     let version = active.version.as_str();
     let name = route.name_any();
@@ -265,6 +326,26 @@ pub fn route_objects(
         }),
     };
     super::template::apply(&serving.template, settings, &mut template);
+    let secrets = template
+        .spec
+        .as_ref()
+        .map(referenced_secrets)
+        .unwrap_or_default();
+    if !secrets.is_empty() {
+        let stamp: Vec<String> = secrets
+            .iter()
+            .map(|s| format!("{s}={}", secret_versions.get(s).map_or("", String::as_str)))
+            .collect();
+        template
+            .metadata
+            .get_or_insert_with(Default::default)
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                SECRETS_ANNOTATION.into(),
+                short_hash(&[stamp.join(",").as_bytes()]),
+            );
+    }
     let deployment = Deployment {
         metadata: meta(workload.clone(), labels.clone()),
         spec: Some(DeploymentSpec {
@@ -395,7 +476,8 @@ pub fn template_version(deployment: &Deployment) -> Option<&str> {
     template_annotation(deployment, INDEX_VERSION_ANNOTATION)
 }
 
-fn template_annotation<'d>(deployment: &'d Deployment, key: &str) -> Option<&'d str> {
+/// A pod template annotation of a Deployment.
+pub fn template_annotation<'d>(deployment: &'d Deployment, key: &str) -> Option<&'d str> {
     deployment
         .spec
         .as_ref()?
@@ -655,22 +737,33 @@ fn plan_serving(
         }
         return Ok(plan);
     }
-    let objects = route_objects(route, corpus, active, settings)?;
+    let mut objects = route_objects(route, corpus, active, settings, &observed.secret_versions)?;
+    if let Some(spec) = objects.deployment.spec.as_mut() {
+        super::storage::place(
+            &mut spec.template,
+            &corpus.spec.storage.claim_name,
+            super::storage::Placement::of(observed.data_claim.as_ref()),
+        );
+    }
     let changes_template = observed.deployment.as_ref().is_none_or(|d| {
         template_version(d) != Some(active.version.as_str())
             || template_annotation(d, CONFIG_HASH_ANNOTATION)
                 != template_annotation(&objects.deployment, CONFIG_HASH_ANNOTATION)
     });
-    if changes_template {
+    let secrets_changed = observed.deployment.as_ref().is_some_and(|d| {
+        template_annotation(d, SECRETS_ANNOTATION)
+            != template_annotation(&objects.deployment, SECRETS_ANNOTATION)
+    });
+    if changes_template || secrets_changed {
         plan.prune_configs = None;
+        let message = if changes_template {
+            format!("rolling pods to index version {}", active.version)
+        } else {
+            "rolling pods: a Secret they read changed".to_string()
+        };
         set(
             &mut plan,
-            Set::new(
-                "Progressing",
-                true,
-                "NewTemplate",
-                format!("rolling pods to index version {}", active.version),
-            ),
+            Set::new("Progressing", true, "NewTemplate", message),
         );
         if observed.deployment.is_none() {
             set(

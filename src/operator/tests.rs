@@ -137,7 +137,7 @@ fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
             "Job"
         ]
     );
-    let names = ingest::Names::new("handbook", &plan.inputs);
+    let names = ingest::Names::new(&c, &plan.inputs);
     let job = job_of(&plan).unwrap();
     assert_eq!(
         job.metadata.name.as_deref(),
@@ -283,7 +283,7 @@ fn sharded_ingests_run_one_pod_per_shard_then_a_finalize_job() {
     };
     let second = plan(&c, &shards_done);
     let finalize = job_of(&second).unwrap();
-    let names = ingest::Names::new("handbook", &second.inputs);
+    let names = ingest::Names::new(&c, &second.inputs);
     assert_eq!(
         finalize.metadata.name.as_deref(),
         Some(names.finalize_job.as_str())
@@ -549,7 +549,7 @@ fn a_finalize_outlives_its_shards_job() {
         },
     );
     assert!(p.apply.is_empty(), "the shards are not run again");
-    let names = ingest::Names::new("handbook", &p.inputs);
+    let names = ingest::Names::new(&c, &p.inputs);
     assert_eq!(
         p.status.pending_index.unwrap().job.as_deref(),
         Some(names.finalize_job.as_str())
@@ -661,7 +661,7 @@ fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
     assert_eq!(
         job.metadata.name.as_deref(),
         Some(
-            ingest::Names::new("handbook", &next.inputs)
+            ingest::Names::new(&settled, &next.inputs)
                 .ingest_job
                 .as_str()
         )
@@ -902,6 +902,7 @@ fn plan_over(
             corpus_unreadable: None,
             corpus,
             deployment,
+            ..Default::default()
         },
     )
 }
@@ -913,6 +914,7 @@ fn a_route_runs_a_hardened_deployment_a_service_and_a_budget() {
         corpus_unreadable: None,
         corpus: Some(active_corpus("v1")),
         deployment: None,
+        ..Default::default()
     };
     let plan = route_plan(&r, &observed);
     let objects = plan.objects.unwrap();
@@ -1267,6 +1269,7 @@ fn a_route_whose_corpus_cannot_be_read_keeps_its_pods() {
             corpus_unreadable: Some("spec.ingest.shards: invalid type".into()),
             corpus: None,
             deployment: Some(running),
+            ..Default::default()
         },
     );
     assert!(plan.objects.is_none(), "nothing is applied");
@@ -1463,4 +1466,162 @@ fn provider_and_graph_secrets_reach_the_pods_that_build_and_serve_a_version() {
             "{mounts:?}"
         );
     }
+}
+
+#[test]
+fn an_oom_killed_ingest_runs_again_when_spec_ingest_changes() {
+    let c = corpus();
+    let first = plan(&c, &with_profile());
+    let first_job = job_of(&first).unwrap().clone();
+    let oom = crate::operator::trouble::Trouble {
+        reason: "OOMKilled",
+        message: "pod p: container ingest was killed for exceeding its memory limit of 64Mi".into(),
+    };
+    let failed = plan(
+        &c,
+        &Observed {
+            ingest_job: Some(finished_job(false)),
+            trouble: Some(oom),
+            ..with_profile()
+        },
+    );
+    let ingesting = conditions::get(&failed.status.conditions, "Ingesting").unwrap();
+    assert_eq!(ingesting.reason, "OOMKilled", "what the pod died of");
+    assert!(ingesting.message.contains("BackoffLimitExceeded"));
+    assert!(ingesting.message.contains("64Mi"), "{}", ingesting.message);
+
+    // The same spec again: remembered, not retried.
+    let mut after = c.clone();
+    after.status = Some(failed.status.clone());
+    assert!(plan(&after, &with_profile()).apply.is_empty());
+
+    // More memory: the inputs are the same, the attempt is new.
+    after.spec.ingest.resources =
+        Some(serde_json::from_value(serde_json::json!({"limits": {"memory": "4Gi"}})).unwrap());
+    let mut old_job = first_job.clone();
+    old_job.status = finished_job(false).status;
+    let retried = plan(
+        &after,
+        &Observed {
+            other_jobs: vec![old_job],
+            ..with_profile()
+        },
+    );
+    assert_eq!(retried.inputs, first.inputs);
+    let job = job_of(&retried).expect("a new Job");
+    assert_ne!(job.metadata.name, first_job.metadata.name);
+    assert_eq!(
+        retried.delete_jobs,
+        vec![first_job.metadata.name.clone().unwrap()],
+        "the failed attempt goes"
+    );
+    assert!(
+        retried.events.iter().any(|e| e.reason == "IngestRetried"),
+        "{:?}",
+        retried.events
+    );
+    // Its manifests are a new ConfigMap, not an edit of the immutable one.
+    let manifests = |p: &ingest::Plan| {
+        p.apply
+            .iter()
+            .find_map(|d| match d {
+                Desired::ConfigMap(cm) if cm.data.is_some() => cm.metadata.name.clone(),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_ne!(manifests(&retried), manifests(&first));
+}
+
+#[test]
+fn a_stuck_pod_is_named_in_the_status_and_stalls_a_served_corpus() {
+    let c = corpus();
+    let unschedulable = crate::operator::trouble::Trouble {
+        reason: "PodUnschedulable",
+        message: "pod p cannot be scheduled: 0/3 nodes are available".into(),
+    };
+    let running = Observed {
+        ingest_job: Some(Job::default()),
+        trouble: Some(unschedulable.clone()),
+        ..with_profile()
+    };
+    let first = plan(&c, &running);
+    let ready = conditions::get(&first.status.conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "PodUnschedulable")
+    );
+    assert!(conditions::get(&first.status.conditions, "Stalled").is_some());
+    assert!(first.requeue.is_some(), "looked at again without a wake-up");
+
+    // With a version serving it stays Ready, and Stalled says why the
+    // new one does not come.
+    let mut served = c.clone();
+    served.status = Some(crate::spec::CorpusStatus {
+        active_index: Some(IndexVersionStatus {
+            version: "v1".into(),
+            inputs: Some("older".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let p = plan(&served, &running);
+    let ready = conditions::get(&p.status.conditions, "Ready").unwrap();
+    assert_eq!(ready.status, "True");
+    let stalled = conditions::get(&p.status.conditions, "Stalled").unwrap();
+    assert_eq!(stalled.reason, "PodUnschedulable");
+    assert!(stalled.message.contains("0/3 nodes"), "{}", stalled.message);
+
+    // Once the pod runs, the reason goes.
+    let p = plan(
+        &served,
+        &Observed {
+            trouble: None,
+            ..running
+        },
+    );
+    assert!(conditions::get(&p.status.conditions, "Stalled").is_none());
+}
+
+#[test]
+fn a_rotated_secret_rolls_the_route_pods() {
+    let mut r = route();
+    r.spec.serving.token_secret = Some("qa-tokens".into());
+    let corpus = active_corpus("v1");
+    let names = serving::secret_names(&r, &corpus, &settings());
+    assert!(names.contains(&"qa-tokens".to_string()), "{names:?}");
+    let observed = |version: &str, deployment: Option<Deployment>| serving::Observed {
+        corpus: Some(corpus.clone()),
+        deployment,
+        secret_versions: names
+            .iter()
+            .map(|n| (n.clone(), version.to_string()))
+            .collect(),
+        ..Default::default()
+    };
+    let first = route_plan(&r, &observed("100", None)).objects.unwrap();
+    let running = rolled(&first.deployment, 2);
+    let mut served = r.clone();
+    served.status = Some(route_plan(&r, &observed("100", Some(running.clone()))).status);
+
+    let same = route_plan(&served, &observed("100", Some(running.clone())));
+    assert!(!conditions::is_true(&same.status.conditions, "Progressing"));
+
+    let rotated = route_plan(&served, &observed("101", Some(running)));
+    let progressing = conditions::get(&rotated.status.conditions, "Progressing").unwrap();
+    assert_eq!(
+        (progressing.status.as_str(), progressing.reason.as_str()),
+        ("True", "NewTemplate")
+    );
+    assert!(
+        progressing.message.contains("Secret"),
+        "{}",
+        progressing.message
+    );
+    let stamp =
+        |d: &Deployment| serving::template_annotation(d, SECRETS_ANNOTATION).map(String::from);
+    assert_ne!(
+        stamp(&rotated.objects.unwrap().deployment),
+        stamp(&first.deployment)
+    );
 }

@@ -103,6 +103,9 @@ pub struct Service {
     /// that abandoned work still counts against the limit.
     permits: Arc<Semaphore>,
     metrics: Metrics,
+    /// Set once the process is told to stop: `/readyz` fails so that
+    /// load balancers take the pod out, while retrievals are still served.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl Service {
@@ -120,6 +123,7 @@ impl Service {
             route,
             limits,
             loaded: OnceLock::new(),
+            draining: Default::default(),
         }
     }
 
@@ -141,8 +145,21 @@ impl Service {
         Ok(())
     }
 
+    /// Loaded and not draining: what `/readyz` says.
     pub fn is_ready(&self) -> bool {
-        self.loaded.get().is_some()
+        self.loaded.get().is_some() && !self.is_draining()
+    }
+
+    /// From now on `/readyz` fails; retrievals are still answered. The
+    /// start of a graceful stop: endpoints lists learn of it before the
+    /// listener closes.
+    pub fn start_draining(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Reads the token file again and, when its tokens differ from the
@@ -519,6 +536,8 @@ async fn info(State(service): State<Arc<Service>>, headers: HeaderMap) -> Respon
 async fn readyz(State(service): State<Arc<Service>>) -> Response {
     if service.is_ready() {
         "ready".into_response()
+    } else if service.is_draining() {
+        ApiError::unavailable("shutting_down", "the service is stopping").into_response()
     } else {
         ApiError::unavailable("not_ready", "the index is still loading").into_response()
     }

@@ -253,8 +253,9 @@ pub struct StorageSpec {
     pub retain_versions: u32,
     /// In a cluster: the PersistentVolumeClaim that holds the index
     /// versions (and the embedding cache). Ingest Jobs mount it read-write,
-    /// retrieval pods read-only, so it must be ReadWriteMany when they can
-    /// land on different nodes. Default `trellis-data`.
+    /// retrieval pods read-only: on a ReadWriteMany claim they run
+    /// anywhere, on a ReadWriteOnce one the operator keeps them all on the
+    /// node it is attached to (`status.storage`). Default `trellis-data`.
     pub claim_name: String,
 }
 

@@ -29,6 +29,7 @@ pub use route::{
 };
 pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,
+    StorageStatus,
 };
 pub use template::{PodTemplate, TemplateMetadata};
 

@@ -71,6 +71,11 @@ pub struct IndexVersionStatus {
     /// The ingest Job building it (pending versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
+    /// The hash of the Corpus' `spec.ingest` that Job runs with (pending
+    /// versions): a failed ingest is tried again when it changes (more
+    /// memory after an OOMKill), though the inputs did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingest_spec: Option<String>,
     #[serde(default)]
     pub documents: u64,
     #[serde(default)]
@@ -87,9 +92,24 @@ pub struct IndexVersionStatus {
     pub failures: Vec<String>,
     /// Why building this version failed (pending versions): it is not
     /// retried until the inputs change (a spec edit, a new
-    /// `trellis.dev/reingest` value, the next refresh tick).
+    /// `trellis.dev/reingest` value, the next refresh tick) or
+    /// `spec.ingest` does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// What a Corpus' data claim allows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageStatus {
+    pub claim_name: String,
+    /// The claim's access modes (the bound volume's, else those asked for).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access_modes: Vec<String>,
+    /// Where the pods of the claim run: `AnyNode` (ReadWriteMany, or not
+    /// known), `OneNode` (ReadWriteOnce: every pod of the claim on the node
+    /// it is attached to) or `OnePod` (ReadWriteOncePod: unsupported).
+    pub placement: String,
 }
 
 /// What the operator reports on a `Corpus`.
@@ -105,6 +125,9 @@ pub struct CorpusStatus {
     /// A version being built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_index: Option<IndexVersionStatus>,
+    /// The data claim and where its pods may run (see `storage.claimName`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageStatus>,
     /// `Ready`, `Ingesting`, `Degraded`, `Paused`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,

@@ -270,6 +270,19 @@ pub fn condition(object: &Value, kind: &str) -> Option<(String, String)> {
         })
 }
 
+/// A condition's message from an object's `status.conditions` (empty
+/// when it has none).
+pub fn condition_message(object: &Value, kind: &str) -> String {
+    object["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == kind)
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// The API of one of Trellis' kinds, by its plural, in `ns`.
 fn trellis_api(client: &Client, ns: &str, plural: &str) -> Api<DynamicObject> {
     let resource = kube::api::ApiResource {

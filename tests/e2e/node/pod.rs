@@ -84,6 +84,8 @@ struct Slot {
     startup: Option<ProbeState>,
     liveness: Option<ProbeState>,
     readiness: Option<ProbeState>,
+    /// The node killed this run for its memory (the cgroup's OOM killer).
+    oom_killed: bool,
 }
 
 fn now() -> Time {
@@ -116,6 +118,7 @@ impl Slot {
             startup: None,
             liveness: None,
             readiness: None,
+            oom_killed: false,
         }
     }
 
@@ -241,8 +244,15 @@ impl Worker {
                             self.pod.namespace().unwrap_or_default(),
                             self.pod.name_any()
                         ));
+                        // A launch error names the kubelet's reason first
+                        // (`ErrImagePull: …`); a volume not there yet is
+                        // still ContainerCreating.
+                        let reason = ["ErrImagePull", "CreateContainerConfigError"]
+                            .into_iter()
+                            .find(|r| message.starts_with(&format!("{r}:")))
+                            .unwrap_or("ContainerCreating");
                         for slot in self.init.iter_mut().chain(self.main.iter_mut()) {
-                            slot.state = waiting("ContainerCreating", Some(message.clone()));
+                            slot.state = waiting(reason, Some(message.clone()));
                         }
                         self.waiting_message = Some(message);
                         self.report().await;
@@ -326,6 +336,7 @@ impl Worker {
                 }
                 _ = tick.tick() => {
                     let mut changed = self.run_probes().await;
+                    self.enforce_memory_limits();
                     changed |= self.restart_due().await;
                     if changed {
                         self.update_readiness();
@@ -520,6 +531,7 @@ impl Worker {
         let exits = self.exits.0.clone();
         let slot = self.slot(init, index);
         slot.run += 1;
+        slot.oom_killed = false;
         slot.restart_at = None;
         slot.ready = false;
         slot.started = false;
@@ -608,6 +620,7 @@ impl Worker {
         slot.ready = false;
         let reason = match (exit.code, exit.signal) {
             (0, _) => "Completed",
+            (_, Some(9)) if slot.oom_killed => "OOMKilled",
             (_, Some(9)) => "Killed",
             _ => "Error",
         };
@@ -664,6 +677,29 @@ impl Worker {
         }
         if all_done {
             self.phase = if any_failed { "Failed" } else { "Succeeded" }.into();
+        }
+    }
+
+    /// What a cgroup's memory limit does to a container that outgrows it:
+    /// SIGKILL, reported as `OOMKilled`. Sampled twice a second, so a
+    /// short spike may pass; what the scenarios need is a process whose
+    /// resident set stays above its limit.
+    fn enforce_memory_limits(&mut self) {
+        for slot in &mut self.main {
+            let (Some(pid), Some(limit)) = (slot.pid, memory_limit(&slot.spec)) else {
+                continue;
+            };
+            if slot.oom_killed || resident_bytes(pid).is_none_or(|rss| rss <= limit) {
+                continue;
+            }
+            self.shared.log(&format!(
+                "pod {}/{}: container {} outgrew its memory limit of {limit} bytes",
+                self.pod.namespace().unwrap_or_default(),
+                self.pod.name_any(),
+                slot.spec.name
+            ));
+            slot.oom_killed = true;
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
 
@@ -927,6 +963,42 @@ impl Worker {
 }
 
 /// The kubelet's restart back-off: 10 s doubling to 5 minutes.
+/// A container's `resources.limits.memory` in bytes.
+fn memory_limit(container: &Container) -> Option<u64> {
+    let quantity = container
+        .resources
+        .as_ref()?
+        .limits
+        .as_ref()?
+        .get("memory")?;
+    let text = quantity.0.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale: f64 = match unit {
+        "" => 1.0,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some((number.parse::<f64>().ok()? * scale) as u64)
+}
+
+/// A process's resident set in bytes (`VmRSS`).
+fn resident_bytes(pid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 fn backoff(restarts: i32) -> Duration {
     let exponent = (restarts.max(1) - 1).min(5) as u32;
     Duration::from_secs((10u64 << exponent).min(300))

@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Pod, ResourceQuota, Service, ServiceAccount,
+};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
@@ -37,7 +39,11 @@ async fn merge_corpus(world: &World, patch: Value) -> Result<()> {
 }
 
 async fn ingest_jobs(client: &Client) -> Result<Vec<String>> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    ingest_jobs_in(client, NS).await
+}
+
+async fn ingest_jobs_in(client: &Client, ns: &str) -> Result<Vec<String>> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
     let list = jobs
         .list(&ListParams::default().labels(&format!("trellis.dev/corpus={CORPUS}")))
         .await?;
@@ -128,6 +134,101 @@ pub async fn failed_reingest_keeps_serving(world: &World) -> Result<()> {
         Ok((ready && !stalled && corpus["status"]["phase"] == "Ready").then_some(()))
     })
     .await?;
+    Ok(())
+}
+
+/// Why an ingest's pods cannot run reaches the Corpus: a quota that
+/// refuses its pod (`PodCreateFailed`), then a pod killed for its memory
+/// (`OOMKilled`, not the Job's `BackoffLimitExceeded`), with `Stalled`
+/// and Warning Events. More memory in `spec.ingest` alone (the inputs
+/// are unchanged) tries the ingest again, `IngestRetried`, as a new Job;
+/// the failed one goes.
+pub async fn pod_troubles_surface_and_ingest_edits_retry(world: &World) -> Result<()> {
+    const NS: &str = "e2e-troubles";
+    let client = &world.cluster.admin;
+    stage(world, NS).await?;
+    let quota = json!({
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}},
+    });
+    put(world, NS, &quota).await?;
+    let mut corpus = corpus_object("")?;
+    // Enough to start, far too little to load the model.
+    let small =
+        json!({"requests": {"cpu": "100m", "memory": "16Mi"}, "limits": {"memory": "16Mi"}});
+    corpus["spec"]["ingest"]["resources"] = small;
+    put(world, NS, &corpus).await?;
+
+    let condition_is = |want: &'static str, phase: &'static str| {
+        move || async move {
+            let corpus = support::trellis_object(client, NS, "corpora", CORPUS).await?;
+            let ingesting = support::condition(&corpus, "Ingesting");
+            Ok((ingesting.is_some_and(|(_, reason)| reason == want)
+                && corpus["status"]["phase"] == phase)
+                .then_some(corpus))
+        }
+    };
+    let refused = wait_for(
+        "Ingesting to say the quota refuses the pod",
+        Duration::from_secs(120),
+        condition_is("PodCreateFailed", "Ingesting"),
+    )
+    .await?;
+    let message = support::condition_message(&refused, "Ingesting");
+    ensure!(message.contains("quota"), "Ingesting says: {message}");
+    ensure!(
+        support::condition(&refused, "Stalled").is_some_and(|(s, _)| s == "True"),
+        "not Stalled: {}",
+        refused["status"]["conditions"]
+    );
+    support::expect_event(client, NS, CORPUS, "PodCreateFailed").await?;
+
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), NS);
+    quotas.delete("no-pods", &DeleteParams::default()).await?;
+    let killed = wait_for(
+        "the ingest to fail for its memory",
+        Duration::from_secs(240),
+        condition_is("OOMKilled", "Failed"),
+    )
+    .await?;
+    let message = support::condition_message(&killed, "Ingesting");
+    ensure!(
+        message.contains("16Mi") && message.contains("BackoffLimitExceeded"),
+        "Ingesting says: {message}"
+    );
+    ensure!(
+        killed["status"]["pendingIndex"]["error"].is_string(),
+        "no pendingIndex.error: {}",
+        killed["status"]
+    );
+    support::expect_event(client, NS, CORPUS, "OOMKilled").await?;
+    let failed_jobs = ingest_jobs_in(client, NS).await?;
+
+    // The same inputs; more memory.
+    support::merge_trellis(
+        client,
+        NS,
+        "corpora",
+        CORPUS,
+        json!({"spec": {"ingest": {"resources": {
+            "requests": {"memory": "256Mi"}, "limits": {"memory": "4Gi"}}}}}),
+    )
+    .await?;
+    support::expect_event(client, NS, CORPUS, "IngestRetried").await?;
+    let ready = ready_corpus(world, NS, CORPUS, None, Duration::from_secs(240)).await?;
+    ensure!(
+        support::condition(&ready, "Stalled").is_none(),
+        "still Stalled: {}",
+        ready["status"]["conditions"]
+    );
+    let jobs = ingest_jobs_in(client, NS).await?;
+    ensure!(
+        failed_jobs.iter().all(|j| !jobs.contains(j)),
+        "the failed attempt's Job {failed_jobs:?} remains among {jobs:?}"
+    );
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces.delete(NS, &DeleteParams::default()).await?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ mod health;
 mod leader;
 mod lifecycle;
 mod robust;
+mod storage;
 mod template;
 mod upgrade;
 
@@ -90,6 +91,14 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "a failed re-ingest keeps the Corpus Ready on the version it serves",
             lifecycle::failed_reingest_keeps_serving
+        ),
+        scenario!(
+            "pod troubles reach the Corpus; more memory retries the ingest",
+            lifecycle::pod_troubles_surface_and_ingest_edits_retry
+        ),
+        scenario!(
+            "a ReadWriteOnce data claim keeps its pods on one node",
+            storage::single_node_claims
         ),
         scenario!(
             "pause holds a Corpus; re-ingest runs once unpaused",

@@ -3,7 +3,7 @@
 //! embeds with an OpenAI-style service that wants a key from a Secret.
 //! The ingest pods send the key with every document batch, the retrieval
 //! pods with every query: both get the Secret the version's profile
-//! names.
+//! names, and a rotated key rolls the retrieval pods onto it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,6 +27,7 @@ use crate::support::{self, wait_for};
 const NS: &str = "e2e-template";
 const PRIORITY_CLASS: &str = "e2e-rag-batch";
 const API_KEY: &str = "sk-e2e-from-a-secret";
+const ROTATED_KEY: &str = "sk-e2e-rotated";
 
 /// What the embedding double was asked: the bearer token of each request
 /// and how many texts it carried.
@@ -302,22 +303,56 @@ data:
         "answered from {}",
         answer["index_version"]
     );
-    let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-    let queries = &seen.requests[documents..];
-    ensure!(
-        !queries.is_empty(),
-        "the retrieval pod answered without embedding the query"
-    );
-    ensure!(
-        queries
-            .iter()
-            .all(|(bearer, _)| bearer.as_deref() == Some(&format!("Bearer {API_KEY}"))),
-        "a query embedding went without the Secret's key: {queries:?}"
-    );
+    let queries = {
+        let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        let queries = &seen.requests[documents..];
+        ensure!(
+            !queries.is_empty(),
+            "the retrieval pod answered without embedding the query"
+        );
+        ensure!(
+            queries
+                .iter()
+                .all(|(bearer, _)| bearer.as_deref() == Some(&format!("Bearer {API_KEY}"))),
+            "a query embedding went without the Secret's key: {queries:?}"
+        );
+        queries.len()
+    };
     eprintln!(
         "e2e:   {ingest_pods} ingest and {retrieval_pods} retrieval pods templated; {documents} \
-         document and {} query requests carried the Secret's key",
-        queries.len()
+         document and {queries} query requests carried the Secret's key"
     );
+
+    // A rotated key rolls the retrieval pods, which read it at start; the
+    // queries then carry the new one.
+    support::apply_all(
+        client,
+        NS,
+        &format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: provider-key\nstringData:\n  api-key: {ROTATED_KEY}\n"
+        ),
+    )
+    .await?;
+    let mut attempt = 0;
+    wait_for(
+        "queries to carry the rotated key",
+        Duration::from_secs(180),
+        || {
+            attempt += 1;
+            // A new text each time: a cached query embedding asks nothing.
+            let query = format!("{QUERY} (attempt {attempt})");
+            let service = &service;
+            async move {
+                for endpoint in support::ready_endpoints(client, NS, service).await? {
+                    let _ = support::retrieve(&world.http, &endpoint, &query).await;
+                }
+                let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+                let last = seen.requests.last().and_then(|(bearer, _)| bearer.clone());
+                Ok((last.as_deref() == Some(&format!("Bearer {ROTATED_KEY}"))).then_some(()))
+            }
+        },
+    )
+    .await?;
+    support::expect_event(client, NS, "templated", "NewTemplate").await?;
     Ok(())
 }
