@@ -18,6 +18,24 @@ use trellis::pipeline::{Pipeline, ProcessedDocument};
 use trellis::skeleton::Skeleton;
 use trellis::spec::{self, AnchorMode, IndexProfileSpec};
 
+/// `println!` that returns the write's error instead of panicking, so that
+/// a closed stdout (`trellis crd | head -1`) ends the command quietly (see
+/// [`main`]).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)
+    }};
+}
+
+/// `print!` as [`outln!`] is `println!`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*)
+    }};
+}
+
 #[path = "cli/eval.rs"]
 mod eval;
 #[path = "cli/operator.rs"]
@@ -363,11 +381,26 @@ fn main() -> ExitCode {
     init_tracing(cli.log_format, cli.verbose);
     match run(cli.command) {
         Ok(code) => code,
+        // The reader went away (`| head`): done, as Unix tools are.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `error` comes from writing to a pipe whose reader is gone.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error and its causes joined by ": ", leaving out a cause that its
@@ -414,7 +447,7 @@ fn crd(out: Option<&Path>) -> Result<ExitCode> {
     match out {
         None => {
             for crd in &crds {
-                print!("---\n{}", spec::crd_yaml(crd)?);
+                out!("---\n{}", spec::crd_yaml(crd)?)?;
             }
         }
         Some(dir) => {
@@ -424,7 +457,7 @@ fn crd(out: Option<&Path>) -> Result<ExitCode> {
                 let path = dir.join(format!("{name}.yaml"));
                 std::fs::write(&path, spec::crd_yaml(crd)?)
                     .with_context(|| format!("writing {}", path.display()))?;
-                println!("{}", path.display());
+                outln!("{}", path.display())?;
             }
         }
     }

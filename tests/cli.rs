@@ -421,3 +421,29 @@ fn the_argocd_health_checks_are_the_lua_file() {
         assert_eq!(embedded.as_str(), Some(script.as_str()), "{kind}");
     }
 }
+
+/// `trellis crd | head -1`: a reader that goes away ends the command
+/// quietly and successfully, as with any Unix tool, not with a panic.
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    let mut child = trellis()
+        .arg("crd")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    {
+        // Half a megabyte of CRDs does not fit a pipe: the writer is still
+        // writing when the reader closes.
+        let mut reader = BufReader::new(child.stdout.take().unwrap());
+        reader.read_line(&mut first).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(first.trim(), "---");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {err}", output.status);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.trim().is_empty(), "said something: {err}");
+}

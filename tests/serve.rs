@@ -328,6 +328,21 @@ fn limits_and_bad_requests_get_json_errors() {
     assert_eq!(response.status(), 404);
     let body: Value = response.json().unwrap();
     assert_eq!(body["error"]["code"], "not_found");
+    // A wrong method and a body that is not declared JSON: the same error
+    // format as every other answer.
+    let response = client().get(server.url("/v1/retrieve")).send().unwrap();
+    assert_eq!(response.status(), 405);
+    let body: Value = response.json().unwrap();
+    assert_eq!(body["error"]["code"], "method_not_allowed");
+    let response = client()
+        .post(server.url("/v1/retrieve"))
+        .header("content-type", "text/plain")
+        .body(r#"{"query": "fees"}"#)
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 415);
+    let body: Value = response.json().unwrap();
+    assert_eq!(body["error"]["code"], "unsupported_media_type");
 
     server.stop();
 }
@@ -579,6 +594,16 @@ fn a_token_sees_only_its_tags_through_anchors_expansion_and_links() {
         .unwrap();
     assert_eq!(response.status(), 401);
     assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    // The scheme's case does not matter (RFC 9110).
+    for scheme in ["bearer", "BEARER"] {
+        let response = client()
+            .post(server.url("/v1/retrieve"))
+            .header("authorization", format!("{scheme} token-for-everyone-03"))
+            .json(&json!({"query": "fees"}))
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200, "scheme {scheme}");
+    }
     let response = client().get(server.url("/v1/info")).send().unwrap();
     assert_eq!(response.status(), 401);
     // Probes and metrics stay open.

@@ -75,37 +75,54 @@ pub fn eval(args: &EvalArgs<'_>) -> Result<ExitCode> {
         std::fs::write(file, lines).with_context(|| format!("writing {}", file.display()))?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print_report(&report);
+        print_report(&report)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_report(r: &EvalReport) {
-    println!(
+fn print_report(r: &EvalReport) -> std::io::Result<()> {
+    outln!(
         "{} ({} split) · mode {} · {} queries · index {} ({} sentences)",
-        r.dataset, r.split, r.mode, r.queries, r.index_version, r.indexed_sentences
-    );
+        r.dataset,
+        r.split,
+        r.mode,
+        r.queries,
+        r.index_version,
+        r.indexed_sentences
+    )?;
     let row = |label: &str, m: &Option<Metrics>| match m {
-        Some(m) => println!(
+        Some(m) => outln!(
             "  {label:<11} nDCG@10 {:.3} · R@1 {:.3} · R@5 {:.3} · R@10 {:.3} · hit@10 {:.3} · MRR@10 {:.3} · P@5 {:.3} ({} queries)",
-            m.ndcg_10, m.recall_1, m.recall_5, m.recall_10, m.hit_10, m.mrr, m.p_5, m.queries
+            m.ndcg_10,
+            m.recall_1,
+            m.recall_5,
+            m.recall_10,
+            m.hit_10,
+            m.mrr,
+            m.p_5,
+            m.queries
         ),
-        None => println!("  {label:<11} not measured by this dataset"),
+        None => outln!("  {label:<11} not measured by this dataset"),
     };
-    row("document", &r.document);
-    row("sentence", &r.sentence);
+    row("document", &r.document)?;
+    row("sentence", &r.sentence)?;
     if r.unfiltered.is_some() {
-        row("unfiltered", &r.unfiltered);
+        row("unfiltered", &r.unfiltered)?;
     }
     let c = &r.coverage;
-    println!(
+    outln!(
         "  coverage: {} of {} queries scored at sentence level ({} unmatched), {} at document level",
-        c.sentence, c.queries, c.unmatched, c.document
-    );
-    println!(
+        c.sentence,
+        c.queries,
+        c.unmatched,
+        c.document
+    )?;
+    outln!(
         "  seconds: index {:.1} · queries {:.1} · total {:.1}",
-        r.index_seconds, r.query_seconds, r.seconds
-    );
+        r.index_seconds,
+        r.query_seconds,
+        r.seconds
+    )
 }

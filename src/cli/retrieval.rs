@@ -127,14 +127,15 @@ fn ingest_shard(
     )?;
     bars.finish();
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else if report.sources_unchanged {
-        println!(
+        outln!(
             "corpus {corpus_name} shard {}/{}: sources unchanged since the current version; nothing to embed",
-            report.shard, report.shards
-        );
+            report.shard,
+            report.shards
+        )?;
     } else {
-        println!(
+        outln!(
             "corpus {corpus_name} shard {}/{}: {} documents ({} failed) · {} sentences · embedded {} vectors, {} from cache · {:.1} s",
             report.shard,
             report.shards,
@@ -144,33 +145,38 @@ fn ingest_shard(
             report.embedded,
             report.cached,
             report.seconds
-        );
+        )?;
     }
     Ok((ExitCode::SUCCESS, None))
 }
 
-fn print_graph_outcome(graph: &trellis::graph::GraphOutcome) {
+fn print_graph_outcome(graph: &trellis::graph::GraphOutcome) -> std::io::Result<()> {
     if let Some(error) = &graph.error {
-        println!(
+        outln!(
             "  graph store {}: export FAILED (the embedded index serves): {error}",
             graph.store
-        );
+        )?;
     } else if graph.already_exported {
-        println!(
+        outln!(
             "  graph store {}: version {} already exported",
-            graph.store, graph.version
-        );
+            graph.store,
+            graph.version
+        )?;
     } else if let Some(export) = &graph.export {
         let nodes: usize = export.written.nodes.values().sum();
         let relationships: usize = export.written.relationships.values().sum();
-        println!(
+        outln!(
             "  graph store {}: {nodes} nodes, {relationships} relationships in {} statements, {:.2} s ({:.0} sentences/s)",
-            graph.store, export.statements, export.seconds, export.sentences_per_second
-        );
+            graph.store,
+            export.statements,
+            export.seconds,
+            export.sentences_per_second
+        )?;
     }
     for v in &graph.removed {
-        println!("  graph store {}: removed version {v}", graph.store);
+        outln!("  graph store {}: removed version {v}", graph.store)?;
     }
+    Ok(())
 }
 
 fn ingest_corpus(
@@ -212,10 +218,10 @@ fn ingest_corpus(
 
     let m = &report.manifest;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         let c = &m.counts;
-        println!(
+        outln!(
             "corpus {} → index version {}{}",
             m.corpus,
             m.version,
@@ -226,8 +232,8 @@ fn ingest_corpus(
             } else {
                 ""
             }
-        );
-        println!(
+        )?;
+        outln!(
             "  documents {} ok, {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} (≤ {} × sentences: {})",
             c.documents,
             c.failed_documents,
@@ -241,24 +247,32 @@ fn ingest_corpus(
             } else {
                 "NO"
             },
-        );
-        println!(
+        )?;
+        outln!(
             "  embedded {} new sentences, {} from cache · model {} ({} dims)",
-            m.embedded_sentences, m.cached_sentences, m.model_id, m.dims
-        );
+            m.embedded_sentences,
+            m.cached_sentences,
+            m.model_id,
+            m.dims
+        )?;
         let t = &m.timings;
-        println!(
+        outln!(
             "  seconds: parse {:.2} · embed {:.2} · bm25 {:.2} · hnsw {:.2} · links {:.2} · total {:.2}",
-            t.parse, t.embed, t.bm25, t.hnsw, t.links, t.total
-        );
+            t.parse,
+            t.embed,
+            t.bm25,
+            t.hnsw,
+            t.links,
+            t.total
+        )?;
         for f in &m.failed {
-            println!("  failed: {}: {}", f.key, f.reason);
+            outln!("  failed: {}: {}", f.key, f.reason)?;
         }
         for v in &report.removed {
-            println!("  removed old version {v}");
+            outln!("  removed old version {v}")?;
         }
         if let Some(graph) = &report.graph {
-            print_graph_outcome(graph);
+            print_graph_outcome(graph)?;
         }
     }
     let graph_failed = report.graph.as_ref().is_some_and(|g| g.failed());
@@ -336,11 +350,11 @@ pub fn query(args: &QueryArgs<'_>) -> Result<ExitCode> {
     let answer = retriever.retrieve(&route_spec, args.question, args.k, &args.filter)?;
     let json = args.json;
     if json {
-        println!("{}", serde_json::to_string_pretty(&answer)?);
+        outln!("{}", serde_json::to_string_pretty(&answer)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     if answer.hits.is_empty() {
-        println!("no results");
+        outln!("no results")?;
     }
     let bold = console_bold();
     for (n, hit) in answer.hits.iter().enumerate() {
@@ -355,7 +369,7 @@ pub fn query(args: &QueryArgs<'_>) -> Result<ExitCode> {
             ),
             None => format!("{}{}{}", bold.0, hit.display, bold.1),
         };
-        println!("{}. [{:.3}] {display}", n + 1, hit.score);
+        outln!("{}. [{:.3}] {display}", n + 1, hit.score)?;
         let c = &hit.citation;
         let mut cite = format!("   — {}", c.document);
         if !c.section_path.is_empty() {
@@ -365,7 +379,7 @@ pub fn query(args: &QueryArgs<'_>) -> Result<ExitCode> {
             cite.push_str(&format!(" · p. {page}"));
         }
         cite.push_str(&format!(" · chars {}+{}", c.char_span[0], c.char_span[1]));
-        println!("{cite}\n");
+        outln!("{cite}\n")?;
     }
     Ok(ExitCode::SUCCESS)
 }

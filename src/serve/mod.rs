@@ -190,8 +190,7 @@ impl Service {
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(bearer_token);
         let Some(presented) = presented else {
             return Err(ApiError::unauthorized("a bearer token is required"));
         };
@@ -201,6 +200,15 @@ impl Service {
             None => Err(ApiError::unauthorized("the bearer token is not valid")),
         }
     }
+}
+
+/// The token of an `Authorization: Bearer TOKEN` value. The scheme is
+/// matched without regard to case (RFC 9110, 11.1): `bearer` and `BEARER`
+/// are the same scheme.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// The service's routes.
@@ -225,6 +233,13 @@ pub fn router(service: Arc<Service>) -> Router {
         )
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+        })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this endpoint does not take that method",
+            )
         })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn(request_span))
@@ -399,6 +414,11 @@ async fn answer(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body_too_large",
             format!("request body over {} bytes", service.limits.body_bytes),
+        ),
+        JsonRejection::MissingJsonContentType(_) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "the body must be JSON, sent with content-type: application/json",
         ),
         other => ApiError::bad_request("invalid_request", other.body_text()),
     })?;
