@@ -246,6 +246,38 @@ fn an_unfinished_build_is_never_current() {
     assert!(!root.join(".build-deadbeef-a-crashed-pod.lock").exists());
 }
 
+/// A version that does not open is never published: a NaN threshold
+/// (which a manifest can no longer carry, but a caller of the library
+/// can) wrote `null` into the version's profile, `current` moved to it
+/// and every query failed. The first version stays current.
+#[test]
+fn a_version_that_does_not_open_is_not_published() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, _) = setup(dir);
+    let first = ingest(dir, &corpus, &profile);
+    let mut broken = profile.clone();
+    broken.spec.semantic_links.threshold = f32::NAN;
+    let err = index::ingest(
+        "c",
+        &corpus.spec,
+        &trellis::source::SourceContext::new(dir),
+        &broken.spec,
+        dir,
+        &dir.join("data"),
+        &[],
+        &|_, _, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("does not open"), "{err}");
+    assert_eq!(
+        index::current_version(&dir.join("data"), "c").unwrap(),
+        first.manifest.version
+    );
+    IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+}
+
 #[test]
 fn a_bad_document_is_counted_and_the_rest_are_indexed() {
     let tmp = tempfile::tempdir().unwrap();

@@ -296,6 +296,17 @@ pub fn ingest(
         manifest
     };
     drop(build);
+    // What `current` names must open: a version that cannot (a value the
+    // checks let through, a bug) is taken back, never published.
+    if let Err(e) = IndexVersion::open(data_dir, corpus_name, Some(&version)) {
+        if !reused {
+            let _ = std::fs::remove_dir_all(&final_dir);
+        }
+        return Err(IndexError::Corrupt(format!(
+            "{}: the new version does not open ({e}); `current` still names the previous one",
+            final_dir.display()
+        )));
+    }
     set_current(&root, &version)?;
     let removed = retain(&root, corpus.storage.retain_versions, served)?;
     Ok(IngestReport {

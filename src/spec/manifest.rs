@@ -174,6 +174,27 @@ fn strict<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// The path of the first NaN or infinite number in `value`, if any.
+fn non_finite(value: &serde_yaml::Value, path: &str) -> Option<String> {
+    match value {
+        serde_yaml::Value::Number(n) if n.is_nan() || n.is_infinite() => {
+            Some(path.trim_start_matches('.').to_string())
+        }
+        serde_yaml::Value::Mapping(map) => map.iter().find_map(|(key, v)| {
+            let key = key
+                .as_str()
+                .map_or_else(|| format!("{key:?}"), str::to_string);
+            non_finite(v, &format!("{path}.{key}"))
+        }),
+        serde_yaml::Value::Sequence(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| non_finite(v, &format!("{path}[{i}]"))),
+        serde_yaml::Value::Tagged(tagged) => non_finite(&tagged.value, path),
+        _ => None,
+    }
+}
+
 /// Parses the Trellis resources of one multi-document YAML text; `path` is
 /// only used in errors and in the result.
 pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, ManifestError> {
@@ -237,6 +258,12 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
         {
             // Every field of every spec has a default: `spec` may be left out.
             map.insert("spec".into(), serde_yaml::Mapping::new().into());
+        }
+        // YAML can say `.nan` and `.inf`, which JSON (and so the API server)
+        // cannot: refused here, or a NaN threshold would publish a version
+        // that no query can use.
+        if let Some(at) = non_finite(&value, "") {
+            return Err(invalid(format!("{kind}: {at} is not a finite number")));
         }
         let manifest = match kind.as_str() {
             "IndexProfile" => {
@@ -392,6 +419,22 @@ spec:
             "defaults fill the rest"
         );
         assert_eq!(p.spec.chunking.max_tokens, 800);
+    }
+
+    #[test]
+    fn non_finite_numbers_are_refused_with_their_path() {
+        for bad in [".nan", ".inf", "-.inf"] {
+            let err = parse(&format!(
+                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: x}}\n\
+                 spec: {{semanticLinks: {{threshold: {bad}}}}}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("spec.semanticLinks.threshold is not a finite number"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
