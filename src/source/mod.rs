@@ -311,7 +311,8 @@ pub fn corpus_documents(
                         pvc.claim_name, pvc.path
                     )));
                 }
-                let root = context.pvc_root.join(&pvc.claim_name).join(inner);
+                let claim = context.pvc_root.join(&pvc.claim_name);
+                let root = confined(&claim, &claim.join(inner)).map_err(invalid)?;
                 // Keys name the claim, not where it happens to be mounted.
                 let written = if inner.is_empty() {
                     format!("pvc:{}", pvc.claim_name)
@@ -376,6 +377,25 @@ pub fn corpus_documents(
         }
     }
     Ok(documents)
+}
+
+/// `path` with its symlinks resolved, when that is still inside `claim`:
+/// the `..` check on the written path cannot see a symlink inside the
+/// claim that points out of it. A path that does not exist is left for
+/// the walk to report.
+fn confined(claim: &Path, path: &Path) -> Result<PathBuf, String> {
+    let (Ok(claim_real), Ok(real)) = (claim.canonicalize(), path.canonicalize()) else {
+        return Ok(path.to_path_buf());
+    };
+    if real.starts_with(&claim_real) {
+        Ok(real)
+    } else {
+        Err(format!(
+            "{} resolves to {}, outside its claim (a symlink); only paths inside the claim are read",
+            path.display(),
+            real.display()
+        ))
+    }
 }
 
 /// The files under `root` that `wanted` keeps (by their path relative to
@@ -520,6 +540,19 @@ mod tests {
         .unwrap();
         let err = corpus_documents(&escape, &context).unwrap_err();
         assert!(err.to_string().contains("source 0"), "{err}");
+
+        // A symlink inside the claim that points out of it is not followed.
+        let outside = mounts.path().join("secrets");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("key.md"), "# Key\n\nsk-live").unwrap();
+        std::os::unix::fs::symlink(&outside, mounts.path().join("contracts/link")).unwrap();
+        let linked: crate::spec::CorpusSpec = serde_json::from_value(serde_json::json!({
+            "profileRef": {"name": "p"},
+            "sources": [{"pvc": {"claimName": "contracts", "path": "link"}}],
+        }))
+        .unwrap();
+        let err = corpus_documents(&linked, &context).unwrap_err().to_string();
+        assert!(err.contains("outside its claim"), "{err}");
     }
 
     #[test]
