@@ -266,7 +266,11 @@ fn ingest_corpus(
             t.total
         )?;
         for f in &m.failed {
-            outln!("  failed: {}: {}", f.key, f.reason)?;
+            outln!(
+                "  failed: {}: {}",
+                trellis::source::Printable(&f.key),
+                f.reason
+            )?;
         }
         for v in &report.removed {
             outln!("  removed old version {v}")?;

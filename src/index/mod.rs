@@ -44,7 +44,7 @@ use thiserror::Error;
 
 use crate::embed::{self, EmbedError, EmbeddingCache};
 use crate::pipeline::Pipeline;
-use crate::source::{self, CorpusDocument, Fetched, SourceContext, SourceError};
+use crate::source::{self, CorpusDocument, Fetched, Printable, SourceContext, SourceError};
 use crate::spec::{CorpusSpec, EmbeddingProvider, IndexProfileSpec};
 
 pub use links::RelatedEdge;
@@ -624,7 +624,7 @@ fn process_documents(
         .par_iter()
         .zip(contents.into_par_iter())
         .map(|(doc, content)| {
-            let _span = tracing::info_span!("document", key = %doc.key).entered();
+            let _span = tracing::info_span!("document", key = %Printable(&doc.key)).entered();
             let result = content
                 .map_err(|e| format!("cannot read: {e}"))
                 .and_then(|fetched| {
@@ -647,13 +647,13 @@ fn process_documents(
         match result {
             Ok(p) => {
                 for warning in &p.warnings {
-                    tracing::warn!(key = %doc.key, "{warning}");
+                    tracing::warn!(key = %Printable(&doc.key), "{warning}");
                 }
                 chunks.extend(ChunkRecord::of(&p, &store));
                 store.add(&p, &doc.acl, &doc.metadata);
             }
             Err(reason) => {
-                tracing::warn!(key = %doc.key, %reason, "document failed");
+                tracing::warn!(key = %Printable(&doc.key), %reason, "document failed");
                 failed.push(FailedDocument {
                     key: doc.key.clone(),
                     reason,

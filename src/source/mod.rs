@@ -379,6 +379,24 @@ pub fn corpus_documents(
     Ok(documents)
 }
 
+/// A document key as text logs and reports show it: control characters
+/// (a newline in a file name) escaped, so that a key cannot forge a line.
+pub struct Printable<'k>(pub &'k str);
+
+impl std::fmt::Display for Printable<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write as _;
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `path` with its symlinks resolved, when that is still inside `claim`:
 /// the `..` check on the written path cannot see a symlink inside the
 /// claim that points out of it. A path that does not exist is left for
@@ -553,6 +571,15 @@ mod tests {
         .unwrap();
         let err = corpus_documents(&linked, &context).unwrap_err().to_string();
         assert!(err.contains("outside its claim"), "{err}");
+    }
+
+    #[test]
+    fn keys_cannot_forge_log_lines() {
+        let key = "pvc:docs/evil\nERROR forged line\r.md";
+        let shown = Printable(key).to_string();
+        assert!(!shown.contains('\n') && !shown.contains('\r'), "{shown}");
+        assert_eq!(shown, "pvc:docs/evil\\nERROR forged line\\r.md");
+        assert_eq!(Printable("pvc:a/b é.md").to_string(), "pvc:a/b é.md");
     }
 
     #[test]
