@@ -55,6 +55,15 @@ fn ingest_serving(
     profile: &IndexProfile,
     served: &[String],
 ) -> index::IngestReport {
+    try_ingest(dir, corpus, profile, served).unwrap()
+}
+
+fn try_ingest(
+    dir: &Path,
+    corpus: &Corpus,
+    profile: &IndexProfile,
+    served: &[String],
+) -> Result<index::IngestReport, index::IndexError> {
     index::ingest(
         "c",
         &corpus.spec,
@@ -65,7 +74,6 @@ fn ingest_serving(
         served,
         &|_, _, _| {},
     )
-    .unwrap()
 }
 
 #[test]
@@ -258,18 +266,9 @@ fn a_version_that_does_not_open_is_not_published() {
     let first = ingest(dir, &corpus, &profile);
     let mut broken = profile.clone();
     broken.spec.semantic_links.threshold = f32::NAN;
-    let err = index::ingest(
-        "c",
-        &corpus.spec,
-        &trellis::source::SourceContext::new(dir),
-        &broken.spec,
-        dir,
-        &dir.join("data"),
-        &[],
-        &|_, _, _| {},
-    )
-    .unwrap_err()
-    .to_string();
+    let err = try_ingest(dir, &corpus, &broken, &[])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("does not open"), "{err}");
     assert_eq!(
         index::current_version(&dir.join("data"), "c").unwrap(),
