@@ -526,7 +526,6 @@ fn plan_ingest(
                 plan.apply = vec![Desired::Job(Box::new(finalize_job(
                     corpus, profile, &inputs, &content, &names, settings, owner, &keep,
                 )))];
-                place_jobs(&mut plan.apply, claim, placement);
                 plan.events.push(Note::normal(
                     "FinalizeStarted",
                     format!("shards done; Job {job_name} builds and publishes the version"),
@@ -535,7 +534,6 @@ fn plan_ingest(
                 plan.apply =
                     ingest_objects(corpus, profile, &inputs, &content, &names, settings, &keep)?;
                 let shards = format!("{shards} shard{}", if shards == 1 { "" } else { "s" });
-                place_jobs(&mut plan.apply, claim, placement);
                 plan.events.push(if retry {
                     Note::normal(
                         "IngestRetried",
@@ -551,6 +549,7 @@ fn plan_ingest(
                     )
                 });
             }
+            place_jobs(&mut plan.apply, claim, placement);
         }
         Some(JobState::Running) => {
             // A Job whose pods cannot be created (a quota) changes no
