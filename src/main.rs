@@ -272,6 +272,22 @@ enum Command {
         /// closes; then in-flight requests drain.
         #[arg(long, default_value_t = 5.0)]
         shutdown_delay: f64,
+        /// Connections served at once; lowered to fit the descriptor limit.
+        /// Past it, a small lane still answers /healthz, /readyz and
+        /// /metrics.
+        #[arg(long, default_value_t = 1_024)]
+        max_connections: usize,
+        /// Time a client has to send a request head, in milliseconds; also
+        /// how long a keep-alive connection may sit idle.
+        #[arg(long, default_value_t = 10_000)]
+        header_timeout_ms: u64,
+        /// Time a client has to send a request body, in milliseconds (then 408).
+        #[arg(long, default_value_t = 10_000)]
+        body_timeout_ms: u64,
+        /// Seconds in-flight requests have to finish once the listener has
+        /// closed; then the connections still open are dropped.
+        #[arg(long, default_value_t = 10.0)]
+        drain_timeout: f64,
     },
     /// Measure retrieval on a public dataset: index it (cached under the
     /// data directory by content and profile) and score its queries.
@@ -572,6 +588,10 @@ fn run(command: Command) -> Result<ExitCode> {
             concurrency,
             token_file,
             shutdown_delay,
+            max_connections,
+            header_timeout_ms,
+            body_timeout_ms,
+            drain_timeout,
         } => serve::serve(serve::ServeArgs {
             manifests: &manifests,
             route_name: route.as_deref(),
@@ -584,6 +604,11 @@ fn run(command: Command) -> Result<ExitCode> {
                 max_k,
                 timeout: std::time::Duration::from_millis(timeout_ms),
                 concurrency,
+                max_connections,
+                header_timeout: std::time::Duration::from_millis(header_timeout_ms),
+                body_timeout: std::time::Duration::from_millis(body_timeout_ms),
+                drain_timeout: std::time::Duration::try_from_secs_f64(drain_timeout)
+                    .map_err(|e| anyhow::anyhow!("--drain-timeout {drain_timeout}: {e}"))?,
             },
             token_file: token_file.as_deref(),
             shutdown_delay: std::time::Duration::try_from_secs_f64(shutdown_delay)

@@ -761,3 +761,249 @@ fn a_rotated_token_file_takes_effect_without_a_restart() {
     assert_eq!(status("new-token-0000000002"), 200);
     server.stop();
 }
+
+/// Opens a connection and sends the start of a request head, never its
+/// end: what a slow or hostile client holds open.
+fn half_sent(addr: SocketAddr) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(b"POST /v1/retrieve HTTP/1.1\r\nHost: trellis\r\n")
+        .unwrap();
+    stream
+}
+
+/// Whether the server has closed `stream`: reads until end of file (after
+/// whatever it answered) or gives up after `wait`.
+fn closed_within(stream: &mut std::net::TcpStream, wait: Duration) -> bool {
+    use std::io::Read;
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut buffer = [0_u8; 1024];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Connections past the limit are served for the probes only, a client
+/// that never finishes its request head is closed after the head timeout,
+/// and one that trickles its body gets a 408 after the body timeout.
+#[test]
+fn idle_connections_time_out_and_probes_answer_past_the_limit() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let route = index(dir);
+    let limits = Limits {
+        max_connections: 4,
+        header_timeout: Duration::from_millis(800),
+        body_timeout: Duration::from_millis(800),
+        ..Limits::default()
+    };
+    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
+    service.set_loaded(load(dir)).unwrap();
+    let server = Server::start(service);
+
+    // Four idle clients fill the regular lane.
+    let mut idle: Vec<_> = (0..4).map(|_| half_sent(server.addr)).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let health = http.get(server.url("/healthz")).send().unwrap();
+    assert_eq!(health.status(), 200, "the probe lane answers /healthz");
+    let metrics = http
+        .get(server.url("/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains(r#"trellis_connections{lane="regular"} 4"#),
+        "{metrics}"
+    );
+    let busy = http
+        .post(server.url("/v1/retrieve"))
+        .json(&json!({"query": "When are fees due?"}))
+        .send()
+        .unwrap();
+    assert_eq!(busy.status(), 503);
+    assert!(busy.headers().contains_key("retry-after"));
+    let body: Value = busy.json().unwrap();
+    assert_eq!(body["error"]["code"], "too_many_connections");
+
+    // The head timeout closes every idle client; the lane is free again.
+    for stream in &mut idle {
+        assert!(closed_within(stream, Duration::from_secs(5)));
+    }
+    let (status, _) = post(&server, &json!({"query": "When are fees due?"}));
+    assert_eq!(status, 200);
+
+    // A body promised and never sent in full: 408 in the JSON format.
+    let mut trickle = std::net::TcpStream::connect(server.addr).unwrap();
+    trickle
+        .write_all(
+            b"POST /v1/retrieve HTTP/1.1\r\nHost: trellis\r\nContent-Type: application/json\r\n\
+              Content-Length: 100\r\n\r\n{\"query\":",
+        )
+        .unwrap();
+    trickle
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = trickle.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains(r#""code":"body_timeout""#), "{answer}");
+    server.stop();
+}
+
+/// A client holding a connection open with a half-sent request does not
+/// keep a stopping server alive past the drain timeout.
+#[test]
+fn an_idle_connection_does_not_hold_shutdown_past_the_drain_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let route = index(dir);
+    let limits = Limits {
+        header_timeout: Duration::from_secs(120),
+        drain_timeout: Duration::from_millis(500),
+        ..Limits::default()
+    };
+    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
+    service.set_loaded(load(dir)).unwrap();
+    let server = Server::start(service);
+    let _idle = half_sent(server.addr);
+    std::thread::sleep(Duration::from_millis(100));
+    let asked = std::time::Instant::now();
+    server.stop();
+    assert!(
+        asked.elapsed() < Duration::from_secs(30),
+        "stopped after {:?}",
+        asked.elapsed()
+    );
+}
+
+/// The binary under load: 2,000 clients each holding a half-sent request
+/// against a process limited to 1,024 descriptors. `/healthz` keeps
+/// answering, and SIGTERM ends the process within the shutdown delay and
+/// drain timeout while the idle connections are still open.
+#[test]
+fn two_thousand_idle_clients_neither_starve_probes_nor_hold_shutdown() {
+    use std::process::{Command, Stdio};
+    const CLIENTS: usize = 2_000;
+    #[cfg(unix)]
+    {
+        // This test's own end of the connections needs descriptors too.
+        use nix::sys::resource::{Resource, getrlimit, setrlimit};
+        let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+        if soft < 2 * CLIENTS as u64 + 256 {
+            assert!(hard >= CLIENTS as u64 + 256, "descriptor hard limit {hard}");
+            setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    common::write_two_documents(dir);
+    std::fs::write(dir.join("trellis.yaml"), MANIFESTS).unwrap();
+    let trellis = env!("CARGO_BIN_EXE_trellis");
+    let ingest = Command::new(trellis)
+        .args(["ingest", "-f"])
+        .arg(dir.join("trellis.yaml"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .output()
+        .unwrap();
+    assert!(ingest.status.success(), "{ingest:?}");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // `ulimit -n 1024` in a shell that then becomes the server.
+    let command = format!(
+        "ulimit -n 1024 && exec \"$0\" serve -f \"$1\" --data-dir \"$2\" --listen {addr} \
+         --header-timeout-ms 60000 --shutdown-delay 0.5 --drain-timeout 2"
+    );
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .arg(trellis)
+        .arg(dir.join("trellis.yaml"))
+        .arg(dir.join("data"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let health = || {
+        http.get(format!("http://{addr}/healthz"))
+            .send()
+            .is_ok_and(|r| r.status() == 200)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !health() {
+        assert!(std::time::Instant::now() < deadline, "not live in 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let mut idle = Vec::with_capacity(CLIENTS);
+    for _ in 0..CLIENTS {
+        use std::io::Write;
+        // Past the server's limits a connection may be refused or closed
+        // at once; that is the point, so such failures are not errors.
+        if let Ok(mut stream) = std::net::TcpStream::connect(addr) {
+            let _ = stream.write_all(b"POST /v1/retrieve HTTP/1.1\r\nHost: trellis\r\n");
+            idle.push(stream);
+        }
+    }
+    // Every probe within a few tries of the kubelet's default (three
+    // failures in a row restart the pod).
+    for probe in 0..10 {
+        if !(0..3).any(|_| health()) {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "/healthz failed three times running (probe {probe}):\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let stopping = std::time::Instant::now();
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if stopping.elapsed() > deadline {
+            let _ = child.kill();
+            panic!("still running {deadline:?} after SIGTERM with idle connections open");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut log = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        use std::io::Read;
+        let _ = stderr.read_to_string(&mut log);
+    }
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(log.contains("connection limit lowered"), "{log}");
+    drop(idle);
+}

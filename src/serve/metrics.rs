@@ -1,6 +1,6 @@
 //! Prometheus metrics of the retrieval service: requests and their latency
-//! by route and outcome, query-embedding latency, and the served index
-//! version as an info metric.
+//! by route and outcome, query-embedding latency, open and evicted
+//! connections, and the served index version as an info metric.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +19,11 @@ struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LaneLabels {
+    lane: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct IndexLabels {
     corpus: String,
     version: String,
@@ -33,6 +38,19 @@ pub struct Metrics {
     latency: Family<RequestLabels, Histogram>,
     embed_latency: Histogram,
     index: Family<IndexLabels, Gauge>,
+    connections: Family<LaneLabels, Gauge>,
+    connections_evicted: Counter,
+}
+
+/// One open connection, counted in its lane's gauge until dropped.
+pub struct OpenConnection {
+    gauge: Gauge,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
 }
 
 impl Default for Metrics {
@@ -51,6 +69,8 @@ impl Metrics {
         });
         let embed_latency = Histogram::new(exponential_buckets(0.0005, 2.0, 14));
         let index = Family::<IndexLabels, Gauge>::default();
+        let connections = Family::<LaneLabels, Gauge>::default();
+        let connections_evicted = Counter::default();
         registry.register(
             "retrieve_requests",
             "Retrieval requests by route and outcome (ok or the error code)",
@@ -71,12 +91,24 @@ impl Metrics {
             "The index version served (1), with its corpus and model",
             index.clone(),
         );
+        registry.register(
+            "connections",
+            "Open connections by lane (regular, or probe: past the connection limit)",
+            connections.clone(),
+        );
+        registry.register(
+            "connections_evicted",
+            "Probe-lane connections closed to make room for a newer one",
+            connections_evicted.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             requests,
             latency,
             embed_latency,
             index,
+            connections,
+            connections_evicted,
         }
     }
 
@@ -103,6 +135,35 @@ impl Metrics {
                 model: model.to_string(),
             })
             .set(1);
+    }
+
+    /// Counts a connection open in `lane` until the guard is dropped.
+    pub fn connection_opened(&self, lane: super::connections::Lane) -> OpenConnection {
+        let gauge = self
+            .connections
+            .get_or_create(&LaneLabels { lane: lane.name() })
+            .clone();
+        gauge.inc();
+        OpenConnection { gauge }
+    }
+
+    /// Connections open in every lane.
+    pub fn open_connections(&self) -> i64 {
+        [
+            super::connections::Lane::Regular,
+            super::connections::Lane::Probe,
+        ]
+        .into_iter()
+        .map(|lane| {
+            self.connections
+                .get_or_create(&LaneLabels { lane: lane.name() })
+                .get()
+        })
+        .sum()
+    }
+
+    pub fn connection_evicted(&self) {
+        self.connections_evicted.inc();
     }
 
     /// The OpenMetrics text exposition.

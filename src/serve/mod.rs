@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod connections;
 mod metrics;
 
 use std::future::Future;
@@ -38,7 +39,8 @@ pub use api::{Info, RequestFilters, RetrieveRequest, RetrieveResponse, Selection
 pub use auth::{Access, Tokens};
 pub use metrics::Metrics;
 
-/// Bounds on what one request may ask for.
+/// Bounds on what one request may ask for, and on the connections that
+/// carry requests ([`connections`]).
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// Largest request body, in bytes.
@@ -51,6 +53,18 @@ pub struct Limits {
     pub timeout: Duration,
     /// Retrievals running at once; more get 503 with `Retry-After`.
     pub concurrency: usize,
+    /// Connections served at once, lowered to fit the descriptor limit
+    /// ([`connections::connection_cap`]).
+    pub max_connections: usize,
+    /// Time a client has to send a request head, counted from when the
+    /// server starts waiting for it: on a keep-alive connection, also how
+    /// long it may sit idle between requests.
+    pub header_timeout: Duration,
+    /// Time a client has to send a whole request body (then 408).
+    pub body_timeout: Duration,
+    /// After shutdown, time in-flight requests have to finish before the
+    /// connections still open are closed.
+    pub drain_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -61,6 +75,10 @@ impl Default for Limits {
             max_k: 50,
             timeout: Duration::from_secs(10),
             concurrency: 16,
+            max_connections: 1_024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            drain_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -242,8 +260,78 @@ pub fn router(service: Arc<Service>) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&service),
+            read_body,
+        ))
+        .layer(axum::middleware::from_fn(probe_lane_only))
         .layer(axum::middleware::from_fn(request_span))
         .with_state(service)
+}
+
+/// On a connection admitted past the connection limit, answers only the
+/// probe and metrics endpoints (see [`connections`]).
+async fn probe_lane_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let lane = request.extensions().get::<connections::Lane>().copied();
+    if lane == Some(connections::Lane::Probe)
+        && !connections::PROBE_PATHS.contains(&request.uri().path())
+    {
+        return ApiError::unavailable(
+            "too_many_connections",
+            "the service holds as many connections as it may; retry",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Reads the whole request body within the body timeout and the size
+/// limit, so that a client trickling its body cannot hold a connection
+/// and a retrieval slot for as long as it likes.
+async fn read_body(
+    State(service): State<Arc<Service>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let limits = &service.limits;
+    let (parts, body) = request.into_parts();
+    let read = axum::body::to_bytes(body, limits.body_bytes);
+    let bytes = match tokio::time::timeout(limits.body_timeout, read).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            return if too_large {
+                ApiError::body_too_large(limits.body_bytes).into_response()
+            } else {
+                ApiError::bad_request("body_unreadable", "the request body could not be read")
+                    .into_response()
+            };
+        }
+        Err(_) => {
+            let mut response = ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_timeout",
+                format!(
+                    "the request body did not arrive within {} ms",
+                    limits.body_timeout.as_millis()
+                ),
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        }
+    };
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
 }
 
 const REQUEST_ID: &str = "x-request-id";
@@ -293,16 +381,16 @@ fn new_request_id() -> String {
 }
 
 /// Serves `service` on `listener` until `shutdown` completes, then stops
-/// accepting connections and lets in-flight requests finish.
+/// accepting connections and lets in-flight requests finish within the
+/// drain timeout (see [`connections`]).
 pub async fn run(
     listener: tokio::net::TcpListener,
     service: Arc<Service>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    axum::serve(listener, router(service))
-        .with_graceful_shutdown(shutdown)
-        .await?;
-    Ok(())
+    let limits = service.limits.clone();
+    let metrics = service.metrics.clone();
+    connections::serve(listener, router(service), &limits, &metrics, shutdown).await
 }
 
 /// Binds `addr`, naming it in the error.
@@ -333,6 +421,14 @@ impl ApiError {
 
     fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    fn body_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("request body over {limit} bytes"),
+        )
     }
 
     fn unauthorized(message: &str) -> Self {
@@ -410,11 +506,7 @@ async fn answer(
     body: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> Result<RetrieveResponse, ApiError> {
     let Json(request) = body.map_err(|rejection| match rejection {
-        JsonRejection::BytesRejection(_) => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            format!("request body over {} bytes", service.limits.body_bytes),
-        ),
+        JsonRejection::BytesRejection(_) => ApiError::body_too_large(service.limits.body_bytes),
         JsonRejection::MissingJsonContentType(_) => ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
