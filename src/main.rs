@@ -159,8 +159,8 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
         /// Results to return (default: the route's topK).
-        #[arg(long)]
-        k: Option<usize>,
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(trellis::spec::bounds::MAX_TOP_K)))]
+        k: Option<u32>,
         /// Override the route's anchor mode.
         #[arg(long, value_enum)]
         mode: Option<ModeArg>,
@@ -568,7 +568,7 @@ fn run(command: Command) -> Result<ExitCode> {
             route_name: route.as_deref(),
             data_dir: &retrieval::data_dir(data_dir),
             question: &question,
-            k,
+            k: k.map(|k| k as usize),
             mode: mode.map(Into::into),
             index_version: index_version.as_deref(),
             filter: retrieval::filter(documents, section.as_deref(), metadata),

@@ -265,11 +265,22 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
         if let Some(at) = non_finite(&value, "") {
             return Err(invalid(format!("{kind}: {at} is not a finite number")));
         }
+        // The ranges the engine can honour, the same the CRDs declare.
+        super::bounds::check(&kind, &value).map_err(|e| invalid(format!("{kind}: {e}")))?;
         let manifest = match kind.as_str() {
             "IndexProfile" => {
                 Manifest::IndexProfile(Box::new(strict(value, &kind).map_err(invalid)?))
             }
-            "Corpus" => Manifest::Corpus(Box::new(strict(value, &kind).map_err(invalid)?)),
+            "Corpus" => {
+                let corpus: super::Corpus = strict(value, &kind).map_err(invalid)?;
+                // The CRD's rule that each source names one kind.
+                for (at, source) in corpus.spec.sources.iter().enumerate() {
+                    source
+                        .kind()
+                        .map_err(|e| invalid(format!("Corpus: spec.sources[{at}]: {e}")))?;
+                }
+                Manifest::Corpus(Box::new(corpus))
+            }
             "RetrievalRoute" => {
                 Manifest::RetrievalRoute(Box::new(strict(value, &kind).map_err(invalid)?))
             }

@@ -3,6 +3,7 @@
 //! The CLI reads these from manifests, the ingest job receives them, and the
 //! CRDs are generated from them; no second config schema exists.
 
+pub mod bounds;
 mod corpus;
 mod manifest;
 mod profile;
@@ -52,6 +53,7 @@ pub fn crds()
     use kube::CustomResourceExt;
     let mut crds = vec![IndexProfile::crd(), Corpus::crd(), RetrievalRoute::crd()];
     for crd in &mut crds {
+        bounds::apply_to_crd(crd);
         for version in &mut crd.spec.versions {
             if let Some(schema) = version
                 .schema

@@ -491,7 +491,6 @@ impl Default for IndexSpec {
 /// `RELATED_TO` edges from k-NN over sentence vectors. Deterministic
 /// skeleton edges and these probabilistic ones are never mixed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = semantic_links_rules)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SemanticLinksSpec {
     /// Build the edges at all. Default true.
@@ -503,23 +502,6 @@ pub struct SemanticLinksSpec {
     /// Link only sentences in different chunks (links inside a chunk add
     /// nothing the chunk does not already show). Default true.
     pub cross_chunk_only: bool,
-}
-
-/// The CRD's CEL rules for `semanticLinks`, checked by the API server.
-fn semantic_links_rules(schema: &mut schemars::Schema) {
-    super::cel_rules(
-        schema,
-        &[
-            (
-                "!has(self.threshold) || (self.threshold > 0.0 && self.threshold <= 1.0)",
-                "threshold must be in (0, 1]",
-            ),
-            (
-                "!has(self.maxPerSentence) || self.maxPerSentence <= 10",
-                "maxPerSentence must be at most 10",
-            ),
-        ],
-    );
 }
 
 impl Default for SemanticLinksSpec {
@@ -627,10 +609,6 @@ fn graph_rules(schema: &mut schemars::Schema) {
             (
                 "!has(self.store) || self.store != 'falkordb' || has(self.falkordb)",
                 "store falkordb needs graph.falkordb",
-            ),
-            (
-                "!has(self.batchSize) || (self.batchSize >= 1 && self.batchSize <= 100000)",
-                "batchSize must be between 1 and 100000",
             ),
         ],
     );
