@@ -322,7 +322,10 @@ pub fn ingest(
 /// published the same version first (two ingests of one corpus at once),
 /// which is success: a version's name is the hash of its inputs.
 fn publish(build: &writer::BuildDir, final_dir: &Path) -> Result<bool, IndexError> {
-    sync_dir(build.path())?;
+    // Every file's data reaches the disk before the rename makes the
+    // version visible: after a power loss (unlike a killed process) a
+    // renamed directory can otherwise hold empty or short files.
+    sync_tree(build.path())?;
     match std::fs::rename(build.path(), final_dir) {
         Ok(()) => {}
         Err(_) if final_dir.join("manifest.json").is_file() => {
@@ -969,6 +972,25 @@ fn read_manifest(dir: &Path) -> Result<VersionManifest, IndexError> {
     read_json(&dir.join("manifest.json"))
 }
 
+/// Syncs every file under `dir`, then each directory after its entries;
+/// the number of entries synced.
+fn sync_tree(dir: &Path) -> Result<usize, IndexError> {
+    let mut synced = 0;
+    for entry in walkdir::WalkDir::new(dir).contents_first(true) {
+        let entry = entry.map_err(|e| {
+            let path = e.path().unwrap_or(dir).to_path_buf();
+            IndexError::io(&path, std::io::Error::other(e))
+        })?;
+        if entry.file_type().is_file() || entry.file_type().is_dir() {
+            std::fs::File::open(entry.path())
+                .and_then(|f| f.sync_all())
+                .map_err(|e| IndexError::io(entry.path(), e))?;
+            synced += 1;
+        }
+    }
+    Ok(synced)
+}
+
 fn sync_dir(dir: &Path) -> Result<(), IndexError> {
     std::fs::File::open(dir)
         .and_then(|f| f.sync_all())
@@ -1154,4 +1176,28 @@ fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> Vectors {
         crate::embed::normalize(out);
     }
     Vectors { dims, data }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Publishing syncs nested files too (the BM25 index is a directory of
+    /// its own), and every directory after its entries.
+    #[test]
+    fn sync_tree_reaches_every_nested_file_and_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("v");
+        std::fs::create_dir_all(root.join("bm25/deeper")).unwrap();
+        for file in ["vectors.f32", "bm25/meta.json", "bm25/deeper/segment"] {
+            std::fs::write(root.join(file), b"data").unwrap();
+        }
+        assert_eq!(
+            sync_tree(&root).unwrap(),
+            6,
+            "three files, three directories"
+        );
+        let err = sync_tree(&dir.path().join("missing")).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
+    }
 }

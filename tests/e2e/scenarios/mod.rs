@@ -59,7 +59,7 @@ pub fn all() -> Vec<Scenario> {
             true
         ),
         scenario!(
-            "CRDs and examples apply; CEL refuses invalid manifests",
+            "CRDs and examples apply; the API server refuses invalid manifests",
             chart::manifests
         ),
         scenario!("a sharded ingest makes the Corpus Ready", corpus::ingest),
