@@ -431,7 +431,8 @@ spec:
             .spec,
         &context,
     )
-    .unwrap();
+    .unwrap()
+    .documents;
     assert_eq!(documents.len(), 1);
     let second = ingest(manifests, &context, &data);
     assert!(second.sources_unchanged);

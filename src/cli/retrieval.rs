@@ -150,6 +150,42 @@ fn ingest_shard(
     Ok((ExitCode::SUCCESS, None))
 }
 
+/// Entries listed first, before the rest are summed up.
+const LISTED_SKIPPED: usize = 10;
+
+/// What the sources held that was not read, by reason, with the first few
+/// entries named.
+fn print_skipped(skipped: &[trellis::source::SkippedEntry]) -> std::io::Result<()> {
+    use trellis::source::SkipReason;
+    if skipped.is_empty() {
+        return Ok(());
+    }
+    let links = skipped
+        .iter()
+        .filter(|s| s.reason == SkipReason::Symlink)
+        .count();
+    outln!(
+        "  skipped {} entries not read: {} symbolic links (not followed), {} of other types",
+        skipped.len(),
+        links,
+        skipped.len() - links
+    )?;
+    for entry in skipped.iter().take(LISTED_SKIPPED) {
+        outln!(
+            "  skipped: {}: {}",
+            trellis::source::Printable(&entry.key),
+            entry.reason.describe()
+        )?;
+    }
+    if skipped.len() > LISTED_SKIPPED {
+        outln!(
+            "  … and {} more (--json lists all)",
+            skipped.len() - LISTED_SKIPPED
+        )?;
+    }
+    Ok(())
+}
+
 fn print_graph_outcome(graph: &trellis::graph::GraphOutcome) -> std::io::Result<()> {
     if let Some(error) = &graph.error {
         outln!(
@@ -272,6 +308,7 @@ fn ingest_corpus(
                 f.reason
             )?;
         }
+        print_skipped(&report.skipped)?;
         for v in &report.removed {
             outln!("  removed old version {v}")?;
         }

@@ -187,6 +187,10 @@ pub struct IngestReport {
     /// [`crate::graph::sync`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph: Option<crate::graph::GraphOutcome>,
+    /// Entries of the sources' directories not read (symbolic links,
+    /// files of other types), found by this run's listing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<source::SkippedEntry>,
 }
 
 /// The directory of a corpus' versions.
@@ -240,7 +244,7 @@ pub fn ingest(
     progress: Progress<'_>,
 ) -> Result<IngestReport, IndexError> {
     let started = Instant::now();
-    let documents = source::corpus_documents(corpus, sources)?;
+    let source::Listing { documents, skipped } = source::corpus_documents(corpus, sources)?;
     let root = corpus_dir(data_dir, corpus_name);
     std::fs::create_dir_all(&root).map_err(|e| IndexError::io(&root, e))?;
 
@@ -253,6 +257,7 @@ pub fn ingest(
             sources_unchanged: true,
             removed,
             graph: None,
+            skipped,
         });
     }
 
@@ -270,6 +275,7 @@ pub fn ingest(
             sources_unchanged: false,
             removed,
             graph: None,
+            skipped,
         });
     }
 
@@ -315,6 +321,7 @@ pub fn ingest(
         sources_unchanged: false,
         removed,
         graph: None,
+        skipped,
     })
 }
 
@@ -816,7 +823,7 @@ pub fn embed_shard(
     progress: Progress<'_>,
 ) -> Result<ShardReport, IndexError> {
     let started = Instant::now();
-    let listed = source::corpus_documents(corpus, sources)?;
+    let listed = source::corpus_documents(corpus, sources)?.documents;
     // The whole corpus unchanged since the current version: nothing to
     // embed, and the finalize step keeps that version.
     let revision = source::revision(&listed).map(|r| inputs_revision(profile, corpus, &r));

@@ -235,6 +235,7 @@ pub fn version_status(
         sentences: m.counts.sentences as u64,
         chunks: m.counts.chunks as u64,
         edges: m.counts.related_edges as u64,
+        skipped_entries: report.skipped.len() as u64,
         failures: m
             .failed
             .iter()

@@ -26,6 +26,43 @@ pub struct Discovery {
     pub files: Vec<PathBuf>,
     /// Files inside walked directories whose type Trellis does not read.
     pub skipped: Vec<PathBuf>,
+    /// Symbolic links inside walked directories: not followed, since a
+    /// link can lead out of the tree that was named (or around in it).
+    pub links: Vec<PathBuf>,
+}
+
+/// A corpus' documents, and the entries of its sources' directories that
+/// are not read.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub documents: Vec<CorpusDocument>,
+    pub skipped: Vec<SkippedEntry>,
+}
+
+/// An entry of a source's directory that is not read, and why: the
+/// ingest report counts these so that nothing is left out silently.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SkippedEntry {
+    pub key: String,
+    pub reason: SkipReason,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SkipReason {
+    /// A symbolic link: not followed.
+    Symlink,
+    /// A file of a type Trellis does not read (by its extension).
+    UnknownFormat,
+}
+
+impl SkipReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SkipReason::Symlink => "symbolic link, not followed",
+            SkipReason::UnknownFormat => "not a format Trellis reads",
+        }
+    }
 }
 
 /// A path given on the command line that does not exist or cannot be read.
@@ -61,6 +98,10 @@ pub fn discover(paths: &[PathBuf]) -> Result<Discovery, DiscoveryError> {
                 path: e.path().unwrap_or(path).to_path_buf(),
                 source: e.into(),
             })?;
+            if entry.path_is_symlink() && entry.depth() > 0 {
+                found.links.push(entry.into_path());
+                continue;
+            }
             if !entry.file_type().is_file() {
                 continue;
             }
@@ -268,13 +309,14 @@ pub enum SourceError {
 pub fn corpus_documents(
     spec: &crate::spec::CorpusSpec,
     context: &SourceContext,
-) -> Result<Vec<CorpusDocument>, SourceError> {
+) -> Result<Listing, SourceError> {
     if spec.sources.len() > crate::spec::MAX_SOURCES {
         return Err(SourceError::TooMany {
             count: spec.sources.len(),
         });
     }
     let mut documents = Vec::new();
+    let mut skipped = Vec::new();
     for (index, source) in spec.sources.iter().enumerate() {
         let invalid = |reason: String| SourceError::Invalid { index, reason };
         let include = globs(spec.include.iter().chain(&source.include))?;
@@ -299,7 +341,7 @@ pub fn corpus_documents(
                 } else {
                     context.base_dir.join(path)
                 };
-                for (file, key) in walk(&root, path, &wanted)? {
+                for (file, key) in walk(&root, path, &wanted, &mut skipped)? {
                     push(file, key, Origin::File);
                 }
             }
@@ -319,7 +361,7 @@ pub fn corpus_documents(
                 } else {
                     format!("pvc:{}/{inner}", pvc.claim_name)
                 };
-                for (file, key) in walk(&root, &written, &wanted)? {
+                for (file, key) in walk(&root, &written, &wanted, &mut skipped)? {
                     push(file, key, Origin::File);
                 }
             }
@@ -376,7 +418,7 @@ pub fn corpus_documents(
             }
         }
     }
-    Ok(documents)
+    Ok(Listing { documents, skipped })
 }
 
 /// A document key as text logs and reports show it: control characters
@@ -422,23 +464,39 @@ fn walk(
     root: &Path,
     written: &str,
     wanted: &dyn Fn(&Path) -> bool,
+    skipped: &mut Vec<SkippedEntry>,
 ) -> Result<Vec<(PathBuf, String)>, SourceError> {
     let found = discover(std::slice::from_ref(&root.to_path_buf()))?;
-    let mut files = Vec::new();
-    for path in found.files {
-        let relative = path.strip_prefix(root).unwrap_or(&path);
-        if !wanted(relative) {
-            continue;
-        }
+    let key = |path: &Path| {
+        let relative = path.strip_prefix(root).unwrap_or(path);
         let relative_text = relative.to_string_lossy().replace('\\', "/");
-        let key = if relative_text.is_empty() {
+        if relative_text.is_empty() {
             written.trim_end_matches('/').to_string()
         } else {
             format!("{}/{relative_text}", written.trim_end_matches('/'))
-        };
-        files.push((path, key));
+        }
+    };
+    let relative = |path: &Path| path.strip_prefix(root).unwrap_or(path).to_path_buf();
+    for (paths, reason) in [
+        (&found.links, SkipReason::Symlink),
+        (&found.skipped, SkipReason::UnknownFormat),
+    ] {
+        for path in paths.iter().filter(|p| wanted(&relative(p))) {
+            skipped.push(SkippedEntry {
+                key: key(path),
+                reason,
+            });
+        }
     }
-    Ok(files)
+    Ok(found
+        .files
+        .into_iter()
+        .filter(|path| wanted(&relative(path)))
+        .map(|path| {
+            let key = key(&path);
+            (path, key)
+        })
+        .collect())
 }
 
 /// A Kubernetes object name: no path separators, not `.` or `..`.
@@ -546,7 +604,7 @@ mod tests {
             pvc_root: mounts.path().to_path_buf(),
             ..SourceContext::new(Path::new("/nowhere"))
         };
-        let docs = corpus_documents(&spec, &context).unwrap();
+        let docs = corpus_documents(&spec, &context).unwrap().documents;
         assert_eq!(docs.len(), 1);
         assert_eq!(docs[0].key, "pvc:contracts/2026/a.md");
         assert_eq!(docs[0].path, dir.join("a.md"));
@@ -571,6 +629,40 @@ mod tests {
         .unwrap();
         let err = corpus_documents(&linked, &context).unwrap_err().to_string();
         assert!(err.contains("outside its claim"), "{err}");
+    }
+
+    /// A symbolic link in a walked directory is not followed, and is
+    /// counted with its reason beside files of types Trellis does not read.
+    #[test]
+    fn links_and_unknown_files_are_listed_as_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs = dir.path().join("docs");
+        std::fs::create_dir_all(docs.join("sub")).unwrap();
+        std::fs::write(docs.join("a.md"), "# A\n\nText.").unwrap();
+        std::fs::write(docs.join("sub/photo.png"), b"\x89PNG").unwrap();
+        std::os::unix::fs::symlink(docs.join("a.md"), docs.join("alias.md")).unwrap();
+        std::os::unix::fs::symlink("/etc", docs.join("sub/etc")).unwrap();
+        let spec: crate::spec::CorpusSpec = serde_json::from_value(serde_json::json!({
+            "profileRef": {"name": "p"},
+            "sources": [{"path": "docs"}],
+        }))
+        .unwrap();
+        let listing = corpus_documents(&spec, &SourceContext::new(dir.path())).unwrap();
+        let keys: Vec<_> = listing.documents.iter().map(|d| d.key.as_str()).collect();
+        assert_eq!(keys, ["docs/a.md"]);
+        let skipped: Vec<_> = listing
+            .skipped
+            .iter()
+            .map(|s| (s.key.as_str(), s.reason))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                ("docs/alias.md", SkipReason::Symlink),
+                ("docs/sub/etc", SkipReason::Symlink),
+                ("docs/sub/photo.png", SkipReason::UnknownFormat),
+            ]
+        );
     }
 
     #[test]

@@ -87,6 +87,10 @@ pub struct IndexVersionStatus {
     /// `RELATED_TO` edges.
     #[serde(default)]
     pub edges: u64,
+    /// Entries of the sources' directories not read: symbolic links (not
+    /// followed) and files of types Trellis does not read.
+    #[serde(default)]
+    pub skipped_entries: u64,
     /// Documents that failed, with reasons (the first few).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
