@@ -101,6 +101,16 @@ impl Server {
     }
 }
 
+/// A loaded service with `limits` on a free port, over a fresh index
+/// kept in the returned directory.
+fn start_with(limits: Limits) -> (tempfile::TempDir, Server) {
+    let tmp = tempfile::tempdir().unwrap();
+    let route = index(tmp.path());
+    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
+    service.set_loaded(load(tmp.path())).unwrap();
+    (tmp, Server::start(service))
+}
+
 fn client() -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -271,18 +281,12 @@ fn live_at_once_ready_once_loaded_then_answers() {
 
 #[test]
 fn limits_and_bad_requests_get_json_errors() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let route = index(dir);
-    let limits = Limits {
+    let (dir, server) = start_with(Limits {
         body_bytes: 1_024,
         query_chars: 100,
         max_k: 5,
         ..Limits::default()
-    };
-    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
-    service.set_loaded(load(dir)).unwrap();
-    let server = Server::start(service);
+    });
 
     let cases = [
         (json!({"query": "x".repeat(2_000)}), 413, "body_too_large"),
@@ -312,7 +316,7 @@ fn limits_and_bad_requests_get_json_errors() {
         assert_eq!(got, status, "{answer}");
         assert_eq!(answer["error"]["code"], code, "{answer}");
         let message = answer["error"]["message"].as_str().unwrap();
-        assert!(!message.contains(dir.to_str().unwrap()), "{message}");
+        assert!(!message.contains(dir.path().to_str().unwrap()), "{message}");
     }
     // Not JSON at all, and an unknown endpoint.
     let response = client()
@@ -349,16 +353,10 @@ fn limits_and_bad_requests_get_json_errors() {
 
 #[test]
 fn a_retrieval_over_its_time_limit_is_a_504() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let route = index(dir);
-    let limits = Limits {
+    let (_dir, server) = start_with(Limits {
         timeout: Duration::ZERO,
         ..Limits::default()
-    };
-    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
-    service.set_loaded(load(dir)).unwrap();
-    let server = Server::start(service);
+    });
     let (status, body) = post(&server, &json!({"query": "When are fees due?"}));
     assert_eq!(status, 504, "{body}");
     assert_eq!(body["error"]["code"], "timeout");
@@ -622,6 +620,32 @@ fn a_token_sees_only_its_tags_through_anchors_expansion_and_links() {
     server.stop();
 }
 
+/// Writes the manifests and two documents into `dir` and ingests them
+/// with the binary into `dir/data`; the binary's path.
+fn ingest_with_the_binary(dir: &Path) -> &'static str {
+    common::write_two_documents(dir);
+    std::fs::write(dir.join("trellis.yaml"), MANIFESTS).unwrap();
+    let trellis = env!("CARGO_BIN_EXE_trellis");
+    let ingest = std::process::Command::new(trellis)
+        .args(["ingest", "-f"])
+        .arg(dir.join("trellis.yaml"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .output()
+        .unwrap();
+    assert!(ingest.status.success(), "{ingest:?}");
+    trellis
+}
+
+/// A loopback port free a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// The binary as a pod runs it: JSON logs that never carry the query text,
 /// a loud warning when no token file is given, and on SIGTERM an orderly
 /// stop with status 0: unready at once, still answering for the shutdown
@@ -631,23 +655,8 @@ fn the_binary_logs_without_query_text_and_stops_on_sigterm() {
     use std::process::{Command, Stdio};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    common::write_two_documents(dir);
-    std::fs::write(dir.join("trellis.yaml"), MANIFESTS).unwrap();
-    let trellis = env!("CARGO_BIN_EXE_trellis");
-    let ingest = Command::new(trellis)
-        .args(["ingest", "-f"])
-        .arg(dir.join("trellis.yaml"))
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .output()
-        .unwrap();
-    assert!(ingest.status.success(), "{ingest:?}");
-
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let trellis = ingest_with_the_binary(dir);
+    let port = free_port();
     let child = Command::new(trellis)
         .args(["--log-format", "json", "serve", "-f"])
         .arg(dir.join("trellis.yaml"))
@@ -795,18 +804,12 @@ fn closed_within(stream: &mut std::net::TcpStream, wait: Duration) -> bool {
 #[test]
 fn idle_connections_time_out_and_probes_answer_past_the_limit() {
     use std::io::{Read, Write};
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let route = index(dir);
-    let limits = Limits {
+    let (_dir, server) = start_with(Limits {
         max_connections: 4,
         header_timeout: Duration::from_millis(800),
         body_timeout: Duration::from_millis(800),
         ..Limits::default()
-    };
-    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
-    service.set_loaded(load(dir)).unwrap();
-    let server = Server::start(service);
+    });
 
     // Four idle clients fill the regular lane.
     let mut idle: Vec<_> = (0..4).map(|_| half_sent(server.addr)).collect();
@@ -868,17 +871,11 @@ fn idle_connections_time_out_and_probes_answer_past_the_limit() {
 /// keep a stopping server alive past the drain timeout.
 #[test]
 fn an_idle_connection_does_not_hold_shutdown_past_the_drain_timeout() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let route = index(dir);
-    let limits = Limits {
+    let (_dir, server) = start_with(Limits {
         header_timeout: Duration::from_secs(120),
         drain_timeout: Duration::from_millis(500),
         ..Limits::default()
-    };
-    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
-    service.set_loaded(load(dir)).unwrap();
-    let server = Server::start(service);
+    });
     let _idle = half_sent(server.addr);
     std::thread::sleep(Duration::from_millis(100));
     let asked = std::time::Instant::now();
@@ -910,22 +907,8 @@ fn two_thousand_idle_clients_neither_starve_probes_nor_hold_shutdown() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    common::write_two_documents(dir);
-    std::fs::write(dir.join("trellis.yaml"), MANIFESTS).unwrap();
-    let trellis = env!("CARGO_BIN_EXE_trellis");
-    let ingest = Command::new(trellis)
-        .args(["ingest", "-f"])
-        .arg(dir.join("trellis.yaml"))
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .output()
-        .unwrap();
-    assert!(ingest.status.success(), "{ingest:?}");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let trellis = ingest_with_the_binary(dir);
+    let port = free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // `ulimit -n 1024` in a shell that then becomes the server.
     let command = format!(
