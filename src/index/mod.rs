@@ -15,6 +15,7 @@
 //!         bm25/               tantivy index (bm25.rs)
 //!         related.json        RELATED_TO edges (links.rs)
 //!         chunks.json         the chunks, for the graph export (store.rs)
+//!         checksums.json      BLAKE3 of every file above, checked on open (checksums.rs)
 //!     .build-<version>-<writer>/       a version being built; never read
 //!     .build-<version>-<writer>.lock   held while it is built (writer.rs)
 //! <data-dir>/cache/embeddings/  the embedding cache, shared by corpora
@@ -29,6 +30,7 @@
 //! serving and no half-written version under a version name.
 
 pub mod bm25;
+pub mod checksums;
 pub mod links;
 pub mod store;
 pub mod vectors;
@@ -168,6 +170,10 @@ pub struct VersionManifest {
     pub source_revision: Option<String>,
     /// Seconds since the Unix epoch when the build finished.
     pub created: u64,
+    /// The version has `checksums.json` ([`checksums`]); false for
+    /// versions built before checksums were written.
+    #[serde(default)]
+    pub checksummed: bool,
 }
 
 /// What `ingest` did.
@@ -606,10 +612,12 @@ fn build_version(
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
+        checksummed: true,
     };
-    // The manifest is written last: a version directory with a manifest
-    // is complete.
+    // The manifest and then the checksums of every file, the manifest's
+    // included, are written last.
     write_json(&dir.join("manifest.json"), &manifest)?;
+    checksums::write(dir)?;
     Ok(manifest)
 }
 
@@ -1106,7 +1114,16 @@ impl IndexVersion {
             None => current_version(data_dir, corpus)?,
         };
         let dir = corpus_dir(data_dir, corpus).join(&version);
+        // Every file is checked before any is parsed: the parsers trust
+        // their input.
+        let checked = checksums::verify(&dir)?;
         let manifest = read_manifest(&dir)?;
+        if manifest.checksummed && !checked {
+            return Err(IndexError::Corrupt(format!(
+                "{}: missing; the manifest says the version was built with one",
+                dir.join(checksums::CHECKSUMS_FILE).display()
+            )));
+        }
         if !READABLE_FORMATS.contains(&manifest.format_version) {
             return Err(IndexError::Corrupt(format!(
                 "{}: format version {} (this build reads {}–{}); re-run ingest",
