@@ -74,8 +74,18 @@ impl Pipeline {
         bytes: &[u8],
         format: Format,
     ) -> Result<ProcessedDocument, ParseFailure> {
-        let tree = parse::parse_bytes(bytes, format, &self.spec.parsing)?;
-        Ok(self.process_tree(key, tree))
+        let mut tree = parse::parse_bytes(bytes, format, &self.spec.parsing)?;
+        let warnings = std::mem::take(&mut tree.warnings);
+        let skeleton = self.build_skeleton(key, tree);
+        // Checked before chunking and enrichment, which cost as much again.
+        let limit = self.spec.parsing.max_sentences_per_document;
+        if skeleton.sentences.len() > limit as usize {
+            return Err(ParseFailure::TooManySentences {
+                sentences: skeleton.sentences.len(),
+                limit,
+            });
+        }
+        Ok(self.finish(skeleton, warnings))
     }
 
     /// The skeleton step alone (sentence splitting and filters included).
@@ -87,6 +97,11 @@ impl Pipeline {
     pub fn process_tree(&self, key: &str, mut tree: DocumentTree) -> ProcessedDocument {
         let warnings = std::mem::take(&mut tree.warnings);
         let skeleton = self.build_skeleton(key, tree);
+        self.finish(skeleton, warnings)
+    }
+
+    /// Chunks and enriches a skeleton.
+    fn finish(&self, skeleton: Skeleton, warnings: Vec<String>) -> ProcessedDocument {
         let chunks = chunk::chunk_skeleton(&skeleton, &self.spec.chunking, self.tokens.as_ref());
         let enrichment = enrich::enrich(&skeleton, &self.spec.enrichment);
         ProcessedDocument {

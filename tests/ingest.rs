@@ -295,6 +295,32 @@ fn a_bad_document_is_counted_and_the_rest_are_indexed() {
     IndexVersion::open(&dir.join("data"), "c", None).unwrap();
 }
 
+/// A document over `parsing.maxSentencesPerDocument` fails, named and
+/// counted, before it is embedded; the rest is indexed.
+#[test]
+fn a_document_over_the_sentence_cap_fails_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, mut profile, _) = setup(dir);
+    profile.spec.parsing.max_sentences_per_document = 20;
+    let long: String = (0..40)
+        .map(|i| format!("Clause {i} of the long agreement binds both parties. "))
+        .collect();
+    std::fs::write(dir.join("docs/long.txt"), long).unwrap();
+    let report = ingest(dir, &corpus, &profile);
+    let m = &report.manifest;
+    assert_eq!(m.counts.failed_documents, 1);
+    assert_eq!(m.failed[0].key, "docs/long.txt");
+    assert!(
+        m.failed[0]
+            .reason
+            .contains("40 sentences, over the limit of 20 (parsing.maxSentencesPerDocument)"),
+        "{}",
+        m.failed[0].reason
+    );
+    assert!(m.counts.documents >= 1);
+}
+
 #[test]
 fn a_question_about_a_defined_term_reaches_its_definition() {
     let tmp = tempfile::tempdir().unwrap();

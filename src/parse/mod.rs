@@ -56,6 +56,10 @@ pub enum ParseFailure {
     TooManyEntries { entries: usize, limit: u32 },
     #[error("malformed XML in {part}: {detail}")]
     Xml { part: String, detail: String },
+    #[error(
+        "{sentences} sentences, over the limit of {limit} (parsing.maxSentencesPerDocument); split the document or raise the limit"
+    )]
+    TooManySentences { sentences: usize, limit: u32 },
     #[error("nesting deeper than {limit} levels (parsing.maxNestingDepth)")]
     TooDeep { limit: u32 },
     #[error("encrypted: the document needs a password")]

@@ -85,6 +85,13 @@ pub const BOUNDS: &[Bound] = &[
     ),
     bound(
         "IndexProfile",
+        &["parsing", "maxSentencesPerDocument"],
+        1.0,
+        10_000_000.0,
+        "every sentence of a document is held in memory while it is processed",
+    ),
+    bound(
+        "IndexProfile",
         &["embedding", "batchTokens"],
         1.0,
         262_144.0,
