@@ -15,25 +15,7 @@ use trellis::index::IndexVersion;
 use trellis::serve::{self, Limits, Loaded, Service};
 use trellis::spec::RetrievalRoute;
 
-const MANIFESTS: &str = r#"
-apiVersion: trellis.dev/v1alpha1
-kind: IndexProfile
-metadata: {name: p}
----
-apiVersion: trellis.dev/v1alpha1
-kind: Corpus
-metadata: {name: c}
-spec:
-  profileRef: {name: p}
-  sources: [{path: docs}]
----
-apiVersion: trellis.dev/v1alpha1
-kind: RetrievalRoute
-metadata: {name: contracts}
-spec:
-  corpusRef: {name: c}
-  selection: {topK: 3}
-"#;
+use common::TWO_DOCUMENT_MANIFESTS as MANIFESTS;
 
 /// Ingests two small documents and returns the route.
 fn index(dir: &Path) -> RetrievalRoute {

@@ -10,24 +10,7 @@ mod common;
 
 use trellis::index::IndexVersion;
 
-const MANIFESTS: &str = r#"
-apiVersion: trellis.dev/v1alpha1
-kind: IndexProfile
-metadata: {name: p}
----
-apiVersion: trellis.dev/v1alpha1
-kind: Corpus
-metadata: {name: c}
-spec:
-  profileRef: {name: p}
-  sources: [{path: docs}]
----
-apiVersion: trellis.dev/v1alpha1
-kind: RetrievalRoute
-metadata: {name: r}
-spec:
-  corpusRef: {name: c}
-"#;
+use common::TWO_DOCUMENT_MANIFESTS as MANIFESTS;
 
 #[derive(Clone, Copy, Debug)]
 enum Damage {

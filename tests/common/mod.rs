@@ -8,6 +8,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A profile, corpus `c` over `docs/` and route `contracts` (top 3): the
+/// manifests for [`write_two_documents`].
+pub const TWO_DOCUMENT_MANIFESTS: &str = r#"
+apiVersion: trellis.dev/v1alpha1
+kind: IndexProfile
+metadata: {name: p}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: Corpus
+metadata: {name: c}
+spec:
+  profileRef: {name: p}
+  sources: [{path: docs}]
+---
+apiVersion: trellis.dev/v1alpha1
+kind: RetrievalRoute
+metadata: {name: contracts}
+spec:
+  corpusRef: {name: c}
+  selection: {topK: 3}
+"#;
+
 /// Writes `docs/contract.txt` (two numbered clauses: payment, governing
 /// law) and `docs/manual.md` (one heading) under `dir`.
 pub fn write_two_documents(dir: &Path) {
