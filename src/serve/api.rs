@@ -264,8 +264,10 @@ pub struct ErrorDetail {
         (status = 200, description = "Results", body = RetrieveResponse),
         (status = 400, description = "The request is malformed or out of bounds", body = ErrorBody),
         (status = 401, description = "A bearer token is required, or it is not valid", body = ErrorBody),
+        (status = 408, description = "The body did not arrive within the body timeout", body = ErrorBody),
         (status = 413, description = "The body is too large", body = ErrorBody),
-        (status = 503, description = "Not ready, or too many requests in flight",
+        (status = 415, description = "The body is not sent as application/json", body = ErrorBody),
+        (status = 503, description = "Not ready, too many requests in flight, or too many connections",
             body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
         (status = 504, description = "The retrieval took too long", body = ErrorBody),
     )
