@@ -34,10 +34,7 @@ fn excluded(relative: &str) -> bool {
 fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, IndexError> {
     let mut hashes = BTreeMap::new();
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
-        let entry = entry.map_err(|e| {
-            let path = e.path().unwrap_or(dir).to_path_buf();
-            IndexError::io(&path, std::io::Error::other(e))
-        })?;
+        let entry = entry.map_err(|e| super::walk_error(dir, e))?;
         if !entry.file_type().is_file() {
             continue;
         }

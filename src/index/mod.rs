@@ -992,10 +992,7 @@ fn read_manifest(dir: &Path) -> Result<VersionManifest, IndexError> {
 fn sync_tree(dir: &Path) -> Result<usize, IndexError> {
     let mut synced = 0;
     for entry in walkdir::WalkDir::new(dir).contents_first(true) {
-        let entry = entry.map_err(|e| {
-            let path = e.path().unwrap_or(dir).to_path_buf();
-            IndexError::io(&path, std::io::Error::other(e))
-        })?;
+        let entry = entry.map_err(|e| walk_error(dir, e))?;
         if entry.file_type().is_file() || entry.file_type().is_dir() {
             std::fs::File::open(entry.path())
                 .and_then(|f| f.sync_all())
@@ -1004,6 +1001,12 @@ fn sync_tree(dir: &Path) -> Result<usize, IndexError> {
         }
     }
     Ok(synced)
+}
+
+/// A failed step of a walk under `dir`, naming the entry it failed on.
+fn walk_error(dir: &Path, e: walkdir::Error) -> IndexError {
+    let path = e.path().unwrap_or(dir).to_path_buf();
+    IndexError::io(&path, std::io::Error::other(e))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), IndexError> {
