@@ -25,6 +25,9 @@ Fixtures (each must fail with the named ParseFailure, fast, never panic):
   owner_only.pdf         RC4-128 with an empty user password       -> parsed, decrypted
   scanned.pdf            one page holding only an image            -> NeedsOcr
   three_pages.pdf        the valid three-page PDF                  -> parsed (maxPages: 2 warns)
+  lost_fonts.pdf         every page shows glyph ids of a subset font
+                         without a Unicode map ("7KH VXSSOLHU")   -> Garbled
+  garbled_page.pdf       the three pages, page 2 as lost_fonts'    -> parsed, page 2 flagged
   ocr_layer.pdf          a scanned page with its OCR words drawn invisibly over
                          the image, a visible stamp, and invisible text beside
                          the image                                 -> parsed: OCR words and
@@ -188,7 +191,7 @@ def pdf_string(data: bytes) -> bytes:
     return b"<" + data.hex().encode() + b">"
 
 
-def pdf_file(pages, encryption=None, break_xref=False, outline_loop=False) -> bytes:
+def pdf_file(pages, encryption=None, break_xref=False, outline_loop=False, lost_font=False) -> bytes:
     """A PDF whose pages are given as content streams (bytes), as None for
     a page holding only a grey 8x8 image, or as ("scan", bytes) for that
     image with the content drawn after it."""
@@ -198,7 +201,7 @@ def pdf_file(pages, encryption=None, break_xref=False, outline_loop=False) -> by
     for content in pages:
         page_id, content_id = next_id, next_id + 1
         next_id += 2
-        resources = b"/Font << /F1 3 0 R >>"
+        resources = b"/Font << /F1 3 0 R%s >>" % (b" /F2 LOST_FONT" if lost_font else b"")
         scan = content is None or isinstance(content, tuple)
         if scan:
             image_id = next_id
@@ -244,6 +247,18 @@ def pdf_file(pages, encryption=None, break_xref=False, outline_loop=False) -> by
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
         None,
     )
+    if lost_font:
+        # A subset font whose program and ToUnicode map are gone: its codes
+        # are glyph ids that nothing maps back to characters.
+        lost = next_id
+        next_id += 1
+        for number, (head, stream) in list(objects.items()):
+            objects[number] = (head.replace(b"LOST_FONT", b"%d 0 R" % lost), stream)
+        objects[lost] = (
+            b"<< /Type /Font /Subtype /TrueType /BaseFont /ABCDEF+TimesNewRomanPSMT "
+            b"/FirstChar 0 /LastChar 255 /Widths [%s] >>" % b" ".join([b"500"] * 256),
+            None,
+        )
     trailer_extra = b""
     if encryption is not None:
         key, o, u, p = encryption
@@ -292,6 +307,32 @@ def text_page(number: int) -> bytes:
         ops.append(f"({line}) Tj T*")
     ops.append("ET")
     return " ".join(ops).encode("latin-1")
+
+
+def lost_font_page(number: int) -> bytes:
+    """The text page as a PDF with a subset TrueType font shows it: glyph
+    ids, here the character codes less 29 (the usual subset order), with
+    no ToUnicode map to read them back."""
+    lines = [
+        f"Page {number}. The supplier shall deliver the goods within {number * 10} days.",
+        "Payment is due thirty days after the invoice date, in the currency of the invoice.",
+        "Either party may terminate this agreement on ninety days written notice.",
+        "The parties shall keep the terms of this agreement confidential.",
+        "This agreement is governed by the laws of the State of New York.",
+    ]
+    ops = ["BT", "/F1 11 Tf", "72 720 Td", "14 TL"]
+    ops += [f"({line}) Tj T*" for line in lines]
+    ops.append("ET")
+    shifted = " ".join(ops).encode("latin-1").replace(b"(", b"<").replace(b")", b">")
+    out = []
+    for part in shifted.split(b"<"):
+        if b">" in part:
+            text, rest = part.split(b">", 1)
+            glyphs = bytes((c - 29) % 256 for c in text.decode("latin-1").encode("latin-1"))
+            out.append(b"<" + glyphs.hex().encode() + b">" + rest)
+        else:
+            out.append(part)
+    return b"".join(out).replace(b"/F1", b"/F2")
 
 
 def ocr_page() -> bytes:
@@ -352,6 +393,10 @@ def main() -> None:
             "scanned.pdf": pdf_file([None]),
             "ocr_layer.pdf": pdf_file([("scan", ocr_page())]),
             "outline_loop.pdf": pdf_file(three, outline_loop=True),
+            "lost_fonts.pdf": pdf_file([lost_font_page(n) for n in (1, 2, 3)], lost_font=True),
+            "garbled_page.pdf": pdf_file(
+                [text_page(1), lost_font_page(2), text_page(3)], lost_font=True
+            ),
         }
     )
     for name, data in fixtures.items():

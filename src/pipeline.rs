@@ -14,7 +14,7 @@ use crate::spec::IndexProfileSpec;
 /// enrichment). Part of every index version hash: bump it whenever the same
 /// input and profile yield a different skeleton, so that an index built by
 /// an older build is rebuilt rather than reused as if it were current.
-pub const SKELETON_REVISION: u32 = 4;
+pub const SKELETON_REVISION: u32 = 5;
 
 /// Everything Trellis derives from one document.
 #[derive(Clone, Debug)]
@@ -24,6 +24,9 @@ pub struct ProcessedDocument {
     pub enrichment: Enrichment,
     /// Parser warnings (encoding fallbacks, dropped boilerplate, …).
     pub warnings: Vec<String>,
+    /// Pages whose text looks garbled (PDF): the document is indexed but
+    /// flagged in the ingest report.
+    pub garbled_pages: Vec<u32>,
 }
 
 /// A profile made ready to run: segmenter, filters and token counter built
@@ -76,6 +79,7 @@ impl Pipeline {
     ) -> Result<ProcessedDocument, ParseFailure> {
         let mut tree = parse::parse_bytes(bytes, format, &self.spec.parsing)?;
         let warnings = std::mem::take(&mut tree.warnings);
+        let garbled_pages = tree.garbled_pages.clone();
         let skeleton = self.build_skeleton(key, tree);
         // Checked before chunking and enrichment, which cost as much again.
         let limit = self.spec.parsing.max_sentences_per_document;
@@ -85,7 +89,7 @@ impl Pipeline {
                 limit,
             });
         }
-        Ok(self.finish(skeleton, warnings))
+        Ok(self.finish(skeleton, warnings, garbled_pages))
     }
 
     /// The skeleton step alone (sentence splitting and filters included).
@@ -96,12 +100,18 @@ impl Pipeline {
     /// Runs the steps after parsing.
     pub fn process_tree(&self, key: &str, mut tree: DocumentTree) -> ProcessedDocument {
         let warnings = std::mem::take(&mut tree.warnings);
+        let garbled_pages = tree.garbled_pages.clone();
         let skeleton = self.build_skeleton(key, tree);
-        self.finish(skeleton, warnings)
+        self.finish(skeleton, warnings, garbled_pages)
     }
 
     /// Chunks and enriches a skeleton.
-    fn finish(&self, skeleton: Skeleton, warnings: Vec<String>) -> ProcessedDocument {
+    fn finish(
+        &self,
+        skeleton: Skeleton,
+        warnings: Vec<String>,
+        garbled_pages: Vec<u32>,
+    ) -> ProcessedDocument {
         let chunks = chunk::chunk_skeleton(&skeleton, &self.spec.chunking, self.tokens.as_ref());
         let enrichment = enrich::enrich(&skeleton, &self.spec.enrichment);
         ProcessedDocument {
@@ -109,6 +119,7 @@ impl Pipeline {
             chunks,
             enrichment,
             warnings,
+            garbled_pages,
         }
     }
 }

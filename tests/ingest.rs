@@ -295,6 +295,36 @@ fn a_bad_document_is_counted_and_the_rest_are_indexed() {
     IndexVersion::open(&dir.join("data"), "c", None).unwrap();
 }
 
+/// A PDF whose every page reads as a lost font encoding fails; one with
+/// a garbled page is indexed and flagged, in the manifest and its counts.
+#[test]
+fn garbled_pdfs_are_refused_or_flagged_in_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, _) = setup(dir);
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bad");
+    for name in ["lost_fonts.pdf", "garbled_page.pdf"] {
+        std::fs::copy(fixtures.join(name), dir.join("docs").join(name)).unwrap();
+    }
+    let report = ingest(dir, &corpus, &profile);
+    let m = &report.manifest;
+    assert_eq!(m.counts.failed_documents, 1);
+    assert_eq!(m.failed[0].key, "docs/lost_fonts.pdf");
+    assert!(
+        m.failed[0].reason.contains("garbled"),
+        "{}",
+        m.failed[0].reason
+    );
+    assert_eq!(m.counts.flagged_documents, 1);
+    assert_eq!(m.flagged[0].key, "docs/garbled_page.pdf");
+    assert!(
+        m.flagged[0].reason.contains("page 2"),
+        "{}",
+        m.flagged[0].reason
+    );
+    IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+}
+
 /// A document over `parsing.maxSentencesPerDocument` fails, named and
 /// counted, before it is embedded; the rest is indexed.
 #[test]

@@ -214,6 +214,41 @@ fn truncated_pdf_is_an_error_or_a_partial_parse_with_a_warning() {
     }
 }
 
+/// Glyph ids of a subset font without a Unicode map read as "7KH
+/// VXSSOLHU": a document that is all such text fails with the reason, one
+/// with such a page is parsed with the page named and its sentences at
+/// confidence 0.
+#[test]
+fn text_of_a_lost_font_encoding_is_refused_or_flagged() {
+    let err = parse_fixture("lost_fonts.pdf", &ParsingSpec::default()).expect_err("garbled");
+    assert!(matches!(err, ParseFailure::Garbled { .. }), "{err}");
+    assert!(err.to_string().contains("vowels"), "{err}");
+
+    let pipeline = Pipeline::new(&IndexProfileSpec::default(), None).unwrap();
+    let processed = pipeline
+        .process_bytes(
+            "garbled_page.pdf",
+            &fixture("garbled_page.pdf"),
+            trellis::parse::Format::Pdf,
+        )
+        .expect("parsed");
+    assert_eq!(processed.garbled_pages, [2]);
+    assert!(
+        processed
+            .warnings
+            .iter()
+            .any(|w| w.contains("page 2 looks garbled")),
+        "{:?}",
+        processed.warnings
+    );
+    let sentences = &processed.skeleton.sentences;
+    assert!(sentences.iter().any(|s| s.page == Some(2)));
+    for s in sentences {
+        let expected = if s.page == Some(2) { 0.0 } else { 1.0 };
+        assert_eq!(s.confidence, expected, "{:?}: {}", s.page, s.text);
+    }
+}
+
 #[test]
 fn page_without_text_layer_needs_ocr() {
     let err = parse_fixture("scanned.pdf", &ParsingSpec::default()).expect_err("no text");

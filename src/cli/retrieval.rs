@@ -270,8 +270,9 @@ fn ingest_corpus(
             }
         )?;
         outln!(
-            "  documents {} ok, {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} (≤ {} × sentences: {})",
+            "  documents {} ok ({} flagged), {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} (≤ {} × sentences: {})",
             c.documents,
+            c.flagged_documents,
             c.failed_documents,
             c.sentences,
             c.indexed_sentences,
@@ -304,6 +305,13 @@ fn ingest_corpus(
         for f in &m.failed {
             outln!(
                 "  failed: {}: {}",
+                trellis::source::Printable(&f.key),
+                f.reason
+            )?;
+        }
+        for f in &m.flagged {
+            outln!(
+                "  flagged: {}: {}",
                 trellis::source::Printable(&f.key),
                 f.reason
             )?;

@@ -115,11 +115,23 @@ pub struct FailedDocument {
     pub reason: String,
 }
 
+/// A document that was indexed but whose text is in doubt (pages that
+/// read as a lost font encoding), and why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FlaggedDocument {
+    pub key: String,
+    pub reason: String,
+}
+
 /// Counts recorded in the manifest and reported by every ingest.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Counts {
     pub documents: usize,
     pub failed_documents: usize,
+    /// Indexed documents whose text is in doubt (see
+    /// [`VersionManifest::flagged`]).
+    #[serde(default)]
+    pub flagged_documents: usize,
     pub sections: usize,
     pub paragraphs: usize,
     pub sentences: usize,
@@ -162,6 +174,11 @@ pub struct VersionManifest {
     pub embedded_terms: usize,
     pub timings: Timings,
     pub failed: Vec<FailedDocument>,
+    /// Documents indexed with pages whose text looks garbled: their
+    /// sentences carry a low confidence (`scoring.confidenceFloor` drops
+    /// them from results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flagged: Vec<FlaggedDocument>,
     /// What the sources said about their documents when this version was
     /// built (see [`source::revision`]), with the profile and corpus specs:
     /// an ingest that finds the same again reuses the version without
@@ -459,6 +476,7 @@ fn build_version(
     let Processed {
         store,
         failed,
+        flagged,
         chunks,
     } = process_documents(&pipeline, documents, contents, progress);
     timings.parse = t.elapsed().as_secs_f64();
@@ -594,6 +612,7 @@ fn build_version(
         counts: Counts {
             documents: store.documents.len(),
             failed_documents: failed.len(),
+            flagged_documents: flagged.len(),
             sections: store.sections.len(),
             paragraphs: store.paragraphs.len(),
             sentences: store.sentences.len(),
@@ -608,6 +627,7 @@ fn build_version(
         embedded_terms: term_stats.embedded,
         timings,
         failed,
+        flagged,
         source_revision,
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -625,6 +645,7 @@ fn build_version(
 struct Processed {
     store: SkeletonStore,
     failed: Vec<FailedDocument>,
+    flagged: Vec<FlaggedDocument>,
     chunks: Vec<ChunkRecord>,
 }
 
@@ -660,12 +681,19 @@ fn process_documents(
 
     let mut store = SkeletonStore::default();
     let mut failed = Vec::new();
+    let mut flagged = Vec::new();
     let mut chunks = Vec::new();
     for (doc, result) in documents.iter().zip(processed) {
         match result {
             Ok(p) => {
                 for warning in &p.warnings {
                     tracing::warn!(key = %Printable(&doc.key), "{warning}");
+                }
+                if !p.garbled_pages.is_empty() {
+                    flagged.push(FlaggedDocument {
+                        key: doc.key.clone(),
+                        reason: crate::parse::pdf::garbled_pages_warning(&p.garbled_pages),
+                    });
                 }
                 chunks.extend(ChunkRecord::of(&p, &store));
                 store.add(&p, &doc.acl, &doc.metadata);
@@ -682,6 +710,7 @@ fn process_documents(
     Processed {
         store,
         failed,
+        flagged,
         chunks,
     }
 }

@@ -232,12 +232,19 @@ pub fn version_status(
         ingest_spec: None,
         documents: m.counts.documents as u64,
         failed_documents: m.counts.failed_documents as u64,
+        flagged_documents: m.counts.flagged_documents as u64,
         sentences: m.counts.sentences as u64,
         chunks: m.counts.chunks as u64,
         edges: m.counts.related_edges as u64,
         skipped_entries: report.skipped.len() as u64,
         failures: m
             .failed
+            .iter()
+            .take(MAX_LISTED_FAILURES)
+            .map(|f| format!("{}: {}", f.key, f.reason))
+            .collect(),
+        flagged: m
+            .flagged
             .iter()
             .take(MAX_LISTED_FAILURES)
             .map(|f| format!("{}: {}", f.key, f.reason))

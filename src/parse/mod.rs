@@ -11,6 +11,7 @@ pub mod clean;
 pub mod decode;
 pub mod docx;
 pub mod html;
+pub mod legibility;
 pub mod markdown;
 pub mod numerals;
 pub mod pdf;
@@ -64,6 +65,10 @@ pub enum ParseFailure {
     TooDeep { limit: u32 },
     #[error("encrypted: the document needs a password")]
     Encrypted,
+    #[error(
+        "its text looks garbled on every page ({detail}): a font without a usable Unicode mapping, or a damaged file"
+    )]
+    Garbled { detail: String },
     #[error("none of its {pages} pages has a text layer (a scan?): it needs OCR")]
     NeedsOcr { pages: usize },
     #[error("not parsed within {seconds} s (parsing.maxSecondsPerDocument)")]

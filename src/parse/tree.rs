@@ -118,6 +118,10 @@ pub struct DocumentTree {
     pub confidence: f32,
     /// Pages in the document, for paged formats (PDF).
     pub pages: Option<u32>,
+    /// Pages whose text looks garbled (PDF; see [`super::legibility`]):
+    /// the document is flagged in the ingest report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub garbled_pages: Vec<u32>,
     /// Where each line of a paged document's text stands on its page, in
     /// reading order, for locating sentences (PDF; empty otherwise).
     #[serde(skip)]
@@ -501,6 +505,7 @@ impl TreeBuilder {
                 warnings: Vec::new(),
                 confidence: 1.0,
                 pages: None,
+                garbled_pages: Vec::new(),
                 lines: Vec::new(),
                 text: String::new(),
             },

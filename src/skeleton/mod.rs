@@ -17,6 +17,7 @@ use std::ops::Range;
 
 use serde::Serialize;
 
+use crate::parse::legibility::{Legibility, is_unknown_glyph};
 use crate::parse::{BlockKind, DocumentTree, Format, Table, TextSpan, TocEntry};
 use crate::segment::{Segmenter, SentenceFilter};
 
@@ -180,8 +181,9 @@ pub struct Sentence {
     /// Where the sentence lies in the document's canonical text.
     pub span: TextSpan,
     /// Extraction confidence: the share of its characters read exactly
-    /// (1.0 for a text layer; lower where PDF glyphs had no Unicode
-    /// mapping, written as U+FFFD).
+    /// (1.0 for text as written; lower for unknown glyphs and, in PDFs,
+    /// for words that read as a lost font encoding: see
+    /// [`crate::parse::legibility`]).
     pub confidence: f32,
     /// Whether the sentence passes the index filters (length, form labels).
     pub indexable: bool,
@@ -244,6 +246,8 @@ impl Skeleton {
             ranges: Vec::new(),
             segmenter,
             filter,
+            judge_words: tree.format == Format::Pdf,
+            garbled_pages: &tree.garbled_pages,
         };
         for (idx, section) in tree.sections.iter().enumerate() {
             let id = SectionId(idx as u32);
@@ -374,13 +378,13 @@ impl Skeleton {
 }
 
 /// How exactly a sentence's text was extracted: the share of its characters
-/// that are not U+FFFD, which the parsers put where a PDF glyph had no
-/// Unicode mapping or bytes did not decode.
+/// that are not unknown glyphs (U+FFFD, which the parsers put where bytes
+/// did not decode, control characters, private-use code points).
 fn extraction_confidence(text: &str) -> f32 {
     let (mut all, mut unknown) = (0usize, 0usize);
     for c in text.chars().filter(|c| !c.is_whitespace()) {
         all += 1;
-        unknown += usize::from(c == '\u{FFFD}');
+        unknown += usize::from(is_unknown_glyph(c));
     }
     if all == 0 {
         1.0
@@ -396,6 +400,13 @@ struct Builder<'a> {
     ranges: Vec<Range<usize>>,
     segmenter: &'a Segmenter,
     filter: &'a SentenceFilter,
+    /// Judge the words of each sentence, not only its characters: text
+    /// extracted from a PDF can be garbled without an unknown glyph in it
+    /// (see [`crate::parse::legibility`]).
+    judge_words: bool,
+    /// Pages whose whole text looks garbled: no sentence on them is
+    /// believed, whatever its words look like alone.
+    garbled_pages: &'a [u32],
 }
 
 impl Builder<'_> {
@@ -485,7 +496,13 @@ impl Builder<'_> {
         span: TextSpan,
     ) {
         let indexable = self.filter.is_indexable(&text);
-        let confidence = extraction_confidence(&text);
+        let confidence = if block.page.is_some_and(|p| self.garbled_pages.contains(&p)) {
+            0.0
+        } else if self.judge_words {
+            Legibility::of(&text).legible_share()
+        } else {
+            extraction_confidence(&text)
+        };
         self.sentences.push(Sentence {
             id: SentenceId(self.sentences.len() as u32),
             paragraph,

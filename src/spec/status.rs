@@ -80,6 +80,11 @@ pub struct IndexVersionStatus {
     pub documents: u64,
     #[serde(default)]
     pub failed_documents: u64,
+    /// Documents indexed with pages whose text looks garbled (a font
+    /// without a usable Unicode mapping): their sentences carry a low
+    /// confidence.
+    #[serde(default)]
+    pub flagged_documents: u64,
     #[serde(default)]
     pub sentences: u64,
     #[serde(default)]
@@ -94,6 +99,9 @@ pub struct IndexVersionStatus {
     /// Documents that failed, with reasons (the first few).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
+    /// Documents flagged, with reasons (the first few).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flagged: Vec<String>,
     /// Why building this version failed (pending versions): it is not
     /// retried until the inputs change (a spec edit, a new
     /// `trellis.dev/reingest` value, the next refresh tick) or

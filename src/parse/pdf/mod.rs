@@ -24,8 +24,11 @@
 //! finish by itself), and a panic inside the library is a parse error of
 //! that document. Pages without a text layer are reported as needing OCR;
 //! a document with none fails with that reason rather than coming out
-//! empty. Glyphs without a Unicode mapping are counted per page and
-//! lower the confidence of the document's sentences.
+//! empty. Glyphs without a Unicode mapping are counted per page, and each
+//! page's text is judged for the marks of a lost font encoding
+//! ([`super::legibility`]): a garbled page is named in a warning and its
+//! sentences get a low confidence; a document whose every page is garbled
+//! fails rather than being indexed as symbols.
 
 mod extract;
 mod invisible;
@@ -36,6 +39,7 @@ mod table;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use super::legibility::Legibility;
 use super::{DocumentTree, Format, ParseFailure};
 use crate::spec::ParsingSpec;
 
@@ -118,6 +122,16 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
              their text is uncertain"
         ));
     }
+    let legibility = judge_pages(&pages);
+    let garbled = legibility.garbled_pages();
+    if !garbled.is_empty() {
+        if garbled.len() == legibility.pages.len() {
+            return Err(ParseFailure::Garbled {
+                detail: legibility.whole.describe(),
+            });
+        }
+        warnings.push(garbled_pages_warning(&garbled));
+    }
     let bookmarked = outline::printed_titles(&pages, &extracted.outline);
     let (text, lines) = layout::render(&pages, &bookmarked);
     let mut tree = super::text::parse(&text, spec)?;
@@ -127,13 +141,54 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
     tree.format = Format::Pdf;
     tree.lines = lines;
     tree.pages = Some(extracted.page_count as u32);
-    tree.confidence = if visible > 0 {
-        1.0 - unmapped as f32 / visible as f32
-    } else {
-        1.0
-    };
+    tree.confidence = legibility.whole.legible_share();
+    tree.garbled_pages = garbled;
     tree.warnings.splice(0..0, warnings);
     Ok(tree)
+}
+
+/// The warning for a document indexed with garbled pages, also the reason
+/// it is flagged in the ingest report.
+pub fn garbled_pages_warning(pages: &[u32]) -> String {
+    format!(
+        "the text of page{} {} looks garbled (a font without a usable Unicode mapping?); \
+         the sentences there carry a low confidence",
+        if pages.len() == 1 { "" } else { "s" },
+        page_list(pages)
+    )
+}
+
+/// How each page with text reads ([`legibility`]).
+struct PageLegibility {
+    pages: Vec<(u32, Legibility)>,
+    whole: Legibility,
+}
+
+impl PageLegibility {
+    fn garbled_pages(&self) -> Vec<u32> {
+        self.pages
+            .iter()
+            .filter(|(_, l)| l.is_garbled())
+            .map(|(number, _)| *number)
+            .collect()
+    }
+}
+
+fn judge_pages(pages: &[layout::PageLayout]) -> PageLegibility {
+    let mut whole = Legibility::default();
+    let pages = pages
+        .iter()
+        .filter(|p| p.visible > 0)
+        .map(|p| {
+            let mut page = Legibility::default();
+            for line in &p.lines {
+                page.add(&line.text);
+            }
+            whole.merge(&page);
+            (p.number, page)
+        })
+        .collect();
+    PageLegibility { pages, whole }
 }
 
 /// What was done with invisible text, when a page has any.
