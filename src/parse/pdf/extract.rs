@@ -2,9 +2,11 @@
 //! (`pdf_oxide`). Everything the layout needs and nothing of the library
 //! leaves this module.
 
+use std::sync::atomic::Ordering;
+
 use super::invisible::{Ink, PageInk};
 use super::outline::{self, OutlineEntry};
-use super::{Glyph, PageGlyphs, Rule};
+use super::{Glyph, PageGlyphs, PagesRead, Rule};
 use crate::memory::Budget;
 use crate::parse::Format;
 use crate::parse::ParseFailure;
@@ -34,6 +36,7 @@ pub(super) fn glyphs(
     bytes: Vec<u8>,
     max_pages: usize,
     max_memory: u64,
+    progress: &PagesRead,
 ) -> Result<Extracted, ParseFailure> {
     let budget = Budget::begin(max_memory);
     let document = pdf_oxide::PdfDocument::from_bytes(bytes).map_err(corrupt)?;
@@ -44,10 +47,16 @@ pub(super) fn glyphs(
         return Err(ParseFailure::Encrypted);
     }
     let page_count = document.page_count().map_err(corrupt)?;
+    let reading = page_count.min(max_pages);
+    progress.pages.store(
+        u32::try_from(reading).unwrap_or(u32::MAX),
+        Ordering::Relaxed,
+    );
     let mut pages = Vec::with_capacity(page_count.min(max_pages));
     let mut failed_pages = Vec::new();
-    for index in 0..page_count.min(max_pages) {
+    for index in 0..reading {
         let number = index as u32 + 1;
+        progress.read.store(index as u32, Ordering::Relaxed);
         let width = match document.get_page_media_box(index) {
             Ok((x0, _, x1, _)) => (x1 - x0).abs(),
             Err(_) => 612.0,

@@ -36,8 +36,9 @@ pub mod layout;
 mod outline;
 mod table;
 
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
 use super::legibility::Legibility;
 use super::{DocumentTree, Format, ParseFailure};
@@ -246,20 +247,66 @@ fn page_list(pages: &[u32]) -> String {
 /// Runs the extraction on a thread of its own, within the time bound, with
 /// a panic in the library turned into an error.
 fn guarded(bytes: &[u8], spec: &ParsingSpec) -> Result<extract::Extracted, ParseFailure> {
+    guarded_reporting(bytes, spec, PROGRESS_EVERY, &|read, pages, elapsed| {
+        tracing::info!(
+            pages_read = read,
+            pages,
+            seconds = elapsed.as_secs(),
+            "still reading a long PDF"
+        );
+    })
+}
+
+/// How often a long PDF says how far its reading has got.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// Pages read so far of a document's pages, shared with the reader thread.
+#[derive(Default)]
+pub(super) struct PagesRead {
+    pub read: AtomicU32,
+    pub pages: AtomicU32,
+}
+
+/// [`guarded`], calling `report(pages read, pages, time so far)` every
+/// `every` while the reader works: the document's span names it, so a
+/// long document shows its own progress rather than a stalled count of
+/// documents.
+fn guarded_reporting(
+    bytes: &[u8],
+    spec: &ParsingSpec,
+    every: Duration,
+    report: &dyn Fn(u32, u32, Duration),
+) -> Result<extract::Extracted, ParseFailure> {
     let (send, receive) = mpsc::channel();
     let owned = bytes.to_vec();
     let max_pages = spec.max_pages.max(1) as usize;
     let max_memory = spec.max_memory_bytes_per_document;
+    let progress = Arc::new(PagesRead::default());
+    let shared = Arc::clone(&progress);
     std::thread::Builder::new()
         .name("pdf".into())
         .spawn(move || {
-            let result =
-                std::panic::catch_unwind(move || extract::glyphs(owned, max_pages, max_memory));
+            let result = std::panic::catch_unwind(move || {
+                extract::glyphs(owned, max_pages, max_memory, &shared)
+            });
             let _ = send.send(result);
         })
         .map_err(ParseFailure::Io)?;
     let seconds = spec.max_seconds_per_document.max(1);
-    match receive.recv_timeout(Duration::from_secs(u64::from(seconds))) {
+    let limit = Duration::from_secs(u64::from(seconds));
+    let started = Instant::now();
+    let received = loop {
+        let left = limit.saturating_sub(started.elapsed());
+        match receive.recv_timeout(left.min(every)) {
+            Err(mpsc::RecvTimeoutError::Timeout) if started.elapsed() < limit => report(
+                progress.read.load(Ordering::Relaxed),
+                progress.pages.load(Ordering::Relaxed),
+                started.elapsed(),
+            ),
+            other => break other,
+        }
+    };
+    match received {
         Ok(Ok(result)) => result,
         Ok(Err(panic)) => Err(ParseFailure::Corrupt {
             format: Format::Pdf,
@@ -284,6 +331,33 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_read_reports_pages_as_it_goes() {
+        let bytes = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/bad/three_pages.pdf"),
+        )
+        .unwrap();
+        let reports = std::sync::Mutex::new(Vec::new());
+        let extracted = guarded_reporting(
+            &bytes,
+            &ParsingSpec::default(),
+            Duration::from_micros(1),
+            &|read, pages, _| reports.lock().unwrap().push((read, pages)),
+        )
+        .unwrap();
+        assert_eq!(extracted.pages.len(), 3);
+        let reports = reports.into_inner().unwrap();
+        // However fast the reader, what it reported never runs backwards
+        // or past the document.
+        assert!(reports.windows(2).all(|w| w[0].0 <= w[1].0), "{reports:?}");
+        assert!(
+            reports
+                .iter()
+                .all(|&(read, pages)| read <= pages.max(read) && read <= 3)
+        );
+    }
 
     #[test]
     fn page_lists_shorten_runs() {
