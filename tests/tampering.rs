@@ -136,3 +136,70 @@ fn every_single_file_damage_is_an_error_naming_the_file() {
         "errors not naming the file: {unnamed:#?}"
     );
 }
+
+/// A version built before checksums opens unchecked, so its structure is
+/// checked instead: numbers in `skeleton.json` and `related.json` that
+/// point outside the store are errors naming the file, not panics later
+/// in a query.
+#[test]
+fn a_version_without_checksums_refuses_numbers_outside_its_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    common::write_two_documents(dir);
+    let (report, _) = common::ingest_manifests(MANIFESTS, dir);
+    let pristine = dir.join("data");
+    let version_dir = pristine.join("indexes/c").join(&report.manifest.version);
+    // Make it look like a version from before checksums.
+    std::fs::remove_file(version_dir.join("checksums.json")).unwrap();
+    let manifest_path = version_dir.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["checksummed"] = false.into();
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    IndexVersion::open(&pristine, "c", None).expect("an unchecked version opens");
+
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit); 6] = [
+        ("skeleton.json", |s| {
+            s["paragraphs"][0]["sentences"][1] = 1_000_000.into()
+        }),
+        ("skeleton.json", |s| {
+            s["documents"][0]["sentences"] = serde_json::json!([3, 1])
+        }),
+        ("skeleton.json", |s| {
+            s["sentences"][0]["section"] = 1_000_000.into()
+        }),
+        ("skeleton.json", |s| {
+            s["sentences"][0]["paragraph"] = 1.into()
+        }),
+        ("skeleton.json", |s| {
+            s["sections"][1]["parent"] = 1_000_000.into()
+        }),
+        (
+            "related.json",
+            |r| *r = serde_json::json!([{ "from": 0, "to": 1_000_000, "similarity": 0.9 }]),
+        ),
+    ];
+    for (i, (file, edit)) in cases.iter().enumerate() {
+        let case = tempfile::tempdir().unwrap();
+        let data = case.path().join("data");
+        copy_tree(&pristine, &data);
+        let path = data
+            .join("indexes/c")
+            .join(&report.manifest.version)
+            .join(file);
+        let mut value: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        edit(&mut value);
+        std::fs::write(&path, value.to_string()).unwrap();
+        let outcome = std::panic::catch_unwind(|| IndexVersion::open(&data, "c", None));
+        let Ok(result) = outcome else {
+            panic!("case {i} ({file}) panicked");
+        };
+        let err = match result {
+            Ok(_) => panic!("case {i} ({file}) opened anyway"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(file), "case {i}: {err}");
+    }
+}

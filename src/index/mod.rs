@@ -1167,6 +1167,9 @@ impl IndexVersion {
         }
         let profile: IndexProfileSpec = read_json(&dir.join("profile.json"))?;
         let store: SkeletonStore = read_json(&dir.join("skeleton.json"))?;
+        store.validate().map_err(|reason| {
+            IndexError::Corrupt(format!("{}: {reason}", dir.join("skeleton.json").display()))
+        })?;
         let vectors = read_rows(&dir, "vectors.f32", manifest.dims, store.sentences.len())?;
         let headings = read_rows(&dir, "headings.f32", manifest.dims, store.sections.len())?;
         let paragraphs = paragraph_centroids(&store, &vectors);
@@ -1187,8 +1190,19 @@ impl IndexVersion {
         let edges: Vec<RelatedEdge> = read_json(&dir.join("related.json"))?;
         let mut related = vec![Vec::new(); store.sentences.len()];
         for e in edges {
-            if let Some(list) = related.get_mut(e.from as usize) {
-                list.push((e.to, e.similarity));
+            match related.get_mut(e.from as usize) {
+                Some(list) if (e.to as usize) < store.sentences.len() => {
+                    list.push((e.to, e.similarity))
+                }
+                _ => {
+                    return Err(IndexError::Corrupt(format!(
+                        "{}: an edge {} → {} outside the {} sentences",
+                        dir.join("related.json").display(),
+                        e.from,
+                        e.to,
+                        store.sentences.len()
+                    )));
+                }
             }
         }
         Ok(Self {

@@ -135,6 +135,80 @@ impl ChunkRecord {
 }
 
 impl SkeletonStore {
+    /// Checks that every number in the store points inside it and that
+    /// ranges hold what they claim: a document's and a paragraph's
+    /// sentences name that document and paragraph. Retrieval indexes by
+    /// these numbers, so a store that fails this (a version from before
+    /// checksums, damaged on disk) is refused on open instead of panicking
+    /// in a query.
+    pub fn validate(&self) -> Result<(), String> {
+        let (documents, sections, paragraphs, sentences) = (
+            self.documents.len(),
+            self.sections.len(),
+            self.paragraphs.len(),
+            self.sentences.len(),
+        );
+        let range = |what: &str, i: usize, [start, end]: [u32; 2]| {
+            if start > end || end as usize > sentences {
+                Err(format!(
+                    "{what} {i}: sentences {start}..{end} outside the {sentences} sentences"
+                ))
+            } else {
+                Ok(start as usize..end as usize)
+            }
+        };
+        for (d, document) in self.documents.iter().enumerate() {
+            for s in range("document", d, document.sentences)? {
+                if self.sentences[s].document as usize != d {
+                    return Err(format!("document {d}: sentence {s} names another document"));
+                }
+            }
+        }
+        for (i, section) in self.sections.iter().enumerate() {
+            if section.document as usize >= documents {
+                return Err(format!(
+                    "section {i}: document {} of {documents}",
+                    section.document
+                ));
+            }
+            if section.parent.is_some_and(|p| p as usize >= sections) {
+                return Err(format!(
+                    "section {i}: parent outside the {sections} sections"
+                ));
+            }
+        }
+        for (p, paragraph) in self.paragraphs.iter().enumerate() {
+            if paragraph.section as usize >= sections {
+                return Err(format!(
+                    "paragraph {p}: section {} of {sections}",
+                    paragraph.section
+                ));
+            }
+            for s in range("paragraph", p, paragraph.sentences)? {
+                if self.sentences[s].paragraph as usize != p {
+                    return Err(format!(
+                        "paragraph {p}: sentence {s} names another paragraph"
+                    ));
+                }
+            }
+        }
+        for (i, sentence) in self.sentences.iter().enumerate() {
+            if sentence.document as usize >= documents
+                || sentence.section as usize >= sections
+                || sentence.paragraph as usize >= paragraphs
+            {
+                return Err(format!(
+                    "sentence {i}: document {}, section {}, paragraph {} outside the store",
+                    sentence.document, sentence.section, sentence.paragraph
+                ));
+            }
+            if !sentence.confidence.is_finite() {
+                return Err(format!("sentence {i}: confidence is not a number"));
+            }
+        }
+        Ok(())
+    }
+
     /// Appends one processed document.
     pub fn add(
         &mut self,
