@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Builds the image the Dockerfile describes, without a container daemon or
+# registry, as an OCI image layout, and prints what it weighs, layer by
+# layer: the base system, the stripped `trellis` binary, the model.
+#
+#   sudo scripts/image.sh [OUT_DIR]      # default: target/image
+#
+# The Dockerfile starts FROM debian:bookworm-slim, which needs a registry;
+# here the same base is made from Debian's own packages: debootstrap's
+# minbase variant of bookworm with ca-certificates, slimmed as the slim
+# tag is (no apt lists or caches, documentation, manual pages or
+# translations). The binary is built in release mode and stripped, as the
+# Dockerfile's build stage does; the model comes from scripts/fetch-model.sh.
+# Needs root (debootstrap chroots), debootstrap and umoci (both in Debian);
+# /dev is left empty for the runtime to fill, as in any image. Load the
+# result with `skopeo copy oci:target/image/oci:trellis
+# docker-daemon:trellis:dev`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "image: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "needs root (debootstrap builds the base in a chroot)"
+for tool in debootstrap umoci cargo strip; do
+  command -v "$tool" >/dev/null || die "needs $tool (apt-get install debootstrap umoci binutils)"
+done
+
+out="${1:-target/image}"
+rm -rf "$out"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+
+echo "image: building the release binary" >&2
+cargo build --release --locked --bin trellis >&2
+strip -o "$out/trellis" target/release/trellis
+model="$(scripts/fetch-model.sh)"
+
+base="$out/base"
+echo "image: making the base system (debootstrap minbase, bookworm)" >&2
+debootstrap --variant=minbase --include=ca-certificates bookworm "$base" \
+  http://deb.debian.org/debian >"$out/debootstrap.log" 2>&1 \
+  || die "debootstrap failed; see $out/debootstrap.log"
+rm -rf "$base"/var/cache/apt/* "$base"/var/lib/apt/lists/* "$base"/usr/share/doc/* \
+  "$base"/usr/share/man/* "$base"/usr/share/info/* "$base"/usr/share/locale/* \
+  "$base"/var/log/* "$base"/debootstrap "$base"/dev/*
+chroot "$base" useradd --system --uid 10001 --home-dir /nonexistent \
+  --shell /usr/sbin/nologin trellis
+mkdir -p "$base/var/lib/trellis"
+chown 10001:10001 "$base/var/lib/trellis"
+
+# One layer per step, as the Dockerfile's instructions make them.
+layout="$out/oci"
+umoci init --layout "$layout"
+umoci new --image "$layout:trellis"
+bundle="$out/bundle"
+add_layer() { # add_layer <what> <copy command…>
+  local what="$1"
+  shift
+  umoci unpack --image "$layout:trellis" "$bundle" >>"$out/umoci.log"
+  "$@"
+  umoci repack --image "$layout:trellis" --history.created_by "$what" "$bundle" \
+    >>"$out/umoci.log"
+  rm -rf "$bundle"
+}
+add_layer "base: debian bookworm minbase + ca-certificates, slimmed" \
+  cp -a "$base/." "$bundle/rootfs/"
+add_layer "COPY trellis /usr/local/bin/trellis" \
+  install -D -m 0755 "$out/trellis" "$bundle/rootfs/usr/local/bin/trellis"
+add_layer "COPY model /opt/trellis/models" \
+  bash -c "mkdir -p '$bundle/rootfs/opt/trellis/models' && cp -a '$model' '$bundle/rootfs/opt/trellis/models/'"
+umoci config --image "$layout:trellis" \
+  --config.user 10001:10001 \
+  --config.env TRELLIS_MODEL_DIR=/opt/trellis/models \
+  --config.env TRELLIS_DATA_DIR=/var/lib/trellis \
+  --config.exposedports 8080/tcp \
+  --config.entrypoint /usr/local/bin/trellis \
+  --config.cmd --help
+umoci gc --layout "$layout"
+
+# The binary runs on the base as the image's user (its libc is the
+# base's, not this machine's).
+umoci unpack --image "$layout:trellis" "$bundle" >>"$out/umoci.log"
+chroot --userspec=10001:10001 "$bundle/rootfs" /usr/local/bin/trellis --version >&2 \
+  || die "the binary does not run on the image's base system"
+rm -rf "$bundle"
+
+# Each layer's size as pulled (gzip) and as unpacked.
+python3 - "$layout" "$base" "$out/trellis" "$model" <<'PY'
+import json, os, sys
+layout, base, binary, model = sys.argv[1:]
+def tree_bytes(path):
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs
+               if not os.path.islink(os.path.join(d, f)))
+index = json.load(open(os.path.join(layout, "index.json")))
+blob = lambda digest: os.path.join(layout, "blobs", *digest.split(":"))
+manifest = json.load(open(blob(index["manifests"][0]["digest"])))
+names = ["base system", "trellis (stripped)", "model"]
+unpacked = [tree_bytes(base), tree_bytes(binary), tree_bytes(model)]
+mb = lambda n: f"{n / 1e6:7.1f} MB"
+total_pulled = 0
+print(f"{'layer':<20} {'pulled (gzip)':>14} {'unpacked':>12}")
+for name, layer, size in zip(names, manifest["layers"], unpacked):
+    total_pulled += layer["size"]
+    print(f"{name:<20} {mb(layer['size']):>14} {mb(size):>12}")
+print(f"{'image':<20} {mb(total_pulled):>14} {mb(sum(unpacked)):>12}")
+PY
+echo "image: OCI layout in $layout (tag trellis)" >&2
