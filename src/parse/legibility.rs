@@ -25,6 +25,10 @@
 /// private-use areas and Unicode noncharacters.
 pub fn is_unknown_glyph(c: char) -> bool {
     let code = c as u32;
+    if (0x20..0x7F).contains(&code) {
+        // Printable ASCII, most of any text, answered at once.
+        return false;
+    }
     c == '\u{FFFD}'
         || (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
         || (0xE000..=0xF8FF).contains(&code)
