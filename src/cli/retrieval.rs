@@ -302,19 +302,14 @@ fn ingest_corpus(
             t.links,
             t.total
         )?;
-        for f in &m.failed {
-            outln!(
-                "  failed: {}: {}",
-                trellis::source::Printable(&f.key),
-                f.reason
-            )?;
-        }
-        for f in &m.flagged {
-            outln!(
-                "  flagged: {}: {}",
-                trellis::source::Printable(&f.key),
-                f.reason
-            )?;
+        for (label, notes) in [("failed", &m.failed), ("flagged", &m.flagged)] {
+            for note in notes {
+                outln!(
+                    "  {label}: {}: {}",
+                    trellis::source::Printable(&note.key),
+                    note.reason
+                )?;
+            }
         }
         print_skipped(&report.skipped)?;
         for v in &report.removed {

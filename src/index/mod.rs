@@ -108,17 +108,11 @@ impl IndexError {
     }
 }
 
-/// A document that could not be indexed, and why.
+/// A document and what the ingest says of it: why it could not be indexed
+/// ([`VersionManifest::failed`]) or why its text is in doubt
+/// ([`VersionManifest::flagged`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FailedDocument {
-    pub key: String,
-    pub reason: String,
-}
-
-/// A document that was indexed but whose text is in doubt (pages that
-/// read as a lost font encoding), and why.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FlaggedDocument {
+pub struct DocumentNote {
     pub key: String,
     pub reason: String,
 }
@@ -173,12 +167,12 @@ pub struct VersionManifest {
     #[serde(default)]
     pub embedded_terms: usize,
     pub timings: Timings,
-    pub failed: Vec<FailedDocument>,
+    pub failed: Vec<DocumentNote>,
     /// Documents indexed with pages whose text looks garbled: their
     /// sentences carry a low confidence (`scoring.confidenceFloor` drops
     /// them from results).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub flagged: Vec<FlaggedDocument>,
+    pub flagged: Vec<DocumentNote>,
     /// What the sources said about their documents when this version was
     /// built (see [`source::revision`]), with the profile and corpus specs:
     /// an ingest that finds the same again reuses the version without
@@ -644,8 +638,8 @@ fn build_version(
 /// The documents of a build, parsed.
 struct Processed {
     store: SkeletonStore,
-    failed: Vec<FailedDocument>,
-    flagged: Vec<FlaggedDocument>,
+    failed: Vec<DocumentNote>,
+    flagged: Vec<DocumentNote>,
     chunks: Vec<ChunkRecord>,
 }
 
@@ -690,7 +684,7 @@ fn process_documents(
                     tracing::warn!(key = %Printable(&doc.key), "{warning}");
                 }
                 if !p.garbled_pages.is_empty() {
-                    flagged.push(FlaggedDocument {
+                    flagged.push(DocumentNote {
                         key: doc.key.clone(),
                         reason: crate::parse::pdf::garbled_pages_warning(&p.garbled_pages),
                     });
@@ -700,7 +694,7 @@ fn process_documents(
             }
             Err(reason) => {
                 tracing::warn!(key = %Printable(&doc.key), %reason, "document failed");
-                failed.push(FailedDocument {
+                failed.push(DocumentNote {
                     key: doc.key.clone(),
                     reason,
                 });
@@ -829,7 +823,7 @@ pub struct ShardReport {
     pub shards: u32,
     /// Documents of this shard that were read and parsed.
     pub documents: usize,
-    pub failed: Vec<FailedDocument>,
+    pub failed: Vec<DocumentNote>,
     pub sentences: usize,
     /// Vectors embedded now (sentences, headings, terms).
     pub embedded: usize,

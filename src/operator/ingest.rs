@@ -49,8 +49,8 @@ const RUNNING_RECHECK: Duration = Duration::from_secs(30);
 pub const REPORT_INPUTS_KEY: &str = "inputs";
 /// The ConfigMap key holding the ingest's [`IndexVersionStatus`] as JSON.
 pub const REPORT_STATUS_KEY: &str = "status.json";
-/// Failed documents listed in a status (all are counted).
-const MAX_LISTED_FAILURES: usize = 20;
+/// Failed (and flagged) documents listed in a status (all are counted).
+const MAX_LISTED: usize = 20;
 /// The user id of the image (Dockerfile).
 const IMAGE_USER: i64 = 10001;
 
@@ -237,20 +237,19 @@ pub fn version_status(
         chunks: m.counts.chunks as u64,
         edges: m.counts.related_edges as u64,
         skipped_entries: report.skipped.len() as u64,
-        failures: m
-            .failed
-            .iter()
-            .take(MAX_LISTED_FAILURES)
-            .map(|f| format!("{}: {}", f.key, f.reason))
-            .collect(),
-        flagged: m
-            .flagged
-            .iter()
-            .take(MAX_LISTED_FAILURES)
-            .map(|f| format!("{}: {}", f.key, f.reason))
-            .collect(),
+        failures: listed(&m.failed),
+        flagged: listed(&m.flagged),
         error: None,
     }
+}
+
+/// The first few of a version's notes on documents, for its status.
+fn listed(notes: &[crate::index::DocumentNote]) -> Vec<String> {
+    notes
+        .iter()
+        .take(MAX_LISTED)
+        .map(|n| format!("{}: {}", n.key, n.reason))
+        .collect()
 }
 
 /// Reads an ingest's report ConfigMap: the status it published, when it
