@@ -359,26 +359,34 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
     })
 }
 
-/// What stops Job `job`'s pods, from the pods and the Job's Events.
+/// What stops Job `job`'s pods, from the pods, the Job's Events and the
+/// Events of its pods that wait on their node for their volumes.
 async fn job_trouble(
     client: &Client,
     ns: &str,
     job: &str,
 ) -> Result<Option<super::trouble::Trouble>, Error> {
+    use super::trouble::{awaits_volumes, diagnose, FAILED_CREATE};
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let pods = pods
         .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
         .await?
         .items;
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), ns);
-    let events = events
+    let job_events = events
         .list(&ListParams::default().fields(&format!(
-            "involvedObject.kind=Job,involvedObject.name={job},reason={}",
-            super::trouble::FAILED_CREATE
+            "involvedObject.kind=Job,involvedObject.name={job},reason={FAILED_CREATE}"
         )))
         .await?
         .items;
-    Ok(super::trouble::diagnose(&pods, &events))
+    // Only pods stuck before their containers start have volume Events
+    // worth reading: usually none, one per shard at most.
+    let mut pod_events = Vec::new();
+    for pod in pods.iter().filter(|p| awaits_volumes(p)) {
+        let fields = format!("involvedObject.kind=Pod,involvedObject.name={}", pod.name_any());
+        pod_events.extend(events.list(&ListParams::default().fields(&fields)).await?.items);
+    }
+    Ok(diagnose(&pods, &job_events, &pod_events))
 }
 
 /// Reconciles a RetrievalRoute: the Deployment, ConfigMap, Service and

@@ -1,9 +1,12 @@
 //! Why an ingest's pods are not getting on, read from what the cluster
 //! says about them: the scheduler's `PodScheduled` condition, the
 //! kubelet's container states, and the Job controller's Events when it
-//! cannot create a pod at all (a quota, an admission webhook). Without it
-//! a Corpus says "Job is running" while its pod sits Pending for hours,
-//! and says "BackoffLimitExceeded" where the pod said "OOMKilled".
+//! cannot create a pod at all (a quota, an admission webhook), and the
+//! attach/detach controller's and kubelet's Events when a scheduled pod's
+//! volumes cannot be attached or mounted (a `ReadWriteOnce` claim held on
+//! another node: "Multi-Attach error"; a missing Secret). Without it a
+//! Corpus says "Job is running" while its pod sits Pending for hours, and
+//! says "BackoffLimitExceeded" where the pod said "OOMKilled".
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 use k8s_openapi::jiff::Timestamp;
@@ -19,20 +22,40 @@ pub struct Trouble {
 
 /// The Event reason of a controller that could not create a pod.
 pub const FAILED_CREATE: &str = "FailedCreate";
+/// The Event reason of the attach/detach controller that could not attach
+/// a pod's volume to its node.
+pub const FAILED_ATTACH: &str = "FailedAttachVolume";
+/// The Event reason of a kubelet that could not mount a pod's volume.
+pub const FAILED_MOUNT: &str = "FailedMount";
+
+/// Whether `pod` waits on its node for its volumes, so that its Events
+/// may say why: scheduled, still `Pending`, not finished.
+pub fn awaits_volumes(pod: &Pod) -> bool {
+    let Some(status) = pod.status.as_ref() else {
+        return false;
+    };
+    let scheduled = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "PodScheduled" && c.status == "True");
+    scheduled && status.phase.as_deref() == Some("Pending")
+}
 
 /// The trouble of the newest pod that has one, else a pod creation that
 /// failed after the newest pod was made. `pods` are a Job's pods;
-/// `job_events` its Events (any order).
+/// `job_events` its Events and `pod_events` those of its pods (any order;
+/// only the reasons named above are read).
 ///
 /// While some pod is still live, only live pods count: a retry that runs
 /// is not held back by the pod before it that was OOMKilled. With none
 /// left (between retries, or the Job failed) the finished ones tell why.
-pub fn diagnose(pods: &[Pod], job_events: &[Event]) -> Option<Trouble> {
+pub fn diagnose(pods: &[Pod], job_events: &[Event], pod_events: &[Event]) -> Option<Trouble> {
     let mut pods: Vec<&Pod> = pods.iter().collect();
     pods.sort_by_key(|p| std::cmp::Reverse(created(p)));
     let live: Vec<&Pod> = pods.iter().copied().filter(|p| !finished(p)).collect();
     let candidates = if live.is_empty() { &pods } else { &live };
-    if let Some(trouble) = candidates.iter().find_map(|p| pod_trouble(p)) {
+    if let Some(trouble) = candidates.iter().find_map(|p| pod_trouble(p, pod_events)) {
         return Some(trouble);
     }
     let newest_pod = pods.first().and_then(|p| created(p));
@@ -53,8 +76,9 @@ pub fn diagnose(pods: &[Pod], job_events: &[Event]) -> Option<Trouble> {
 }
 
 /// One pod's trouble, the most telling first: a container killed for its
-/// memory, one that cannot start, then a pod no node takes.
-fn pod_trouble(pod: &Pod) -> Option<Trouble> {
+/// memory, one that cannot start, a volume its node cannot give it, then
+/// a pod no node takes.
+fn pod_trouble(pod: &Pod, pod_events: &[Event]) -> Option<Trouble> {
     let name = pod.name_any();
     let status = pod.status.as_ref()?;
     let containers: Vec<&ContainerStatus> = status
@@ -103,6 +127,9 @@ fn pod_trouble(pod: &Pod) -> Option<Trouble> {
             ),
         });
     }
+    if let Some(trouble) = volume_trouble(pod, pod_events) {
+        return Some(trouble);
+    }
     let unschedulable = status
         .conditions
         .iter()
@@ -115,6 +142,42 @@ fn pod_trouble(pod: &Pod) -> Option<Trouble> {
             "pod {name} cannot be scheduled: {}",
             c.message.as_deref().unwrap_or("no message")
         ),
+    })
+}
+
+/// The newest attach or mount failure of a pod that still waits for its
+/// volumes. Older Events of a pod that has since started are history.
+fn volume_trouble(pod: &Pod, pod_events: &[Event]) -> Option<Trouble> {
+    if !awaits_volumes(pod) {
+        return None;
+    }
+    let name = pod.name_any();
+    let uid = pod.metadata.uid.as_deref();
+    let (_, event) = pod_events
+        .iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name.as_str()))
+        // An Event of an earlier pod of the same name is not this one's.
+        .filter(|e| uid.is_none() || e.involved_object.uid.is_none() || e.involved_object.uid.as_deref() == uid)
+        .filter(|e| matches!(e.reason.as_deref(), Some(FAILED_ATTACH | FAILED_MOUNT)))
+        .filter_map(|e| Some((event_time(e)?, e)))
+        .max_by_key(|(at, _)| *at)?;
+    let said = event.message.as_deref().unwrap_or("no message");
+    Some(if event.reason.as_deref() == Some(FAILED_ATTACH) {
+        let hint = if said.contains("Multi-Attach") {
+            "; a ReadWriteOnce volume attaches to one node at a time: stop what holds it \
+             elsewhere, or use a ReadWriteMany claim"
+        } else {
+            ""
+        };
+        Trouble {
+            reason: "VolumeAttachFailed",
+            message: format!("pod {name} cannot attach a volume: {said}{hint}"),
+        }
+    } else {
+        Trouble {
+            reason: "VolumeMountFailed",
+            message: format!("pod {name} cannot mount a volume: {said}"),
+        }
     })
 }
 
@@ -228,10 +291,10 @@ mod tests {
         );
         // A live pod's trouble is the one reported; with none live, the
         // finished pod's.
-        let trouble = diagnose(&[oom.clone(), pulling], &[]).unwrap();
+        let trouble = diagnose(&[oom.clone(), pulling], &[], &[]).unwrap();
         assert_eq!(trouble.reason, "ImagePullFailed");
         assert!(trouble.message.contains("no such image"), "{trouble:?}");
-        assert_eq!(diagnose(&[oom], &[]).unwrap().reason, "OOMKilled");
+        assert_eq!(diagnose(&[oom], &[], &[]).unwrap().reason, "OOMKilled");
     }
 
     #[test]
@@ -251,17 +314,79 @@ mod tests {
                 ..Default::default()
             },
         );
-        let trouble = diagnose(&[pending], &[]).unwrap();
+        let trouble = diagnose(&[pending], &[], &[]).unwrap();
         assert_eq!(trouble.reason, "PodUnschedulable");
         assert!(trouble.message.contains("0/3 nodes"), "{trouble:?}");
 
         let quota = failed_create("2026-01-01T00:02:00Z", "exceeded quota: q");
-        let trouble = diagnose(&[], std::slice::from_ref(&quota)).unwrap();
+        let trouble = diagnose(&[], std::slice::from_ref(&quota), &[]).unwrap();
         assert_eq!(trouble.reason, "PodCreateFailed");
         assert!(trouble.message.contains("exceeded quota"), "{trouble:?}");
 
         // A refusal older than the pod that was made since is history.
         let running = pod("r", "2026-01-01T00:03:00Z", PodStatus::default());
-        assert_eq!(diagnose(&[running], &[quota]), None);
+        assert_eq!(diagnose(&[running], &[quota], &[]), None);
+    }
+
+    fn volume_event(reason: &str, pod: &str, at: &str, message: &str) -> Event {
+        Event {
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            last_timestamp: Some(Time(at.parse().unwrap())),
+            involved_object: k8s_openapi::api::core::v1::ObjectReference {
+                kind: Some("Pod".into()),
+                name: Some(pod.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn scheduled(phase: &str) -> PodStatus {
+        PodStatus {
+            phase: Some(phase.into()),
+            conditions: Some(vec![PodCondition {
+                type_: "PodScheduled".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+            container_statuses: Some(vec![container(ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some("ContainerCreating".into()),
+                    message: None,
+                }),
+                ..Default::default()
+            })]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn volumes_a_node_cannot_give_are_named() {
+        let waiting = pod("w", "2026-01-01T00:00:00Z", scheduled("Pending"));
+        let multi_attach = volume_event(
+            FAILED_ATTACH,
+            "w",
+            "2026-01-01T00:01:00Z",
+            "Multi-Attach error for volume \"pvc-1\" Volume is already used by pod(s) other-0",
+        );
+        let trouble = diagnose(std::slice::from_ref(&waiting), &[], &[multi_attach]).unwrap();
+        assert_eq!(trouble.reason, "VolumeAttachFailed");
+        assert!(trouble.message.contains("Multi-Attach error"), "{trouble:?}");
+        assert!(trouble.message.contains("ReadWriteOnce"), "{trouble:?}");
+
+        // The newest Event speaks; another pod's does not.
+        let mounts = [
+            volume_event(FAILED_MOUNT, "w", "2026-01-01T00:02:00Z", "secret \"key\" not found"),
+            volume_event(FAILED_MOUNT, "w", "2026-01-01T00:01:00Z", "older"),
+            volume_event(FAILED_MOUNT, "x", "2026-01-01T00:03:00Z", "another pod's"),
+        ];
+        let trouble = diagnose(std::slice::from_ref(&waiting), &[], &mounts).unwrap();
+        assert_eq!(trouble.reason, "VolumeMountFailed");
+        assert!(trouble.message.contains("secret \"key\" not found"), "{trouble:?}");
+
+        // A pod that has started is past its volumes' troubles.
+        let running = pod("w", "2026-01-01T00:00:00Z", scheduled("Running"));
+        assert_eq!(diagnose(&[running], &[], &mounts), None);
     }
 }

@@ -11,11 +11,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
-    ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP,
+    ContainerStateWaiting, ContainerStatus, Event as CoreEvent, EventSource, HostIP,
+    ObjectReference, Pod, PodCondition, PodIP,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, ResourceExt};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -27,6 +28,10 @@ use super::probe::{ProbeState, Target, Verdict};
 use super::sandbox::{GATEWAY, Sandbox};
 use super::volumes::{self, HostVolume};
 use super::{Image, Shared, env};
+
+/// How a volume the pod cannot have yet is told, as the kubelet words it:
+/// the waiting message starts with it, and a `FailedMount` Event says it.
+const MOUNT_FAILED: &str = "MountVolume.SetUp failed";
 
 /// The newest view of the pod, or `None` once it is gone from the API.
 pub type PodFeed = watch::Receiver<Option<Pod>>;
@@ -254,6 +259,9 @@ impl Worker {
                         for slot in self.init.iter_mut().chain(self.main.iter_mut()) {
                             slot.state = waiting(reason, Some(message.clone()));
                         }
+                        if message.starts_with(MOUNT_FAILED) {
+                            self.warn("FailedMount", &message).await;
+                        }
                         self.waiting_message = Some(message);
                         self.report().await;
                     }
@@ -353,7 +361,8 @@ impl Worker {
         if self.volumes.is_empty() {
             self.volumes =
                 volumes::materialise(&self.shared.client, &self.pod, &self.dir.join("volumes"))
-                    .await?;
+                    .await
+                    .context(MOUNT_FAILED)?;
         }
         if self.sandbox.is_none() {
             let (ip, link) = self.shared.next_address();
@@ -846,6 +855,43 @@ impl Worker {
                 self.conditions
                     .insert(kind.to_string(), (value, now(), reason));
             }
+        }
+    }
+
+    /// Posts a Warning Event on the pod, as the kubelet does (with the
+    /// node's credentials).
+    async fn warn(&self, reason: &str, message: &str) {
+        let ns = self.pod.namespace().unwrap_or_default();
+        let name = self.pod.name_any();
+        let at = now();
+        let event = CoreEvent {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{name}.")),
+                ..Default::default()
+            },
+            involved_object: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(name.clone()),
+                namespace: Some(ns.clone()),
+                uid: self.pod.uid(),
+                ..Default::default()
+            },
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            type_: Some("Warning".into()),
+            source: Some(EventSource {
+                component: Some("kubelet".into()),
+                host: Some(self.shared.name.clone()),
+            }),
+            first_timestamp: Some(at.clone()),
+            last_timestamp: Some(at),
+            count: Some(1),
+            ..Default::default()
+        };
+        let events: Api<CoreEvent> = Api::namespaced(self.shared.client.clone(), &ns);
+        if let Err(e) = events.create(&PostParams::default(), &event).await {
+            self.shared.log(&format!("event {reason} of {name}: {e}"));
         }
     }
 
