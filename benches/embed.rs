@@ -10,7 +10,7 @@
 //! same sentences, model directory and cores, and prints the ratio and the
 //! cosine agreement.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::time::Instant;

@@ -13,7 +13,7 @@
 //! name a server, and reported as not run otherwise. Each export goes to
 //! an empty graph.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::time::Instant;

@@ -10,7 +10,7 @@
 //! `scripts/bench_pdf.py` runs this beside pdfminer.six and pypdf on the
 //! same files and prints the ratios.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::path::PathBuf;

@@ -11,7 +11,7 @@
 //! `scripts/bench.py` runs this beside LangChain's and chonkie's recursive
 //! chunkers and pySBD on the same texts and prints the ratios.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -22,7 +22,7 @@
 //!   empty data directory (no embedding cache), sentences/s, and the share
 //!   of the time spent embedding.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! counts. pySBD, the baseline, is run by a separate script on the same
 //! files.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::hint::black_box;

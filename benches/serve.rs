@@ -20,7 +20,7 @@
 //! - **soak**: 8 clients for the soak time, the server's resident memory
 //!   sampled every 5 s: first sample after a 10 s warm-up, last, highest.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::io::Write;

@@ -87,7 +87,7 @@ def main():
             row = json.loads(line)
             row["tool"] = "trellis " + row.pop("bench")
             results.append(row)
-    ours_golden = subprocess.run(["cargo", "test", "--quiet", "--release", "--test", "golden_rules",
+    ours_golden = subprocess.run(["cargo", "test", "--quiet", "--release", "--test", "it", "golden_rules::",
                                   "--", "--nocapture"], cwd=ROOT, capture_output=True, text=True)
     golden_line = next((l for l in ours_golden.stdout.splitlines() if "golden rules" in l.lower()), "")
 
@@ -107,7 +107,7 @@ def main():
     sbd = find("pysbd", "squad_contexts")["mb_per_s"]
     print(f"  trellis segment / pysbd on squad_contexts: {seg / sbd:,.0f}x")
     print(f"\ngolden rules: pySBD {pysbd_ok}/{len(golden)} = {pysbd_ok / len(golden):.3f}; "
-          f"trellis: {golden_line.strip() or 'see cargo test --test golden_rules'}")
+          f"trellis: {golden_line.strip() or 'see cargo test --test it golden_rules::'}")
 
     out_dir = ROOT / "target" / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)

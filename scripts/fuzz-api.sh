@@ -26,7 +26,7 @@ fi
 
 # The binary as the integration tests build it (dev-dependency features
 # unified), so that after `cargo test` nothing is compiled again.
-cargo test --locked --no-run --quiet --test serve
+cargo test --locked --no-run --quiet --test it
 TRELLIS="$PWD/target/debug/trellis"
 
 WORK="$(mktemp -d)"

@@ -10,7 +10,7 @@
 # reader's guarded thread, an abort, a run over 30 s or over 4 GiB is a
 # crash. A crash stops the run, leaves the input under
 # fuzz/artifacts/<target>/ and exits non-zero; fix it, then copy the input
-# to tests/fixtures/fuzz/<pdf|docx>/, where `cargo test --test fuzz_regressions`
+# to tests/fixtures/fuzz/<pdf|docx>/, where `cargo test --test it fuzz_regressions::`
 # parses every file on each test run.
 #
 # cargo fuzz passes nightly-only flags (sanitizer coverage, AddressSanitizer);

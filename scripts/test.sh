@@ -41,7 +41,7 @@ cargo test --locked --lib --bins --tests 2>&1 | tee -a "$log"
 # The Neo4j graph-store suite needs a Neo4j 5 server, which the test
 # command cannot start; it runs when TRELLIS_TEST_NEO4J_URI names one.
 if [[ -n "${TRELLIS_TEST_NEO4J_URI:-}" ]]; then
-  cargo test --locked --test graph -- --ignored 2>&1 | tee -a "$log"
+  cargo test --locked --test it graph:: -- --ignored 2>&1 | tee -a "$log"
 else
   echo "neo4j graph-store tests: not run (set TRELLIS_TEST_NEO4J_URI to a Neo4j 5 server)"
 fi

@@ -7,7 +7,7 @@
 //! text, both compared as lowercase letters and digits only. Run with `--nocapture`
 //! for each contract's share.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -331,11 +331,6 @@ fn bookmarks_linked_in_circles_are_read_once() {
     let tree = parse_fixture("outline_loop.pdf", &ParsingSpec::default()).expect("parsed");
     assert!(tree.text.contains("Page 3."), "{}", tree.text);
 }
-
-/// Counts memory per thread, as the `trellis` binary does, so that the
-/// per-document memory bound holds in this test program too.
-#[global_allocator]
-static ALLOCATOR: trellis::memory::CountingAllocator = trellis::memory::CountingAllocator;
 
 #[test]
 fn a_document_over_its_memory_bound_fails_and_says_which_bound() {

@@ -163,3 +163,33 @@ impl Drop for ScriptServer {
         let _ = self.child.wait();
     }
 }
+
+/// The variable that tells a test it runs in the child process
+/// [`run_in_child`] started for it, and which test that is.
+const CHILD_TEST: &str = "TRELLIS_TEST_CHILD";
+
+/// Whether this process is the child [`run_in_child`] started for `test`.
+pub fn is_child(test: &str) -> bool {
+    std::env::var_os(CHILD_TEST).is_some_and(|t| t == test)
+}
+
+/// Runs `test` (its path in this program, `module::function`) alone in a
+/// child process of this test program with `vars` in its environment, and
+/// fails unless it passes there. The environment is process-wide, and
+/// setting a variable while other tests' threads run is unsound, so a test
+/// that needs one has it set where its process starts.
+pub fn run_in_child(test: &str, vars: &[(&str, &std::ffi::OsStr)]) {
+    let program = std::env::current_exe().expect("the test program's path");
+    let output = std::process::Command::new(program)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_TEST, test)
+        .envs(vars.iter().copied())
+        .output()
+        .expect("starting the test program again");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{test} in a child process:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

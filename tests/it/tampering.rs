@@ -6,11 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 
 use trellis::index::IndexVersion;
 
-use common::TWO_DOCUMENT_MANIFESTS as MANIFESTS;
+use crate::common::TWO_DOCUMENT_MANIFESTS as MANIFESTS;
 
 #[derive(Clone, Copy, Debug)]
 enum Damage {

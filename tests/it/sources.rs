@@ -4,7 +4,7 @@
 //! Also the source revision: an ingest over unchanged sources reads no
 //! document.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};

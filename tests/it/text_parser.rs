@@ -9,7 +9,7 @@
 //! repeated through the document). Run with `--nocapture` to see each
 //! contract's headings and word coverage.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! tokens, not words) stay within the limit on real contracts, for every
 //! strategy. The model directory comes from `scripts/fetch-model.sh`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

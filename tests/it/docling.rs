@@ -8,9 +8,9 @@
 //! that come in the same order in the canonical text. Run with
 //! `--nocapture` to see the per-file report.
 
-mod common;
+use crate::common;
 
-use common::docling::{Fidelity, cases, compare, read_ground_truth};
+use crate::common::docling::{Fidelity, cases, compare, read_ground_truth};
 use trellis::spec::ParsingSpec;
 
 fn evaluate(format: &str) -> Fidelity {
@@ -103,7 +103,7 @@ fn docling_docx() {
 
 #[test]
 fn docling_pdf() {
-    // Floors a little under today's figures (README, "PDF"), so that a
+    // Floors a little under today's figures (docs/pdf.md, "Figures"), so that a
     // change to the layout cannot lose ground unnoticed; the Markdown-level
     // bounds above are not yet within reach of PDF layout analysis.
     let total = evaluate("pdf");

@@ -3,7 +3,7 @@
 //! matched to indexed sentences, the metrics are sane, and a second run
 //! with another mode reuses the cached index.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

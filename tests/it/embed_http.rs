@@ -215,10 +215,6 @@ fn tei_reply(request: &Request, dims: usize) -> Reply {
     Reply::json(200, json!(vectors))
 }
 
-/// Environment variables are process-wide: tests that read or set them
-/// (building an embedder reads the API key variable) take turns.
-static ENV: Mutex<()> = Mutex::new(());
-
 fn service_spec(provider: EmbeddingProvider, server: &Server) -> EmbeddingSpec {
     EmbeddingSpec {
         provider,
@@ -231,7 +227,6 @@ fn service_spec(provider: EmbeddingProvider, server: &Server) -> EmbeddingSpec {
 
 /// Builds with a 1 ms backoff base, so that retry tests take milliseconds.
 fn build(spec: &EmbeddingSpec) -> Result<HttpEmbedder, EmbedError> {
-    let _env = lock(&ENV);
     HttpEmbedder::builder(spec)
         .with_backoff_base(Duration::from_millis(1))
         .build()
@@ -246,21 +241,19 @@ fn assert_unit_length(vectors: &[Vec<f32>]) {
 
 #[test]
 fn openai_posts_model_and_input_with_the_bearer_key_from_the_env_var() {
+    // The key variable is set where the process starts, never while
+    // other tests' threads run.
+    let test = "embed_http::openai_posts_model_and_input_with_the_bearer_key_from_the_env_var";
+    if !common::is_child(test) {
+        common::run_in_child(test, &[("TRELLIS_TEST_OPENAI_KEY", "sk-from-env".as_ref())]);
+        return;
+    }
     let server = Server::start(|r, _| list_reply(r, 4));
     let spec = EmbeddingSpec {
         api_key_env: Some("TRELLIS_TEST_OPENAI_KEY".into()),
         ..service_spec(EmbeddingProvider::Openai, &server)
     };
-    let embedder = {
-        let _env = lock(&ENV);
-        // SAFETY: every test of this binary that reads or writes the
-        // environment holds ENV, so no other thread touches it now.
-        unsafe { std::env::set_var("TRELLIS_TEST_OPENAI_KEY", "sk-from-env") };
-        let built = HttpEmbedder::builder(&spec).build();
-        // SAFETY: as above.
-        unsafe { std::env::remove_var("TRELLIS_TEST_OPENAI_KEY") };
-        built.unwrap()
-    };
+    let embedder = HttpEmbedder::builder(&spec).build().unwrap();
     let vectors = embedder
         .embed_documents(&["first sentence", "second sentence"])
         .unwrap();
@@ -303,10 +296,7 @@ fn voyage_reads_the_key_file_and_tells_documents_from_queries() {
         document_prefix: "d: ".into(),
         ..service_spec(EmbeddingProvider::Voyage, &server)
     };
-    let embedder = {
-        let _env = lock(&ENV);
-        embed::from_spec(&spec, Some(dir.path())).unwrap()
-    };
+    let embedder = embed::from_spec(&spec, Some(dir.path())).unwrap();
     embedder.embed_documents(&["a clause"]).unwrap();
     let query = embedder.embed_query("which clause").unwrap();
 
@@ -405,13 +395,10 @@ fn a_long_retry_after_is_capped() {
         0 => Reply::json(429, json!({})).header("Retry-After", "3600"),
         _ => tei_reply(r, 4),
     });
-    let embedder = {
-        let _env = lock(&ENV);
-        HttpEmbedder::builder(&service_spec(EmbeddingProvider::Tei, &server))
-            .with_max_delay(Duration::from_millis(50))
-            .build()
-            .unwrap()
-    };
+    let embedder =HttpEmbedder::builder(&service_spec(EmbeddingProvider::Tei, &server))
+        .with_max_delay(Duration::from_millis(50))
+        .build()
+        .unwrap();
     let started = Instant::now();
     embedder.embed_documents(&["text"]).unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -575,10 +562,7 @@ fn unknown_dimensions_are_learnt_from_one_probe_request() {
         dimensions: None,
         ..service_spec(EmbeddingProvider::Tei, &server)
     };
-    let embedder = {
-        let _env = lock(&ENV);
-        embed::from_spec(&spec, None).unwrap()
-    };
+    let embedder = embed::from_spec(&spec, None).unwrap();
     assert_eq!(embedder.dimensions(), 6);
     assert_eq!(server.requests().len(), 1, "one probe at construction");
     assert_eq!(server.requests()[0].texts().len(), 1);
@@ -630,10 +614,7 @@ fn the_public_api_without_a_key_is_a_configuration_error() {
         api_key_env: Some("TRELLIS_TEST_UNSET_OPENAI_KEY".into()),
         ..EmbeddingSpec::default()
     };
-    let error = {
-        let _env = lock(&ENV);
-        embed::from_spec(&spec, None).err().unwrap()
-    };
+    let error = embed::from_spec(&spec, None).err().unwrap();
     assert!(matches!(error, EmbedError::Config(_)), "{error}");
     assert!(
         error.to_string().contains("TRELLIS_TEST_UNSET_OPENAI_KEY"),
@@ -682,20 +663,17 @@ spec:
     let (profile, _) = trellis::spec::select_profile(&loaded, None, &origin).unwrap();
     let (route, _) = trellis::spec::select_route(&loaded, None, &origin).unwrap();
 
-    let report = {
-        let _env = lock(&ENV);
-        trellis::index::ingest(
-            "c",
-            &corpus.spec,
-            &trellis::source::SourceContext::new(dir),
-            &profile.spec,
-            dir,
-            &dir.join("data"),
-            &[],
-            &|_, _, _| {},
+    let report =trellis::index::ingest(
+        "c",
+        &corpus.spec,
+        &trellis::source::SourceContext::new(dir),
+        &profile.spec,
+        dir,
+        &dir.join("data"),
+        &[],
+        &|_, _, _| {},
         )
-        .unwrap()
-    };
+        .unwrap();
     let manifest = &report.manifest;
     assert_eq!(manifest.dims, 8);
     assert_eq!(
@@ -714,10 +692,7 @@ spec:
     // probe and sends exactly one request.
     let version = trellis::index::IndexVersion::open(&dir.join("data"), "c", None).unwrap();
     assert_eq!(version.profile.embedding.dimensions, Some(8));
-    let embedder = {
-        let _env = lock(&ENV);
-        embed::from_spec(&version.profile.embedding, None).unwrap()
-    };
+    let embedder = embed::from_spec(&version.profile.embedding, None).unwrap();
     assert_eq!(server.requests().len(), after_ingest);
     let retriever = trellis::retrieve::Retriever::new(&version, embedder.as_ref()).unwrap();
     let answer = retriever
@@ -739,10 +714,17 @@ spec:
 
 #[test]
 fn the_key_comes_from_a_mounted_secret_when_a_secret_ref_names_one() {
+    // The Secret root is set where the process starts, never while other
+    // tests' threads run.
+    let test = "embed_http::the_key_comes_from_a_mounted_secret_when_a_secret_ref_names_one";
+    if !common::is_child(test) {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("openai")).unwrap();
+        std::fs::write(root.path().join("openai/api-key"), "sk-from-secret\n").unwrap();
+        common::run_in_child(test, &[("TRELLIS_SECRET_ROOT", root.path().as_os_str())]);
+        return;
+    }
     let server = Server::start(|r, _| list_reply(r, 4));
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("openai")).unwrap();
-    std::fs::write(root.path().join("openai/api-key"), "sk-from-secret\n").unwrap();
     let with_ref = |name: &str| EmbeddingSpec {
         // The Secret takes precedence over the variable (set or not).
         api_key_secret_ref: Some(trellis::spec::SecretKeyRef {
@@ -752,15 +734,8 @@ fn the_key_comes_from_a_mounted_secret_when_a_secret_ref_names_one() {
         api_key_env: Some("TRELLIS_TEST_UNSET_OPENAI_KEY".into()),
         ..service_spec(EmbeddingProvider::Openai, &server)
     };
-    let (embedder, missing) = {
-        let _env = lock(&ENV);
-        // SAFETY: tests that read or write the environment hold ENV.
-        unsafe { std::env::set_var("TRELLIS_SECRET_ROOT", root.path()) };
-        let embedder = embed::from_spec(&with_ref("openai"), None);
-        let missing = embed::from_spec(&with_ref("absent"), None).err();
-        unsafe { std::env::remove_var("TRELLIS_SECRET_ROOT") };
-        (embedder.unwrap(), missing)
-    };
+    let embedder = embed::from_spec(&with_ref("openai"), None).unwrap();
+    let missing = embed::from_spec(&with_ref("absent"), None).err();
     embedder.embed_documents(&["a clause"]).unwrap();
     let requests = server.requests();
     assert_eq!(

@@ -10,7 +10,7 @@
 //! second export, removal of versions no route serves, and stage 2 run in
 //! the graph against the embedded expansion.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-mod common;
+use crate::common;
 
 use trellis::embed;
 use trellis::index::IndexVersion;
 use trellis::serve::{self, Limits, Loaded, Service};
 use trellis::spec::RetrievalRoute;
 
-use common::TWO_DOCUMENT_MANIFESTS as MANIFESTS;
+use crate::common::TWO_DOCUMENT_MANIFESTS as MANIFESTS;
 
 /// Ingests two small documents and returns the route.
 fn index(dir: &Path) -> RetrievalRoute {

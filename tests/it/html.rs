@@ -2,7 +2,7 @@
 //! loses its chrome, Wikipedia's "Duck" article parses, and pathological
 //! nesting is refused before html5ever sees it.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Instant;

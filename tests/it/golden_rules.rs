@@ -1,7 +1,7 @@
 //! The English "Golden Rules" sentence-boundary cases: exact match of the
 //! sentence list per case.
 
-mod common;
+use crate::common;
 
 use serde::Deserialize;
 use trellis::segment::Segmenter;

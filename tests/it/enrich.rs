@@ -2,10 +2,10 @@
 //! nothing panics, every annotation is well formed, inbound lists mirror
 //! outbound references, and known facts of one contract are found. Run
 //! with `--nocapture` for per-kind counts, examples and throughput
-//! (meaningful in a release build: `cargo test --release --test enrich --
+//! (meaningful in a release build: `cargo test --release --test it enrich:: --
 //! --nocapture`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! re-embeds only new sentences, results are deterministic, and an
 //! unfinished build never becomes visible.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
