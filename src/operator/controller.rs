@@ -366,7 +366,7 @@ async fn job_trouble(
     ns: &str,
     job: &str,
 ) -> Result<Option<super::trouble::Trouble>, Error> {
-    use super::trouble::{awaits_volumes, diagnose, FAILED_CREATE};
+    use super::trouble::{FAILED_CREATE, awaits_volumes, diagnose};
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let pods = pods
         .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
@@ -383,8 +383,16 @@ async fn job_trouble(
     // worth reading: usually none, one per shard at most.
     let mut pod_events = Vec::new();
     for pod in pods.iter().filter(|p| awaits_volumes(p)) {
-        let fields = format!("involvedObject.kind=Pod,involvedObject.name={}", pod.name_any());
-        pod_events.extend(events.list(&ListParams::default().fields(&fields)).await?.items);
+        let fields = format!(
+            "involvedObject.kind=Pod,involvedObject.name={}",
+            pod.name_any()
+        );
+        pod_events.extend(
+            events
+                .list(&ListParams::default().fields(&fields))
+                .await?
+                .items,
+        );
     }
     Ok(diagnose(&pods, &job_events, &pod_events))
 }

@@ -157,7 +157,11 @@ fn volume_trouble(pod: &Pod, pod_events: &[Event]) -> Option<Trouble> {
         .iter()
         .filter(|e| e.involved_object.name.as_deref() == Some(name.as_str()))
         // An Event of an earlier pod of the same name is not this one's.
-        .filter(|e| uid.is_none() || e.involved_object.uid.is_none() || e.involved_object.uid.as_deref() == uid)
+        .filter(|e| {
+            uid.is_none()
+                || e.involved_object.uid.is_none()
+                || e.involved_object.uid.as_deref() == uid
+        })
         .filter(|e| matches!(e.reason.as_deref(), Some(FAILED_ATTACH | FAILED_MOUNT)))
         .filter_map(|e| Some((event_time(e)?, e)))
         .max_by_key(|(at, _)| *at)?;
@@ -372,18 +376,29 @@ mod tests {
         );
         let trouble = diagnose(std::slice::from_ref(&waiting), &[], &[multi_attach]).unwrap();
         assert_eq!(trouble.reason, "VolumeAttachFailed");
-        assert!(trouble.message.contains("Multi-Attach error"), "{trouble:?}");
+        assert!(
+            trouble.message.contains("Multi-Attach error"),
+            "{trouble:?}"
+        );
         assert!(trouble.message.contains("ReadWriteOnce"), "{trouble:?}");
 
         // The newest Event speaks; another pod's does not.
         let mounts = [
-            volume_event(FAILED_MOUNT, "w", "2026-01-01T00:02:00Z", "secret \"key\" not found"),
+            volume_event(
+                FAILED_MOUNT,
+                "w",
+                "2026-01-01T00:02:00Z",
+                "secret \"key\" not found",
+            ),
             volume_event(FAILED_MOUNT, "w", "2026-01-01T00:01:00Z", "older"),
             volume_event(FAILED_MOUNT, "x", "2026-01-01T00:03:00Z", "another pod's"),
         ];
         let trouble = diagnose(std::slice::from_ref(&waiting), &[], &mounts).unwrap();
         assert_eq!(trouble.reason, "VolumeMountFailed");
-        assert!(trouble.message.contains("secret \"key\" not found"), "{trouble:?}");
+        assert!(
+            trouble.message.contains("secret \"key\" not found"),
+            "{trouble:?}"
+        );
 
         // A pod that has started is past its volumes' troubles.
         let running = pod("w", "2026-01-01T00:00:00Z", scheduled("Running"));

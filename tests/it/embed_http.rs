@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 use trellis::embed::{self, EmbedError, Embedder, HttpEmbedder};
 use trellis::spec::{EmbeddingProvider, EmbeddingSpec};
 
+use crate::common;
+
 /// One request as the server saw it.
 #[derive(Clone, Debug)]
 struct Request {
@@ -395,7 +397,7 @@ fn a_long_retry_after_is_capped() {
         0 => Reply::json(429, json!({})).header("Retry-After", "3600"),
         _ => tei_reply(r, 4),
     });
-    let embedder =HttpEmbedder::builder(&service_spec(EmbeddingProvider::Tei, &server))
+    let embedder = HttpEmbedder::builder(&service_spec(EmbeddingProvider::Tei, &server))
         .with_max_delay(Duration::from_millis(50))
         .build()
         .unwrap();
@@ -663,7 +665,7 @@ spec:
     let (profile, _) = trellis::spec::select_profile(&loaded, None, &origin).unwrap();
     let (route, _) = trellis::spec::select_route(&loaded, None, &origin).unwrap();
 
-    let report =trellis::index::ingest(
+    let report = trellis::index::ingest(
         "c",
         &corpus.spec,
         &trellis::source::SourceContext::new(dir),
@@ -672,8 +674,8 @@ spec:
         &dir.join("data"),
         &[],
         &|_, _, _| {},
-        )
-        .unwrap();
+    )
+    .unwrap();
     let manifest = &report.manifest;
     assert_eq!(manifest.dims, 8);
     assert_eq!(

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use crate::common;
+use serde_json::{Value, json};
 
 use trellis::embed;
 use trellis::index::IndexVersion;
