@@ -193,14 +193,21 @@ pub async fn pod_troubles_surface_and_ingest_edits_retry(world: &World) -> Resul
 
     let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), NS);
     quotas.delete("no-pods", &DeleteParams::default()).await?;
-    let unmounted = wait_for(
+    // The first mount may also fail for a moment on the data claim (the
+    // node's authorisation learns of the pod just after it is bound), as
+    // with a real kubelet: wait for the Secret's own failure.
+    wait_for(
         "Ingesting to say the pod's Secret volume is missing",
         Duration::from_secs(180),
-        condition_is("VolumeMountFailed", "Ingesting"),
+        || async {
+            let corpus = support::trellis_object(client, NS, "corpora", CORPUS).await?;
+            let unmounted = support::condition(&corpus, "Ingesting")
+                .is_some_and(|(_, reason)| reason == "VolumeMountFailed");
+            let message = support::condition_message(&corpus, "Ingesting");
+            Ok((unmounted && message.contains("late-secret")).then_some(()))
+        },
     )
     .await?;
-    let message = support::condition_message(&unmounted, "Ingesting");
-    ensure!(message.contains("late-secret"), "Ingesting says: {message}");
     support::expect_event(client, NS, CORPUS, "VolumeMountFailed").await?;
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret",
