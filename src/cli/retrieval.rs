@@ -370,7 +370,8 @@ pub fn query(args: &QueryArgs<'_>) -> Result<ExitCode> {
     }
     let corpus = &route_spec.corpus_ref.name;
     let index = IndexVersion::open(args.data_dir, corpus, args.index_version)?;
-    // A mistyped document would otherwise read as "no results".
+    // A mistyped document would otherwise read as "no results"; checked
+    // before the model loads.
     for wanted in args.filter.documents.iter().flatten() {
         let documents = &index.store.documents;
         if !documents
@@ -385,13 +386,10 @@ pub fn query(args: &QueryArgs<'_>) -> Result<ExitCode> {
             );
         }
     }
-    let embedder = embed::from_spec(&index.profile.embedding, None)?;
-    let graph = trellis::graph::for_route(&route_spec, &index)?;
-    let mut retriever = Retriever::new(&index, embedder.as_ref())?;
-    if let Some(graph) = &graph {
-        retriever = retriever.with_graph(graph);
-    }
-    let answer = retriever.retrieve(&route_spec, args.question, args.k, &args.filter)?;
+    let loaded = LoadedRoute::with_index(index, &route_spec)?;
+    let answer = loaded
+        .retriever()?
+        .retrieve(&route_spec, args.question, args.k, &args.filter)?;
     let json = args.json;
     if json {
         outln!("{}", serde_json::to_string_pretty(&answer)?)?;

@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 
 use trellis::embed;
 use trellis::index::IndexVersion;
-use trellis::serve::{self, Limits, Loaded, Service, Tokens};
+use trellis::retrieve::LoadedRoute;
+use trellis::serve::{self, Limits, Service, Tokens};
 use trellis::spec;
 
 /// What `trellis serve` was asked.
@@ -67,15 +68,9 @@ pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
         // Load in the background: the port answers liveness probes at once.
         let loading = Arc::clone(&service);
         let loader = tokio::task::spawn_blocking(move || -> Result<()> {
-            let index = IndexVersion::open(&data_dir, &corpus, index_version.as_deref())?;
-            let embedder = embed::from_spec(&index.profile.embedding, None)?;
-            let graph = trellis::graph::for_route(&route_spec, &index)?;
-            let version = index.manifest.version.clone();
-            loading.set_loaded(Loaded {
-                index,
-                embedder,
-                graph,
-            })?;
+            let loaded = LoadedRoute::open(&data_dir, &route_spec, index_version.as_deref())?;
+            let version = loaded.index.manifest.version.clone();
+            loading.set_loaded(loaded)?;
             tracing::info!(%version, "index loaded and query embedder warm; ready");
             Ok(())
         });

@@ -49,6 +49,9 @@ pub enum EvalError {
     Index(#[from] IndexError),
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// The route could not be opened over the version just built.
+    #[error(transparent)]
+    Open(RetrieveError),
     #[error("query {id}: {source}")]
     Retrieve {
         id: String,
@@ -186,18 +189,14 @@ impl Evaluation<'_> {
         } else {
             report.manifest.timings.total
         };
-        let index =
-            IndexVersion::open(self.data_dir, &corpus_name, Some(&report.manifest.version))?;
-        let embedder = embed::from_spec(&index.profile.embedding, None)?;
-        let retriever =
-            Retriever::new(&index, embedder.as_ref()).map_err(|source| EvalError::Retrieve {
-                id: String::new(),
-                source,
-            })?;
-        let relevance = Judgements::resolve(self.set, &index);
-
         let mut route = self.route.clone();
         route.corpus_ref.name = corpus_name.clone();
+        let loaded = LoadedRoute::open(self.data_dir, &route, Some(&report.manifest.version))
+            .map_err(EvalError::Open)?;
+        let retriever = loaded.retriever().map_err(EvalError::Open)?;
+        let (index, embedder) = (&loaded.index, &loaded.embedder);
+        let relevance = Judgements::resolve(self.set, index);
+
         let t = Instant::now();
         let query_vectors = if route.anchors.mode == AnchorMode::Bm25 {
             None

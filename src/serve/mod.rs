@@ -31,7 +31,7 @@ use tokio::sync::Semaphore;
 
 use crate::embed::Embedder;
 use crate::index::IndexVersion;
-use crate::retrieve::{Filter, RetrieveError, Retriever};
+use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
 use api::{ErrorBody, ErrorDetail};
 
@@ -96,16 +96,6 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// What a ready service answers with: the loaded index version and the
-/// query embedder.
-pub struct Loaded {
-    pub index: IndexVersion,
-    pub embedder: Box<dyn Embedder>,
-    /// The graph store, for a route that expands there
-    /// ([`crate::graph::for_route`]).
-    pub graph: Option<std::sync::Mutex<Box<dyn crate::graph::GraphStore>>>,
-}
-
 /// The shared state of every request.
 pub struct Service {
     route_name: String,
@@ -116,7 +106,7 @@ pub struct Service {
     /// ([`Service::reload_tokens`]): a rotated Secret takes effect without
     /// a restart.
     tokens: Option<RwLock<Arc<Tokens>>>,
-    loaded: OnceLock<Arc<Loaded>>,
+    loaded: OnceLock<Arc<LoadedRoute>>,
     /// Held by a retrieval until its work ends, even past its timeout, so
     /// that abandoned work still counts against the limit.
     permits: Arc<Semaphore>,
@@ -148,8 +138,8 @@ impl Service {
     /// Makes the service ready: checks that the embedder matches the index
     /// and embeds one query, so that the first request does not pay for
     /// loading the model.
-    pub fn set_loaded(&self, loaded: Loaded) -> Result<(), RetrieveError> {
-        Retriever::new(&loaded.index, loaded.embedder.as_ref())?;
+    pub fn set_loaded(&self, loaded: LoadedRoute) -> Result<(), RetrieveError> {
+        loaded.retriever()?;
         if self.route.anchors.mode != AnchorMode::Bm25 {
             loaded.embedder.embed_query("warm-up")?;
         }
@@ -569,10 +559,7 @@ async fn answer(
     let work = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let _span = span.entered();
-        let mut retriever = Retriever::new(&loaded.index, loaded.embedder.as_ref())?;
-        if let Some(graph) = &loaded.graph {
-            retriever = retriever.with_graph(graph);
-        }
+        let retriever = loaded.retriever()?;
         let vector = if route.anchors.mode == AnchorMode::Bm25 {
             None
         } else {

@@ -1,0 +1,131 @@
+//! Stage 1, anchors: the query's vector against the sentence vectors
+//! (HNSW, or exact search on small indexes, each hit mixed with its
+//! paragraph's similarity) and the query's terms against BM25, each taking
+//! the top `candidates` sentences, fused by Reciprocal Rank Fusion. In full
+//! mode, definitions of terms close to the query join the anchors.
+
+use std::collections::HashMap;
+
+use crate::index::vectors;
+use crate::spec::{AnchorMode, RetrievalRouteSpec};
+
+use super::{Candidate, RetrieveError, Retriever, sorted};
+
+/// What stage 1 found.
+pub(super) struct Anchors {
+    /// Every anchor with its fused score and the signals known so far.
+    pub candidates: HashMap<u32, Candidate>,
+    /// The dense list, best first (paragraph-mixed similarities).
+    pub dense: Vec<(u32, f32)>,
+    /// The BM25 list, best first.
+    pub lexical: Vec<(u32, f32)>,
+    /// Full mode: each defining sentence's best similarity to the query.
+    pub definitions: HashMap<u32, f32>,
+}
+
+impl Retriever<'_> {
+    /// Stage 1 for `query` (and its vector, unless the mode is `bm25`)
+    /// over the sentences `allowed` admits.
+    pub(super) fn anchors(
+        &self,
+        route: &RetrievalRouteSpec,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Anchors, RetrieveError> {
+        let mode = route.anchors.mode;
+        let c = route.anchors.candidates.max(1) as usize;
+        let dense = match query_vector {
+            Some(q) => self.with_paragraphs(
+                q,
+                vectors::nearest(
+                    &self.index.vectors,
+                    &self.index.graph,
+                    q,
+                    c,
+                    route.anchors.ef_search as usize,
+                    allowed,
+                ),
+                route.anchors.paragraph_mix,
+            ),
+            None => Vec::new(),
+        };
+        let lexical = if mode == AnchorMode::Dense {
+            Vec::new()
+        } else {
+            self.index
+                .bm25
+                .search(query, c, route.anchors.paragraph_boost, allowed)?
+        };
+
+        let mut candidates: HashMap<u32, Candidate> = HashMap::new();
+        let rrf_k = route.fusion.k as f32;
+        for (rank, &(i, score)) in dense.iter().enumerate() {
+            let e = candidates.entry(i).or_default();
+            e.fused += route.fusion.dense_weight / (rrf_k + rank as f32 + 1.0);
+            e.dense = Some(score);
+            e.anchor = true;
+        }
+        let best_lexical = lexical.first().map_or(1.0, |&(_, s)| s.max(f32::EPSILON));
+        for (rank, &(i, score)) in lexical.iter().enumerate() {
+            let e = candidates.entry(i).or_default();
+            e.fused += route.fusion.lexical_weight / (rrf_k + rank as f32 + 1.0);
+            e.lexical = score / best_lexical;
+            e.anchor = true;
+        }
+
+        // Full mode: definitions of terms close to the query join the
+        // anchors, and every definition's similarity is kept for scoring.
+        let definitions = match (mode, query_vector) {
+            (AnchorMode::Full, Some(q))
+                if route.scoring.weights.definition > 0.0
+                    || route.anchors.definition_similarity <= 1.0 =>
+            {
+                let found = self.definitions(q, allowed);
+                for (&i, &similarity) in &found {
+                    if similarity >= route.anchors.definition_similarity {
+                        candidates.entry(i).or_default().anchor = true;
+                    }
+                }
+                found
+            }
+            _ => HashMap::new(),
+        };
+        Ok(Anchors {
+            candidates,
+            dense,
+            lexical,
+            definitions,
+        })
+    }
+
+    /// The sentences that define a term, each with the best cosine
+    /// similarity of the query to one of its terms.
+    fn definitions(&self, q: &[f32], allowed: &dyn Fn(u32) -> bool) -> HashMap<u32, f32> {
+        let mut best: HashMap<u32, f32> = HashMap::new();
+        for (row, &i) in self.index.term_sentences.iter().enumerate() {
+            if allowed(i) {
+                let similarity = crate::embed::dot(q, self.index.terms.row(row as u32));
+                let e = best.entry(i).or_insert(f32::MIN);
+                *e = e.max(similarity);
+            }
+        }
+        best
+    }
+
+    /// Mixes each dense hit's similarity with its paragraph's, `mix` of
+    /// the way, and re-ranks: a sentence in a paragraph about the query
+    /// rises above an equally similar one in an unrelated paragraph.
+    fn with_paragraphs(&self, q: &[f32], hits: Vec<(u32, f32)>, mix: f32) -> Vec<(u32, f32)> {
+        let mix = mix.clamp(0.0, 1.0);
+        if mix == 0.0 {
+            return hits;
+        }
+        let store = &self.index.store;
+        sorted(hits.into_iter().map(|(i, score)| {
+            let p = store.sentences[i as usize].paragraph;
+            let paragraph = crate::embed::dot(q, self.index.paragraphs.row(p));
+            (i, (1.0 - mix) * score + mix * paragraph)
+        }))
+    }
+}

@@ -1,0 +1,90 @@
+//! Stage 2, expansion: around the best anchors, the NEXT/PREV window, the
+//! `RELATED_TO` links and the continuation of the same clause become
+//! candidates too, found in the embedded index or in the graph store.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::index::IndexVersion;
+use crate::spec::{ExpansionSource, ExpansionSpec, RetrievalRouteSpec};
+
+use super::{Candidate, RetrieveError, Retriever, sorted};
+
+impl Retriever<'_> {
+    /// Stage 2: adds the window, related and same-clause neighbours of the
+    /// best anchors as candidates, found in the embedded index or, when the
+    /// route says so, in the graph store.
+    fn expand(
+        &self,
+        route: &RetrievalRouteSpec,
+        candidates: &mut HashMap<u32, Candidate>,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<(), RetrieveError> {
+        let spec = &route.expansion;
+        let anchors: Vec<u32> = sorted(candidates.iter().map(|(&i, c)| (i, c.fused)))
+            .into_iter()
+            .take(spec.anchors as usize)
+            .map(|(i, _)| i)
+            .collect();
+        let added = match spec.source {
+            ExpansionSource::Embedded => expansion(self.index, &anchors, spec),
+            ExpansionSource::Graph => {
+                let graph = self
+                    .graph
+                    .ok_or(RetrieveError::NoGraphStore(self.index.profile.graph.store))?;
+                // A poisoned lock only means another query panicked
+                // mid-statement; the connection itself is still usable.
+                let mut store = graph.lock().unwrap_or_else(|e| e.into_inner());
+                crate::graph::expand::expand(
+                    store.as_mut(),
+                    self.index,
+                    &anchors,
+                    spec,
+                    self.index.profile.graph.retries(),
+                )?
+            }
+        };
+        for j in added {
+            if allowed(j) {
+                candidates.entry(j).or_default();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Stage 2 on the embedded index: each anchor, its window of `window`
+/// sentences either side within its document, its `RELATED_TO` targets
+/// (with `related`), and the following sentences of its numbered clause
+/// past the window, up to 8 sentences after the anchor (with
+/// `sameClause`). [`crate::graph::expand::expand`] finds the same in a
+/// graph store.
+pub fn expansion(index: &IndexVersion, anchors: &[u32], spec: &ExpansionSpec) -> BTreeSet<u32> {
+    let store = &index.store;
+    let mut added = BTreeSet::new();
+    for &a in anchors {
+        let doc = store.sentences[a as usize].document;
+        let [start, end] = store.documents[doc as usize].sentences;
+        let w = spec.window;
+        added.extend(a.saturating_sub(w).max(start)..(a + w + 1).min(end));
+        if spec.related {
+            added.extend(index.related[a as usize].iter().map(|&(j, _)| j));
+        }
+        if spec.same_clause
+            && let Some(clause) = &store.sentences[a as usize].clause
+        {
+            // The clause continues past the window: its next sentences
+            // up to the next clause, within the document.
+            let reach = crate::graph::expand::CLAUSE_REACH;
+            let mut j = a + w + 1;
+            while j < end && j <= a + reach {
+                if store.sentences[j as usize].clause.as_ref() != Some(clause) {
+                    break;
+                }
+                added.insert(j);
+                j += 1;
+            }
+        }
+    }
+    added
+}
+

@@ -1,0 +1,161 @@
+//! Access filters: which sentences a query may see. They apply before any
+//! ranking and to every expansion hop (stage 1 searches only admitted
+//! sentences, stage 2 drops the neighbours it may not show), so nothing
+//! outside them is ever scored or shown.
+
+use crate::index::IndexVersion;
+
+/// Which sentences a caller may see and wants.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// ACL tags the caller holds; `None` for all documents.
+    pub acl: Option<Vec<String>>,
+    /// Only these documents (by key or id).
+    pub documents: Option<Vec<String>>,
+    /// Only sentences under this heading path.
+    pub section_prefix: Option<Vec<String>>,
+    /// Only documents whose metadata has every one of these values.
+    pub metadata: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// What one query may see: its documents (ACL tags, keys, metadata), its
+/// sections (heading prefix), and sentences sure enough to rank.
+pub(super) struct Access<'a> {
+    index: &'a IndexVersion,
+    /// One entry per document of the index version.
+    pub documents: Vec<bool>,
+    /// One entry per section, with a section prefix.
+    sections: Option<Vec<bool>>,
+    confidence_floor: f32,
+}
+
+impl<'a> Access<'a> {
+    pub(super) fn new(index: &'a IndexVersion, filter: &Filter, confidence_floor: f32) -> Self {
+        let sections = filter.section_prefix.as_ref().map(|prefix| {
+            index
+                .store
+                .sections
+                .iter()
+                .map(|section| section_under(&section.path, prefix))
+                .collect::<Vec<bool>>()
+        });
+        Access {
+            index,
+            documents: Self::documents(index, filter),
+            sections,
+            confidence_floor,
+        }
+    }
+
+    /// Whether sentence `i` may be ranked and shown.
+    pub(super) fn admits(&self, i: u32) -> bool {
+        let s = &self.index.store.sentences[i as usize];
+        s.indexed
+            && self.documents[s.document as usize]
+            && s.confidence >= self.confidence_floor
+            && self
+                .sections
+                .as_ref()
+                .is_none_or(|sections| sections[s.section as usize])
+    }
+
+    fn documents(index: &IndexVersion, filter: &Filter) -> Vec<bool> {
+        index
+            .store
+            .documents
+            .iter()
+            .map(|d| {
+                let acl_ok = filter.acl.as_ref().is_none_or(|tags| {
+                    tags.iter().any(|t| t == "*") || d.acl.iter().any(|a| tags.contains(a))
+                });
+                let doc_ok = filter
+                    .documents
+                    .as_ref()
+                    .is_none_or(|ids| ids.iter().any(|x| *x == d.key || *x == d.id));
+                let metadata_ok = filter.metadata.as_ref().is_none_or(|wanted| {
+                    wanted
+                        .iter()
+                        .all(|(key, value)| d.metadata.get(key) == Some(value))
+                });
+                acl_ok && doc_ok && metadata_ok
+            })
+            .collect()
+    }
+}
+
+/// Whether a section with heading path `path` lies under `prefix`. Each
+/// heading of the prefix matches its heading in the path case-insensitively,
+/// with or without the path heading's numbering ("Governing Law" matches
+/// "2. Governing Law"), so that a caller need not know how a document
+/// numbers its sections.
+fn section_under(path: &[String], prefix: &[String]) -> bool {
+    prefix.len() <= path.len()
+        && path
+            .iter()
+            .zip(prefix)
+            .all(|(heading, wanted)| heading_matches(heading, wanted))
+}
+
+fn heading_matches(heading: &str, wanted: &str) -> bool {
+    let heading = heading.trim();
+    let wanted = wanted.trim();
+    if heading.eq_ignore_ascii_case(wanted) {
+        return true;
+    }
+    // Strip a leading numbering token ("2.", "4.1", "(a)", "IV.", "A)"),
+    // with the word that introduces it ("Article IV.", "Section 5").
+    let Some((first, rest)) = heading.split_once(char::is_whitespace) else {
+        return false;
+    };
+    const LABELS: [&str; 9] = [
+        "article", "section", "chapter", "part", "clause", "schedule", "annex", "appendix",
+        "exhibit",
+    ];
+    let (number, rest) = if LABELS.iter().any(|l| first.eq_ignore_ascii_case(l)) {
+        match rest.trim_start().split_once(char::is_whitespace) {
+            Some(split) => split,
+            None => return false,
+        }
+    } else {
+        (first, rest)
+    };
+    let numbering = number.chars().any(|c| c.is_ascii_digit())
+        || number.ends_with('.')
+        || number.ends_with(')');
+    numbering && rest.trim().eq_ignore_ascii_case(wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::section_under;
+
+    fn path(headings: &[&str]) -> Vec<String> {
+        headings.iter().map(|h| h.to_string()).collect()
+    }
+
+    #[test]
+    fn a_section_prefix_matches_with_or_without_numbering() {
+        let section = path(&["ARTICLE IV. Payment", "4.1 Fees", "(a) Late fees"]);
+        assert!(section_under(&section, &path(&["Payment"])));
+        assert!(section_under(
+            &section,
+            &path(&["article iv. payment", "Fees"])
+        ));
+        assert!(section_under(
+            &section,
+            &path(&["Payment", "4.1 Fees", "Late fees"])
+        ));
+        assert!(section_under(&section, &[]));
+        assert!(!section_under(&section, &path(&["Fees"])));
+        assert!(!section_under(
+            &section,
+            &path(&["Payment", "Fees", "Late", "More"])
+        ));
+        assert!(!section_under(&path(&["Payments"]), &path(&["Payment"])));
+        // A heading whose first word is not numbering keeps it.
+        assert!(!section_under(
+            &path(&["General Provisions"]),
+            &path(&["Provisions"])
+        ));
+    }
+}

@@ -1,0 +1,57 @@
+//! Opening a route: the index version it serves, the query embedder of
+//! that version's profile, and the graph store when the route expands
+//! through one. `trellis query`, `trellis serve` and `trellis eval` all
+//! answer from a [`LoadedRoute`].
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use crate::embed::{self, Embedder};
+use crate::graph::GraphStore;
+use crate::index::IndexVersion;
+use crate::spec::RetrievalRouteSpec;
+
+use super::{RetrieveError, Retriever};
+
+/// Everything a route answers from, loaded once.
+pub struct LoadedRoute {
+    pub index: IndexVersion,
+    pub embedder: Box<dyn Embedder>,
+    /// The graph store holding the version, for a route that expands
+    /// there ([`crate::graph::for_route`]).
+    pub graph: Option<Mutex<Box<dyn GraphStore>>>,
+}
+
+impl LoadedRoute {
+    /// Opens index version `version` (the current one when `None`) of the
+    /// route's corpus under `data_dir`, and what the route needs with it.
+    pub fn open(
+        data_dir: &Path,
+        route: &RetrievalRouteSpec,
+        version: Option<&str>,
+    ) -> Result<Self, RetrieveError> {
+        let index = IndexVersion::open(data_dir, &route.corpus_ref.name, version)?;
+        Self::with_index(index, route)
+    }
+
+    /// The query embedder and graph store `route` needs over `index`.
+    pub fn with_index(index: IndexVersion, route: &RetrievalRouteSpec) -> Result<Self, RetrieveError> {
+        let embedder = embed::from_spec(&index.profile.embedding, None)?;
+        let graph = crate::graph::for_route(route, &index).map_err(RetrieveError::OpenGraph)?;
+        Ok(Self {
+            index,
+            embedder,
+            graph,
+        })
+    }
+
+    /// A retriever over the loaded version; fails when the embedder is not
+    /// the model the version was built with.
+    pub fn retriever(&self) -> Result<Retriever<'_>, RetrieveError> {
+        let retriever = Retriever::new(&self.index, self.embedder.as_ref())?;
+        Ok(match &self.graph {
+            Some(graph) => retriever.with_graph(graph),
+            None => retriever,
+        })
+    }
+}

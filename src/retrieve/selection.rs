@@ -1,0 +1,143 @@
+//! Stage 3's last step, selection: the ranking becomes hits. A query
+//! common to the corpus is first answered in each of its best documents,
+//! searched alone; then top-k, threshold, per-document limits and MMR
+//! select the results ([`scoring::select`](super::scoring)), each shown
+//! inside its paragraph ("sentence search, paragraph display").
+
+use crate::spec::RetrievalRouteSpec;
+
+use super::{Citation, Filter, Hit, RetrieveError, Retriever, Signals, sorted};
+
+/// The places of the corpus-wide ranking in which one document must not
+/// hold more than half for a query to count as common.
+const COMMON_QUERY_PLACES: usize = 10;
+
+impl Retriever<'_> {
+    /// Whether `query` is common to the corpus: its words are used, on
+    /// average, by at least `selection.commonQueryShare` of the documents
+    /// (see [`Bm25Index::document_share`](crate::index::bm25::Bm25Index::document_share)),
+    /// and the corpus-wide `ranking` does not already settle on one
+    /// document (its first holds at most half of the first ten places).
+    /// A question about one document may use common words ("In what year
+    /// was …?"), but its ranking then gathers in that document.
+    fn is_common(
+        &self,
+        route: &RetrievalRouteSpec,
+        query: &str,
+        allowed_docs: &[bool],
+        ranking: &[(u32, f32)],
+    ) -> Result<bool, RetrieveError> {
+        let spec = &route.selection;
+        if spec.common_query_share > 1.0 || allowed_docs.iter().filter(|&&a| a).nth(1).is_none() {
+            return Ok(false);
+        }
+        let store = &self.index.store;
+        let document = |&(i, _): &(u32, f32)| store.sentences[i as usize].document;
+        let Some(first) = ranking.first().map(document) else {
+            return Ok(false);
+        };
+        let lead = ranking
+            .iter()
+            .take(COMMON_QUERY_PLACES)
+            .filter(|r| document(r) == first)
+            .count();
+        let share = self
+            .index
+            .bm25
+            .document_share(query, self.index.indexed_documents)?;
+        tracing::debug!(share, lead, "how common the query is");
+        Ok(share >= spec.common_query_share && 2 * lead <= COMMON_QUERY_PLACES)
+    }
+
+    /// The ranking of a common query: the `k` documents that `ranking`
+    /// (over the whole corpus) puts first are each searched alone, as a
+    /// reviewer asks "in this document, …", which finds the best sentences
+    /// of a document far better than a corpus-wide candidate list that
+    /// holds a few of them. Each document's sentences keep their order
+    /// and are scaled so that its best scores what the document's best
+    /// did corpus-wide; other documents keep their corpus-wide scores.
+    fn per_document(
+        &self,
+        route: &RetrievalRouteSpec,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        k: usize,
+        filter: &Filter,
+        ranking: Vec<(u32, f32)>,
+    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        let store = &self.index.store;
+        let mut best: Vec<(u32, f32)> = Vec::new();
+        for &(i, score) in &ranking {
+            let document = store.sentences[i as usize].document;
+            if !best.iter().any(|&(d, _)| d == document) {
+                best.push((document, score));
+                if best.len() == k {
+                    break;
+                }
+            }
+        }
+        // Searched alone, a document is never common to itself.
+        let mut alone = route.clone();
+        alone.selection.common_query_share = f32::INFINITY;
+        let mut merged: Vec<(u32, f32)> = ranking
+            .into_iter()
+            .filter(|&(i, _)| {
+                let document = store.sentences[i as usize].document;
+                !best.iter().any(|&(d, _)| d == document)
+            })
+            .collect();
+        for (document, corpus_best) in best {
+            let only = Filter {
+                documents: Some(vec![store.documents[document as usize].key.clone()]),
+                ..filter.clone()
+            };
+            let answer = self.retrieve_embedded(&alone, query, query_vector, Some(k), &only)?;
+            let local_best = answer.ranking.first().map_or(1.0, |&(_, s)| s);
+            let scale = if local_best > 0.0 && corpus_best > 0.0 {
+                corpus_best / local_best
+            } else {
+                1.0
+            };
+            merged.extend(answer.ranking.into_iter().map(|(i, s)| (i, s * scale)));
+        }
+        Ok(sorted(merged.into_iter()))
+    }
+
+    fn hit(&self, i: u32, score: f32, signals: Signals, neighbours: u32) -> Hit {
+        let store = &self.index.store;
+        let s = &store.sentences[i as usize];
+        let doc = &store.documents[s.document as usize];
+        let paragraph = &store.paragraphs[s.paragraph as usize];
+        // The paragraph, or a window of `neighbours` sentences around the
+        // hit when the paragraph is long.
+        let [p_start, p_end] = paragraph.sentences;
+        let (from, to) = if p_end - p_start <= 2 * neighbours + 1 + 4 {
+            (p_start, p_end)
+        } else {
+            (
+                i.saturating_sub(neighbours).max(p_start),
+                (i + neighbours + 1).min(p_end),
+            )
+        };
+        let display = (from..to)
+            .map(|j| store.sentences[j as usize].text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Hit {
+            sentence: i,
+            score,
+            signals,
+            text: s.text.clone(),
+            display,
+            citation: Citation {
+                document: doc.key.clone(),
+                document_id: doc.id.clone(),
+                sentence_id: s.id.clone(),
+                section_path: store.sections[s.section as usize].path.clone(),
+                page: s.page,
+                char_span: s.span,
+                boxes: s.boxes.clone(),
+            },
+        }
+    }
+}
