@@ -8,9 +8,8 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use trellis::embed;
 use trellis::index::{self, IndexVersion};
-use trellis::retrieve::{Filter, Retriever};
+use trellis::retrieve::{Filter, LoadedRoute};
 use trellis::spec::{self, AnchorMode, IndexProfileSpec};
 
 use super::{EXIT_PARTIAL, manifest_dir};

@@ -7,8 +7,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use trellis::embed;
-use trellis::index::IndexVersion;
 use trellis::retrieve::LoadedRoute;
 use trellis::serve::{self, Limits, Service, Tokens};
 use trellis::spec;

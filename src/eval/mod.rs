@@ -21,9 +21,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::embed::{self, EmbedError, Embedder, EmbeddingCache};
+use crate::embed::{EmbedError, Embedder, EmbeddingCache};
 use crate::index::{self, IndexError, IndexVersion, Progress};
-use crate::retrieve::{Filter, RetrieveError, Retriever};
+use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{
     AnchorMode, CorpusSpec, IndexProfileSpec, ObjectRef, RetrievalRouteSpec, SourceSpec,
 };
@@ -230,7 +230,7 @@ impl Evaluation<'_> {
                     documents: q
                         .within
                         .as_ref()
-                        .map(|file| vec![relevance.key_of(&index, file)]),
+                        .map(|file| vec![relevance.key_of(index, file)]),
                     ..Filter::default()
                 };
                 let answer = run(&filter)?;

@@ -13,7 +13,7 @@ impl Retriever<'_> {
     /// Stage 2: adds the window, related and same-clause neighbours of the
     /// best anchors as candidates, found in the embedded index or, when the
     /// route says so, in the graph store.
-    fn expand(
+    pub(super) fn expand(
         &self,
         route: &RetrievalRouteSpec,
         candidates: &mut HashMap<u32, Candidate>,
@@ -87,4 +87,3 @@ pub fn expansion(index: &IndexVersion, anchors: &[u32], spec: &ExpansionSpec) ->
     }
     added
 }
-

@@ -29,7 +29,6 @@ mod route;
 mod scoring;
 mod selection;
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::Serialize;
@@ -287,4 +286,3 @@ fn sorted(items: impl Iterator<Item = (u32, f32)>) -> Vec<(u32, f32)> {
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     v
 }
-

@@ -35,7 +35,10 @@ impl LoadedRoute {
     }
 
     /// The query embedder and graph store `route` needs over `index`.
-    pub fn with_index(index: IndexVersion, route: &RetrievalRouteSpec) -> Result<Self, RetrieveError> {
+    pub fn with_index(
+        index: IndexVersion,
+        route: &RetrievalRouteSpec,
+    ) -> Result<Self, RetrieveError> {
         let embedder = embed::from_spec(&index.profile.embedding, None)?;
         let graph = crate::graph::for_route(route, &index).map_err(RetrieveError::OpenGraph)?;
         Ok(Self {

@@ -20,7 +20,7 @@ impl Retriever<'_> {
     /// document (its first holds at most half of the first ten places).
     /// A question about one document may use common words ("In what year
     /// was …?"), but its ranking then gathers in that document.
-    fn is_common(
+    pub(super) fn is_common(
         &self,
         route: &RetrievalRouteSpec,
         query: &str,
@@ -56,7 +56,7 @@ impl Retriever<'_> {
     /// holds a few of them. Each document's sentences keep their order
     /// and are scaled so that its best scores what the document's best
     /// did corpus-wide; other documents keep their corpus-wide scores.
-    fn per_document(
+    pub(super) fn per_document(
         &self,
         route: &RetrievalRouteSpec,
         query: &str,
@@ -103,7 +103,7 @@ impl Retriever<'_> {
         Ok(sorted(merged.into_iter()))
     }
 
-    fn hit(&self, i: u32, score: f32, signals: Signals, neighbours: u32) -> Hit {
+    pub(super) fn hit(&self, i: u32, score: f32, signals: Signals, neighbours: u32) -> Hit {
         let store = &self.index.store;
         let s = &store.sentences[i as usize];
         let doc = &store.documents[s.document as usize];

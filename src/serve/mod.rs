@@ -29,8 +29,6 @@ use axum::{Json, Router};
 use thiserror::Error;
 use tokio::sync::Semaphore;
 
-use crate::embed::Embedder;
-use crate::index::IndexVersion;
 use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
 use api::{ErrorBody, ErrorDetail};
