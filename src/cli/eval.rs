@@ -1,85 +1,109 @@
 //! `trellis eval`: retrieval quality on a public dataset.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
 use trellis::eval::{EvalReport, EvalSet, Evaluation, Metrics, parse_dataset_arg};
-use trellis::spec::{self, AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
+use trellis::spec::{self, IndexProfileSpec, RetrievalRouteSpec};
 
-use super::manifest_dir;
-use super::retrieval::StageBars;
+use super::progress::StageBars;
+use super::{ModeArg, data_dir, manifest_dir};
 
-/// What `trellis eval` was asked.
-pub struct EvalArgs<'a> {
-    pub dataset: &'a str,
-    pub split: Option<&'a str>,
-    pub mode: Option<AnchorMode>,
-    /// Manifests with the IndexProfile and RetrievalRoute to evaluate;
-    /// the documented defaults without them.
-    pub manifests: Option<&'a Path>,
-    pub profile: Option<&'a str>,
-    pub route: Option<&'a str>,
-    pub data_dir: PathBuf,
-    pub json: bool,
-    /// Where to write one JSON line per judged query.
-    pub per_query: Option<&'a Path>,
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// `beir:DIR` (corpus.jsonl, queries.jsonl, qrels/), `squad:FILE`
+    /// (SQuAD JSON) or `cuad:DIR` (contracts/, master_clauses.csv,
+    /// categories.json).
+    #[arg(long)]
+    dataset: String,
+    /// Which judgements: BEIR's qrels file name (default test, else
+    /// dev, else train); a label for the others.
+    #[arg(long)]
+    split: Option<String>,
+    /// Override the route's anchor mode.
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    /// Manifests holding the IndexProfile and RetrievalRoute to
+    /// evaluate (default: the documented defaults).
+    #[arg(short = 'f', long = "file")]
+    manifests: Option<PathBuf>,
+    /// Which IndexProfile, when the manifests hold several.
+    #[arg(long)]
+    profile: Option<String>,
+    /// Which RetrievalRoute, when the manifests hold several.
+    #[arg(long)]
+    route: Option<String>,
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Also write one JSON line per judged query (id, relevant
+    /// sentences, how many the top ten found, first relevant rank) to
+    /// this file, for breakdowns by category.
+    #[arg(long)]
+    per_query: Option<PathBuf>,
 }
 
-pub fn eval(args: &EvalArgs<'_>) -> Result<ExitCode> {
-    let (kind, path) = parse_dataset_arg(args.dataset)?;
-    let set = EvalSet::load(kind, &path, args.split)
-        .with_context(|| format!("reading {}", args.dataset))?;
-    let (profile, profile_base, mut route) = match args.manifests {
-        Some(manifests) => {
-            let loaded = spec::load_path(manifests)?;
-            let (profile, file) = spec::select_profile(&loaded, args.profile, manifests)?;
-            let route = match spec::select_route(&loaded, args.route, manifests) {
-                Ok((route, _)) => route.spec.clone(),
-                Err(_) if args.route.is_none() => RetrievalRouteSpec::for_corpus("evaluation"),
-                Err(e) => return Err(e.into()),
-            };
-            (profile.spec.clone(), manifest_dir(file), route)
+impl EvalArgs {
+    pub fn run(&self) -> Result<ExitCode> {
+        let data_dir = data_dir(self.data_dir.as_deref());
+        let (kind, path) = parse_dataset_arg(&self.dataset)?;
+        let set = EvalSet::load(kind, &path, self.split.as_deref())
+            .with_context(|| format!("reading {}", self.dataset))?;
+        let (profile, profile_base, mut route) = match self.manifests.as_deref() {
+            Some(manifests) => {
+                let loaded = spec::load_path(manifests)?;
+                let (profile, file) =
+                    spec::select_profile(&loaded, self.profile.as_deref(), manifests)?;
+                let route = match spec::select_route(&loaded, self.route.as_deref(), manifests) {
+                    Ok((route, _)) => route.spec.clone(),
+                    Err(_) if self.route.is_none() => RetrievalRouteSpec::for_corpus("evaluation"),
+                    Err(e) => return Err(e.into()),
+                };
+                (profile.spec.clone(), manifest_dir(file), route)
+            }
+            None => (
+                IndexProfileSpec::default(),
+                std::env::current_dir()?,
+                RetrievalRouteSpec::for_corpus("evaluation"),
+            ),
+        };
+        if let Some(mode) = self.mode {
+            route.anchors.mode = mode.into();
         }
-        None => (
-            IndexProfileSpec::default(),
-            std::env::current_dir()?,
-            RetrievalRouteSpec::for_corpus("evaluation"),
-        ),
-    };
-    if let Some(mode) = args.mode {
-        route.anchors.mode = mode;
-    }
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let evaluation = Evaluation {
-        set: &set,
-        dataset: format!("{}:{name}", kind.as_str()),
-        profile: &profile,
-        profile_base: &profile_base,
-        route: &route,
-        data_dir: &args.data_dir,
-    };
-    let bars = StageBars::new();
-    let report = evaluation.run(&|stage: &str, done, total| bars.update(stage, done, total))?;
-    bars.finish();
-    if let Some(file) = args.per_query {
-        let mut lines = String::new();
-        for q in &report.per_query {
-            lines.push_str(&serde_json::to_string(q)?);
-            lines.push('\n');
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let evaluation = Evaluation {
+            set: &set,
+            dataset: format!("{}:{name}", kind.as_str()),
+            profile: &profile,
+            profile_base: &profile_base,
+            route: &route,
+            data_dir: &data_dir,
+        };
+        let bars = StageBars::new();
+        let report = evaluation.run(&|stage: &str, done, total| bars.update(stage, done, total))?;
+        bars.finish();
+        if let Some(file) = &self.per_query {
+            let mut lines = String::new();
+            for q in &report.per_query {
+                lines.push_str(&serde_json::to_string(q)?);
+                lines.push('\n');
+            }
+            std::fs::write(file, lines).with_context(|| format!("writing {}", file.display()))?;
         }
-        std::fs::write(file, lines).with_context(|| format!("writing {}", file.display()))?;
+        if self.json {
+            outln!("{}", serde_json::to_string_pretty(&report)?)?;
+        } else {
+            print_report(&report)?;
+        }
+        Ok(ExitCode::SUCCESS)
     }
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?)?;
-    } else {
-        print_report(&report)?;
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn print_report(r: &EvalReport) -> std::io::Result<()> {

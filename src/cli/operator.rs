@@ -2,7 +2,6 @@
 //! metrics endpoint; and the cluster side of `trellis ingest` (the report
 //! an ingest pod leaves for the operator).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,25 +12,71 @@ use trellis::operator::telemetry::{self, Metrics};
 use trellis::operator::{Settings, ingest};
 use trellis::spec::IndexVersionStatus;
 
-/// What `trellis operator` was asked.
+#[derive(clap::Args)]
 pub struct OperatorArgs {
-    pub namespace: Option<String>,
-    pub settings: Settings,
-    pub metrics_listen: SocketAddr,
-    pub leader_election: bool,
-    pub lease_name: String,
-    pub lease_namespace: Option<String>,
+    /// Reconcile only this namespace (default: every namespace).
+    #[arg(long, env = "TRELLIS_WATCH_NAMESPACE")]
+    namespace: Option<String>,
+    /// The image ingest Jobs and retrieval pods run.
+    #[arg(long, env = "TRELLIS_IMAGE")]
+    image: String,
+    /// The pull policy of ingest and retrieval pods.
+    #[arg(
+        long,
+        env = "TRELLIS_IMAGE_PULL_POLICY",
+        default_value = "IfNotPresent"
+    )]
+    image_pull_policy: String,
+    /// Image pull secrets given to ingest and retrieval pods
+    /// (comma-separated names).
+    #[arg(long, env = "TRELLIS_IMAGE_PULL_SECRETS", value_delimiter = ',')]
+    image_pull_secrets: Vec<String>,
+    /// Guard each route's retrieval pods with a NetworkPolicy
+    /// (requests to the serving port only, from the route's
+    /// `allowedClients`; no egress to link-local addresses).
+    #[arg(long, env = "TRELLIS_RETRIEVAL_NETWORK_POLICY")]
+    retrieval_network_policy: bool,
+    /// Address of /metrics and /healthz.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_listen: std::net::SocketAddr,
+    /// Reconcile without holding the leader Lease (one replica only).
+    #[arg(long)]
+    no_leader_election: bool,
+    /// The Lease replicas elect a leader on.
+    #[arg(long, default_value = "trellis-operator")]
+    lease_name: String,
+    /// The Lease's namespace (default: the pod's).
+    #[arg(long, env = "POD_NAMESPACE")]
+    lease_namespace: Option<String>,
 }
 
-pub fn operator(args: OperatorArgs) -> Result<std::process::ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(run(args))
+impl OperatorArgs {
+    /// What the reconcilers make pods with; empty pull secret names are
+    /// dropped.
+    fn settings(&self) -> Settings {
+        Settings {
+            image: self.image.clone(),
+            image_pull_policy: self.image_pull_policy.clone(),
+            image_pull_secrets: self
+                .image_pull_secrets
+                .iter()
+                .filter(|name| !name.trim().is_empty())
+                .cloned()
+                .collect(),
+            network_policy: self.retrieval_network_policy,
+        }
+    }
+
+    pub fn run(&self) -> Result<std::process::ExitCode> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime")?;
+        runtime.block_on(operate(self))
+    }
 }
 
-async fn run(args: OperatorArgs) -> Result<std::process::ExitCode> {
+async fn operate(args: &OperatorArgs) -> Result<std::process::ExitCode> {
     let client = kube::Client::try_default()
         .await
         .context("connecting to the Kubernetes API (in-cluster config or kubeconfig)")?;
@@ -47,7 +92,7 @@ async fn run(args: OperatorArgs) -> Result<std::process::ExitCode> {
         }
     });
 
-    let lease = if args.leader_election {
+    let lease = if !args.no_leader_election {
         let namespace = args
             .lease_namespace
             .clone()
@@ -74,7 +119,7 @@ async fn run(args: OperatorArgs) -> Result<std::process::ExitCode> {
 
     let ctx = Arc::new(ReconcileContext::new(
         client,
-        args.settings,
+        args.settings(),
         metrics.clone(),
     ));
     let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();

@@ -1,9 +1,9 @@
 //! `trellis serve`: the retrieval service from the command line.
 
-use std::net::SocketAddr;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -11,98 +11,163 @@ use trellis::retrieve::LoadedRoute;
 use trellis::serve::{self, Limits, Service, Tokens};
 use trellis::spec;
 
-/// What `trellis serve` was asked.
-pub struct ServeArgs<'a> {
-    pub manifests: &'a Path,
-    pub route_name: Option<&'a str>,
-    pub data_dir: &'a Path,
-    pub listen: SocketAddr,
-    pub index_version: Option<&'a str>,
-    pub limits: Limits,
-    pub token_file: Option<&'a Path>,
-    /// After SIGTERM, how long the service goes on accepting requests
-    /// while reporting unready, before it stops accepting and drains.
-    pub shutdown_delay: std::time::Duration,
+use super::data_dir;
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Manifests holding the RetrievalRoute.
+    #[arg(short = 'f', long = "file")]
+    manifests: PathBuf,
+    /// Which RetrievalRoute, when the manifests hold several.
+    #[arg(long)]
+    route: Option<String>,
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// Serve this index version instead of the current one.
+    #[arg(long)]
+    index_version: Option<String>,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 65_536)]
+    max_body_bytes: usize,
+    /// Longest query, in characters.
+    #[arg(long, default_value_t = 2_000)]
+    max_query_chars: usize,
+    /// Largest k a request may ask for.
+    #[arg(long, default_value_t = 50)]
+    max_k: usize,
+    /// Time one retrieval may take, in milliseconds (then 504).
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Retrievals running at once (more get 503 with Retry-After).
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Bearer tokens, one line each: `TOKEN TAG[,TAG…]` (the ACL tags
+    /// it may see) or `TOKEN *`. Without it the service is open.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Seconds to keep accepting requests after SIGTERM while
+    /// `/readyz` fails, so that endpoints drop the pod before its port
+    /// closes; then in-flight requests drain.
+    #[arg(long, default_value_t = 5.0)]
+    shutdown_delay: f64,
+    /// Connections served at once; lowered to fit the descriptor limit.
+    /// Past it, a small lane still answers /healthz, /readyz and
+    /// /metrics.
+    #[arg(long, default_value_t = 1_024)]
+    max_connections: usize,
+    /// Time a client has to send a request head, in milliseconds; also
+    /// how long a keep-alive connection may sit idle.
+    #[arg(long, default_value_t = 10_000)]
+    header_timeout_ms: u64,
+    /// Time a client has to send a request body, in milliseconds (then 408).
+    #[arg(long, default_value_t = 10_000)]
+    body_timeout_ms: u64,
+    /// Seconds in-flight requests have to finish once the listener has
+    /// closed; then the connections still open are dropped.
+    #[arg(long, default_value_t = 10.0)]
+    drain_timeout: f64,
 }
 
-pub fn serve(args: ServeArgs<'_>) -> Result<ExitCode> {
-    let loaded = spec::load_path(args.manifests)?;
-    let (route, _) = spec::select_route(&loaded, args.route_name, args.manifests)?;
-    let route_name = route.metadata.name.clone().unwrap_or_default();
-    let tokens = args.token_file.map(Tokens::load).transpose()?;
-    let open = tokens.is_none();
-    let token_count = tokens.as_ref().map_or(0, Tokens::len);
-    let service = Arc::new(Service::new(
-        &route_name,
-        route.spec.clone(),
-        args.limits,
-        tokens,
-    ));
-    let corpus = route.spec.corpus_ref.name.clone();
-    let data_dir = args.data_dir.to_path_buf();
-    let index_version = args.index_version.map(str::to_string);
-    let route_spec = route.spec.clone();
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async move {
-        let listener = serve::bind(args.listen).await?;
-        tracing::info!(
-            listen = %listener.local_addr()?,
-            route = %route_name,
-            corpus = %corpus,
-            "serving; liveness at /healthz, readiness at /readyz once the index is loaded"
-        );
-        if open {
-            tracing::warn!(
-                "no --token-file: the service is OPEN, every client may query every document of corpus {corpus}"
-            );
-        } else {
-            tracing::info!(tokens = token_count, "bearer tokens required on /v1/*");
-        }
-
-        // Load in the background: the port answers liveness probes at once.
-        let loading = Arc::clone(&service);
-        let loader = tokio::task::spawn_blocking(move || -> Result<()> {
-            let loaded = LoadedRoute::open(&data_dir, &route_spec, index_version.as_deref())?;
-            let version = loaded.index.manifest.version.clone();
-            loading.set_loaded(loaded)?;
-            tracing::info!(%version, "index loaded and query embedder warm; ready");
-            Ok(())
-        });
-        if let Some(path) = args.token_file {
-            tokio::spawn(reload_tokens(Arc::clone(&service), path.to_path_buf()));
-        }
-        // Stopping, the pod is unready at once but keeps accepting for
-        // the delay: the endpoints that clients and proxies read learn of
-        // the stop asynchronously, and a request sent meanwhile to a
-        // closed port would fail.
-        let draining = Arc::clone(&service);
-        let delay = args.shutdown_delay;
-        let shutdown = async move {
-            shutdown_signal().await;
-            draining.start_draining();
-            tracing::info!(
-                seconds = delay.as_secs_f64(),
-                "unready; still accepting requests until endpoints drop this pod"
-            );
-            tokio::time::sleep(delay).await;
-            tracing::info!("shutting down: no new connections, draining requests in flight");
+impl ServeArgs {
+    pub fn run(&self) -> Result<ExitCode> {
+        let drain_timeout = self.drain_timeout;
+        let limits = Limits {
+            body_bytes: self.max_body_bytes,
+            query_chars: self.max_query_chars,
+            max_k: self.max_k,
+            timeout: Duration::from_millis(self.timeout_ms),
+            concurrency: self.concurrency,
+            max_connections: self.max_connections,
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
+            drain_timeout: Duration::try_from_secs_f64(drain_timeout)
+                .map_err(|e| anyhow::anyhow!("--drain-timeout {drain_timeout}: {e}"))?,
         };
-        let server = tokio::spawn(serve::run(listener, service, shutdown));
-        // A failed load ends the process: a pod that can never become
-        // ready should restart rather than sit unready.
-        match loader.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(e.context("loading the index")),
-            Err(e) => return Err(anyhow::anyhow!("loading the index: {e}")),
-        }
-        server.await.context("server task")??;
-        tracing::info!("drained; stopped");
-        Ok(ExitCode::SUCCESS)
-    })
+        // After SIGTERM, how long the service goes on accepting requests
+        // while reporting unready, before it stops accepting and drains.
+        let shutdown_delay = self.shutdown_delay;
+        let delay = Duration::try_from_secs_f64(shutdown_delay)
+            .map_err(|e| anyhow::anyhow!("--shutdown-delay {shutdown_delay}: {e}"))?;
+        let loaded = spec::load_path(&self.manifests)?;
+        let (route, _) = spec::select_route(&loaded, self.route.as_deref(), &self.manifests)?;
+        let route_name = route.metadata.name.clone().unwrap_or_default();
+        let tokens = self.token_file.as_deref().map(Tokens::load).transpose()?;
+        let open = tokens.is_none();
+        let token_count = tokens.as_ref().map_or(0, Tokens::len);
+        let service = Arc::new(Service::new(
+            &route_name,
+            route.spec.clone(),
+            limits,
+            tokens,
+        ));
+        let corpus = route.spec.corpus_ref.name.clone();
+        let data_dir = data_dir(self.data_dir.as_deref());
+        let index_version = self.index_version.clone();
+        let route_spec = route.spec.clone();
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime")?;
+        runtime.block_on(async move {
+            let listener = serve::bind(self.listen).await?;
+            tracing::info!(
+                listen = %listener.local_addr()?,
+                route = %route_name,
+                corpus = %corpus,
+                "serving; liveness at /healthz, readiness at /readyz once the index is loaded"
+            );
+            if open {
+                tracing::warn!(
+                    "no --token-file: the service is OPEN, every client may query every document of corpus {corpus}"
+                );
+            } else {
+                tracing::info!(tokens = token_count, "bearer tokens required on /v1/*");
+            }
+
+            // Load in the background: the port answers liveness probes at once.
+            let loading = Arc::clone(&service);
+            let loader = tokio::task::spawn_blocking(move || -> Result<()> {
+                let loaded = LoadedRoute::open(&data_dir, &route_spec, index_version.as_deref())?;
+                let version = loaded.index.manifest.version.clone();
+                loading.set_loaded(loaded)?;
+                tracing::info!(%version, "index loaded and query embedder warm; ready");
+                Ok(())
+            });
+            if let Some(path) = self.token_file.as_deref() {
+                tokio::spawn(reload_tokens(Arc::clone(&service), path.to_path_buf()));
+            }
+            // Stopping, the pod is unready at once but keeps accepting for
+            // the delay: the endpoints that clients and proxies read learn of
+            // the stop asynchronously, and a request sent meanwhile to a
+            // closed port would fail.
+            let draining = Arc::clone(&service);
+            let shutdown = async move {
+                shutdown_signal().await;
+                draining.start_draining();
+                tracing::info!(
+                    seconds = delay.as_secs_f64(),
+                    "unready; still accepting requests until endpoints drop this pod"
+                );
+                tokio::time::sleep(delay).await;
+                tracing::info!("shutting down: no new connections, draining requests in flight");
+            };
+            let server = tokio::spawn(serve::run(listener, service, shutdown));
+            // A failed load ends the process: a pod that can never become
+            // ready should restart rather than sit unready.
+            match loader.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e.context("loading the index")),
+                Err(e) => return Err(anyhow::anyhow!("loading the index: {e}")),
+            }
+            server.await.context("server task")??;
+            tracing::info!("drained; stopped");
+            Ok(ExitCode::SUCCESS)
+        })
+    }
 }
 
 /// Completes on SIGTERM (Kubernetes stopping the pod) or Ctrl-C.

@@ -1,69 +1,103 @@
-//! `trellis ingest` and `trellis query`: the embedded engine from the
-//! command line.
+//! `trellis ingest`: a Corpus into a new index version, from the command
+//! line or, in a cluster, from the operator's ingest Job.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
 
-use anyhow::{Context, Result, bail};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use anyhow::{Context, Result};
 
-use trellis::index::{self, IndexVersion};
-use trellis::retrieve::{Filter, LoadedRoute};
-use trellis::spec::{self, AnchorMode, IndexProfileSpec};
+use trellis::index;
+use trellis::spec::{self, IndexProfileSpec};
 
-use super::{EXIT_PARTIAL, manifest_dir};
+use super::progress::StageBars;
+use super::{EXIT_PARTIAL, data_dir, manifest_dir};
 
-/// The data directory: `--data-dir`, else `$TRELLIS_DATA_DIR`, else
-/// `./.trellis`.
-pub fn data_dir(flag: Option<PathBuf>) -> PathBuf {
-    flag.or_else(|| std::env::var_os("TRELLIS_DATA_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(".trellis"))
+#[derive(clap::Args)]
+pub struct IngestArgs {
+    /// Manifests holding the Corpus and its IndexProfile (a YAML file or
+    /// a directory of them).
+    #[arg(short = 'f', long = "file")]
+    manifests: PathBuf,
+    /// Which Corpus, when the manifests hold several.
+    #[arg(long)]
+    corpus: Option<String>,
+    /// Where indexes and caches live (default $TRELLIS_DATA_DIR, else
+    /// ./.trellis).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Print the ingest report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// In a cluster (set by the operator): write the outcome into this
+    /// ConfigMap of $POD_NAMESPACE, which the operator reads; documents
+    /// that failed are reported there and do not fail the command.
+    #[arg(long, requires = "inputs")]
+    report_configmap: Option<String>,
+    /// The inputs hash the operator started this ingest for.
+    #[arg(long, requires = "report_configmap")]
+    inputs: Option<String>,
+    /// One shard of a sharded ingest, `INDEX/COUNT`: parse and embed
+    /// every COUNT-th document from INDEX into the embedding cache and
+    /// publish nothing; a later ingest of the whole corpus then embeds
+    /// nothing.
+    #[arg(long)]
+    shard: Option<trellis::index::Shard>,
+    /// An index version that retrieval pods still serve: never
+    /// removed by `storage.retainVersions` (repeatable; the operator
+    /// names every version its routes serve).
+    #[arg(long = "keep-version", value_name = "VERSION")]
+    keep_versions: Vec<String>,
 }
 
 /// In a cluster: the operator's report ConfigMap and the inputs hash it
 /// started the ingest for.
-pub struct ClusterReport<'a> {
-    pub configmap: &'a str,
-    pub inputs: &'a str,
+struct ClusterReport<'a> {
+    configmap: &'a str,
+    inputs: &'a str,
 }
 
-pub fn ingest(
-    manifests: &Path,
-    corpus: Option<&str>,
-    data_dir: &Path,
-    json: bool,
-    report: Option<ClusterReport<'_>>,
-    shard: Option<index::Shard>,
-    served: &[String],
-) -> Result<ExitCode> {
-    let result = if let Some(shard) = shard {
-        ingest_shard(manifests, corpus, data_dir, json, shard)
-    } else {
-        ingest_corpus(manifests, corpus, data_dir, json, served)
-    };
-    let Some(cluster) = report else {
-        return result.map(|(code, _)| code);
-    };
-    match result {
-        // A shard reports nothing: the finalize step does, for the corpus.
-        Ok((code, None)) => Ok(code),
-        Ok((_, Some((report, profile)))) => {
-            let status =
-                trellis::operator::ingest::version_status(&report, cluster.inputs, &profile);
-            super::operator::write_report(cluster.configmap, cluster.inputs, Ok(&status))?;
-            // Failed documents are in the report (and the Corpus' Degraded
-            // condition); the Job itself succeeded.
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            let reason = super::error_chain(&e);
-            if let Err(write) =
-                super::operator::write_report(cluster.configmap, cluster.inputs, Err(&reason))
-            {
-                tracing::error!(error = %super::error_chain(&write), "could not report the failure");
+impl IngestArgs {
+    /// In a cluster, `--report-configmap` and `--inputs` (clap requires
+    /// each with the other).
+    fn cluster_report(&self) -> Option<ClusterReport<'_>> {
+        self.report_configmap
+            .as_deref()
+            .zip(self.inputs.as_deref())
+            .map(|(configmap, inputs)| ClusterReport { configmap, inputs })
+    }
+
+    pub fn run(&self) -> Result<ExitCode> {
+        let manifests = &self.manifests;
+        let corpus = self.corpus.as_deref();
+        let data_dir = &data_dir(self.data_dir.as_deref());
+        let result = if let Some(shard) = self.shard {
+            ingest_shard(manifests, corpus, data_dir, self.json, shard)
+        } else {
+            ingest_corpus(manifests, corpus, data_dir, self.json, &self.keep_versions)
+        };
+        let Some(cluster) = self.cluster_report() else {
+            return result.map(|(code, _)| code);
+        };
+        match result {
+            // A shard reports nothing: the finalize step does, for the corpus.
+            Ok((code, None)) => Ok(code),
+            Ok((_, Some((report, profile)))) => {
+                let status =
+                    trellis::operator::ingest::version_status(&report, cluster.inputs, &profile);
+                super::operator::write_report(cluster.configmap, cluster.inputs, Ok(&status))?;
+                // Failed documents are in the report (and the Corpus' Degraded
+                // condition); the Job itself succeeded.
+                Ok(ExitCode::SUCCESS)
             }
-            Err(e)
+            Err(e) => {
+                let reason = super::errors::error_chain(&e);
+                if let Err(write) =
+                    super::operator::write_report(cluster.configmap, cluster.inputs, Err(&reason))
+                {
+                    tracing::error!(error = %super::errors::error_chain(&write), "could not report the failure");
+                }
+                Err(e)
+            }
         }
     }
 }
@@ -325,160 +359,4 @@ fn ingest_corpus(
         ExitCode::from(EXIT_PARTIAL)
     };
     Ok((code, Some((report, profile.spec))))
-}
-
-/// What `trellis query` was asked.
-pub struct QueryArgs<'a> {
-    pub manifests: &'a Path,
-    pub route_name: Option<&'a str>,
-    pub data_dir: &'a Path,
-    pub question: &'a str,
-    pub k: Option<usize>,
-    pub mode: Option<AnchorMode>,
-    pub index_version: Option<&'a str>,
-    pub filter: Filter,
-    pub json: bool,
-}
-
-/// The filter of `--document` and `--section`: no restriction when both
-/// are absent; a section path's headings are separated by `>`.
-pub fn filter(
-    documents: Vec<String>,
-    section: Option<&str>,
-    metadata: Vec<(String, String)>,
-) -> Filter {
-    Filter {
-        metadata: (!metadata.is_empty()).then(|| metadata.into_iter().collect()),
-        documents: (!documents.is_empty()).then_some(documents),
-        section_prefix: section.map(|path| {
-            path.split('>')
-                .map(|heading| heading.trim().to_string())
-                .filter(|heading| !heading.is_empty())
-                .collect()
-        }),
-        ..Filter::default()
-    }
-}
-
-pub fn query(args: &QueryArgs<'_>) -> Result<ExitCode> {
-    let loaded = spec::load_path(args.manifests)?;
-    let (route, _) = spec::select_route(&loaded, args.route_name, args.manifests)?;
-    let mut route_spec = route.spec.clone();
-    if let Some(mode) = args.mode {
-        route_spec.anchors.mode = mode;
-    }
-    let corpus = &route_spec.corpus_ref.name;
-    let index = IndexVersion::open(args.data_dir, corpus, args.index_version)?;
-    // A mistyped document would otherwise read as "no results"; checked
-    // before the model loads.
-    for wanted in args.filter.documents.iter().flatten() {
-        let documents = &index.store.documents;
-        if !documents
-            .iter()
-            .any(|d| d.key == *wanted || d.id == *wanted)
-        {
-            bail!(
-                "no document {wanted:?} in index version {} of corpus {corpus} \
-                 (its documents are named by their key, such as {:?}, or id)",
-                index.manifest.version,
-                documents.first().map_or("", |d| d.key.as_str()),
-            );
-        }
-    }
-    let loaded = LoadedRoute::with_index(index, &route_spec)?;
-    let answer = loaded
-        .retriever()?
-        .retrieve(&route_spec, args.question, args.k, &args.filter)?;
-    let json = args.json;
-    if json {
-        outln!("{}", serde_json::to_string_pretty(&answer)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if answer.hits.is_empty() {
-        outln!("no results")?;
-    }
-    let bold = console_bold();
-    for (n, hit) in answer.hits.iter().enumerate() {
-        let display = match hit.display.find(&hit.text) {
-            Some(at) => format!(
-                "{}{}{}{}{}",
-                &hit.display[..at],
-                bold.0,
-                hit.text,
-                bold.1,
-                &hit.display[at + hit.text.len()..]
-            ),
-            None => format!("{}{}{}", bold.0, hit.display, bold.1),
-        };
-        outln!("{}. [{:.3}] {display}", n + 1, hit.score)?;
-        let c = &hit.citation;
-        let mut cite = format!("   — {}", c.document);
-        if !c.section_path.is_empty() {
-            cite.push_str(&format!(" › {}", c.section_path.join(" › ")));
-        }
-        if let Some(page) = c.page {
-            cite.push_str(&format!(" · p. {page}"));
-        }
-        cite.push_str(&format!(" · chars {}+{}", c.char_span[0], c.char_span[1]));
-        outln!("{cite}\n")?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// One progress bar per stage of a long run (parse, embed, …, query),
-/// each replacing the last when its stage begins.
-pub struct StageBars {
-    bars: MultiProgress,
-    style: ProgressStyle,
-    current: Mutex<Option<(String, ProgressBar)>>,
-}
-
-impl StageBars {
-    pub fn new() -> Self {
-        Self {
-            bars: MultiProgress::new(),
-            style: ProgressStyle::with_template("{prefix:>6} [{bar:30}] {pos}/{len} {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            current: Mutex::new(None),
-        }
-    }
-
-    pub fn update(&self, stage: &str, done: u64, total: u64) {
-        let Ok(mut slot) = self.current.lock() else {
-            return;
-        };
-        if slot.as_ref().is_none_or(|(s, _)| s != stage) {
-            if let Some((_, bar)) = slot.take() {
-                bar.finish();
-            }
-            let bar = self
-                .bars
-                .add(ProgressBar::new(total).with_style(self.style.clone()));
-            bar.set_prefix(stage.to_string());
-            *slot = Some((stage.to_string(), bar));
-        }
-        if let Some((_, bar)) = slot.as_ref() {
-            bar.set_length(total);
-            bar.set_position(done);
-        }
-    }
-
-    pub fn finish(&self) {
-        if let Ok(mut slot) = self.current.lock()
-            && let Some((_, bar)) = slot.take()
-        {
-            bar.finish();
-        }
-    }
-}
-
-/// ANSI bold on a terminal, `**…**` otherwise.
-fn console_bold() -> (&'static str, &'static str) {
-    use std::io::IsTerminal;
-    if std::io::stdout().is_terminal() {
-        ("\x1b[1m", "\x1b[0m")
-    } else {
-        ("**", "**")
-    }
 }

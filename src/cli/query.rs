@@ -1,0 +1,146 @@
+//! `trellis query`: a question answered with a RetrievalRoute over the
+//! embedded engine.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+
+use trellis::index::IndexVersion;
+use trellis::retrieve::{Filter, LoadedRoute};
+use trellis::spec;
+
+use super::{ModeArg, data_dir, parse_key_value};
+
+#[derive(clap::Args)]
+pub struct QueryArgs {
+    /// Manifests holding the RetrievalRoute.
+    #[arg(short = 'f', long = "file")]
+    manifests: PathBuf,
+    question: String,
+    /// Which RetrievalRoute, when the manifests hold several.
+    #[arg(long)]
+    route: Option<String>,
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Results to return (default: the route's topK).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(trellis::spec::bounds::MAX_TOP_K)))]
+    k: Option<u32>,
+    /// Override the route's anchor mode.
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    /// Query this index version instead of the current one.
+    #[arg(long)]
+    index_version: Option<String>,
+    /// Only this document (its key, the path under the source, or its
+    /// id); repeat for several.
+    #[arg(long = "document", value_name = "KEY")]
+    documents: Vec<String>,
+    /// Only sentences under this heading path, its headings separated
+    /// by " > " (`"Terms > Payment"`).
+    #[arg(long, value_name = "PATH")]
+    section: Option<String>,
+    /// Only documents with this metadata value (`format=pdf`, or a
+    /// label of the document's source); repeat for several, all must
+    /// hold.
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    metadata: Vec<(String, String)>,
+    /// Print results, signals, context and citations as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl QueryArgs {
+    /// The filter of `--document` and `--section`: no restriction when both
+    /// are absent; a section path's headings are separated by `>`.
+    fn filter(&self) -> Filter {
+        Filter {
+            metadata: (!self.metadata.is_empty()).then(|| self.metadata.iter().cloned().collect()),
+            documents: (!self.documents.is_empty()).then(|| self.documents.clone()),
+            section_prefix: self.section.as_deref().map(|path| {
+                path.split('>')
+                    .map(|heading| heading.trim().to_string())
+                    .filter(|heading| !heading.is_empty())
+                    .collect()
+            }),
+            ..Filter::default()
+        }
+    }
+
+    pub fn run(&self) -> Result<ExitCode> {
+        let data_dir = data_dir(self.data_dir.as_deref());
+        let filter = self.filter();
+        let k = self.k.map(|k| k as usize);
+        let loaded = spec::load_path(&self.manifests)?;
+        let (route, _) = spec::select_route(&loaded, self.route.as_deref(), &self.manifests)?;
+        let mut route_spec = route.spec.clone();
+        if let Some(mode) = self.mode {
+            route_spec.anchors.mode = mode.into();
+        }
+        let corpus = &route_spec.corpus_ref.name;
+        let index = IndexVersion::open(&data_dir, corpus, self.index_version.as_deref())?;
+        // A mistyped document would otherwise read as "no results"; checked
+        // before the model loads.
+        for wanted in filter.documents.iter().flatten() {
+            let documents = &index.store.documents;
+            if !documents
+                .iter()
+                .any(|d| d.key == *wanted || d.id == *wanted)
+            {
+                bail!(
+                    "no document {wanted:?} in index version {} of corpus {corpus} \
+                     (its documents are named by their key, such as {:?}, or id)",
+                    index.manifest.version,
+                    documents.first().map_or("", |d| d.key.as_str()),
+                );
+            }
+        }
+        let loaded = LoadedRoute::with_index(index, &route_spec)?;
+        let answer = loaded
+            .retriever()?
+            .retrieve(&route_spec, &self.question, k, &filter)?;
+        if self.json {
+            outln!("{}", serde_json::to_string_pretty(&answer)?)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        if answer.hits.is_empty() {
+            outln!("no results")?;
+        }
+        let bold = console_bold();
+        for (n, hit) in answer.hits.iter().enumerate() {
+            let display = match hit.display.find(&hit.text) {
+                Some(at) => format!(
+                    "{}{}{}{}{}",
+                    &hit.display[..at],
+                    bold.0,
+                    hit.text,
+                    bold.1,
+                    &hit.display[at + hit.text.len()..]
+                ),
+                None => format!("{}{}{}", bold.0, hit.display, bold.1),
+            };
+            outln!("{}. [{:.3}] {display}", n + 1, hit.score)?;
+            let c = &hit.citation;
+            let mut cite = format!("   — {}", c.document);
+            if !c.section_path.is_empty() {
+                cite.push_str(&format!(" › {}", c.section_path.join(" › ")));
+            }
+            if let Some(page) = c.page {
+                cite.push_str(&format!(" · p. {page}"));
+            }
+            cite.push_str(&format!(" · chars {}+{}", c.char_span[0], c.char_span[1]));
+            outln!("{cite}\n")?;
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// ANSI bold on a terminal, `**…**` otherwise.
+fn console_bold() -> (&'static str, &'static str) {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        ("\x1b[1m", "\x1b[0m")
+    } else {
+        ("**", "**")
+    }
+}
