@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use trellis::embed;
 use trellis::index::IndexVersion;
-use trellis::serve::{self, Limits, Loaded, Service};
+use trellis::retrieve::LoadedRoute;
+use trellis::serve::{self, Limits, Service};
 use trellis::spec::RetrievalRoute;
 
 use crate::common::TWO_DOCUMENT_MANIFESTS as MANIFESTS;
@@ -23,10 +24,10 @@ fn index(dir: &Path) -> RetrievalRoute {
     common::ingest_manifests(MANIFESTS, dir).1
 }
 
-fn load(dir: &Path) -> Loaded {
+fn load(dir: &Path) -> LoadedRoute {
     let index = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
     let embedder = embed::from_spec(&index.profile.embedding, None).unwrap();
-    Loaded {
+    LoadedRoute {
         index,
         embedder,
         graph: None,
@@ -384,11 +385,11 @@ fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
     let service = Arc::new(Service::new("contracts", route.spec, limits, None));
     let (entered_tx, entered) = std::sync::mpsc::channel();
     let (release, release_rx) = std::sync::mpsc::channel();
-    let Loaded {
+    let LoadedRoute {
         index, embedder, ..
     } = load(dir);
     service
-        .set_loaded(Loaded {
+        .set_loaded(LoadedRoute {
             index,
             embedder: Box::new(GatedEmbedder {
                 inner: embedder,
