@@ -8,7 +8,17 @@
 //!                                                      └─enrich─▶ metadata
 //! ```
 //!
-//! [`pipeline`] runs the steps for one document with one profile.
+//! [`pipeline`] runs the steps for one document with one profile;
+//! [`ingest`] runs a whole corpus through it:
+//!
+//! ```text
+//! source ─▶ pipeline ─▶ embed ─▶ index (a version on disk) ─▶ graph (a copy in a store)
+//!                                   │
+//! query ─▶ retrieve (anchors → expansion → selection) ─▶ serve / eval
+//! ```
+//!
+//! [`operator`] reconciles the same manifests on Kubernetes: ingest Jobs
+//! run `trellis ingest`, retrieval Deployments `trellis serve`.
 
 pub mod chunk;
 pub mod embed;
@@ -16,6 +26,7 @@ pub mod enrich;
 pub mod eval;
 pub mod graph;
 pub mod index;
+pub mod ingest;
 pub mod memory;
 pub mod operator;
 pub mod parse;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use trellis::index;
+use trellis::ingest::{self, IngestReport, Inputs, Shard};
 use trellis::spec::{self, IndexProfileSpec};
 
 use super::progress::StageBars;
@@ -41,7 +41,7 @@ pub struct IngestArgs {
     /// publish nothing; a later ingest of the whole corpus then embeds
     /// nothing.
     #[arg(long)]
-    shard: Option<trellis::index::Shard>,
+    shard: Option<Shard>,
     /// An index version that retrieval pods still serve: never
     /// removed by `storage.retainVersions` (repeatable; the operator
     /// names every version its routes serve).
@@ -138,8 +138,8 @@ fn ingest_shard(
     corpus: Option<&str>,
     data_dir: &Path,
     json: bool,
-    shard: index::Shard,
-) -> Result<(ExitCode, Option<(index::IngestReport, IndexProfileSpec)>)> {
+    shard: Shard,
+) -> Result<(ExitCode, Option<(IngestReport, IndexProfileSpec)>)> {
     let Selected {
         corpus_name,
         corpus: corpus_res,
@@ -148,16 +148,17 @@ fn ingest_shard(
         profile_dir,
     } = select(manifests, corpus)?;
     let bars = StageBars::new();
-    let report = index::embed_shard(
-        &corpus_name,
-        &corpus_res.spec,
-        &sources,
-        &profile.spec,
-        &profile_dir,
+    let inputs = Inputs {
+        corpus_name: &corpus_name,
+        corpus: &corpus_res.spec,
+        sources: &sources,
+        profile: &profile.spec,
+        profile_base: &profile_dir,
         data_dir,
-        shard,
-        &|stage: &str, done, total| bars.update(stage, done, total),
-    )?;
+    };
+    let report = ingest::embed_shard(&inputs, shard, &|stage: &str, done, total| {
+        bars.update(stage, done, total)
+    })?;
     bars.finish();
     if json {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
@@ -254,7 +255,7 @@ fn ingest_corpus(
     data_dir: &Path,
     json: bool,
     served: &[String],
-) -> Result<(ExitCode, Option<(index::IngestReport, IndexProfileSpec)>)> {
+) -> Result<(ExitCode, Option<(IngestReport, IndexProfileSpec)>)> {
     let Selected {
         corpus_name,
         corpus: corpus_res,
@@ -264,26 +265,18 @@ fn ingest_corpus(
     } = select(manifests, corpus)?;
 
     let bars = StageBars::new();
-    let mut report = index::ingest(
-        &corpus_name,
-        &corpus_res.spec,
-        &sources,
-        &profile.spec,
-        &profile_dir,
+    let inputs = Inputs {
+        corpus_name: &corpus_name,
+        corpus: &corpus_res.spec,
+        sources: &sources,
+        profile: &profile.spec,
+        profile_base: &profile_dir,
         data_dir,
-        served,
-        &|stage: &str, done, total| bars.update(stage, done, total),
-    )?;
+    };
+    let report = ingest::run(&inputs, served, &|stage: &str, done, total| {
+        bars.update(stage, done, total)
+    })?;
     bars.finish();
-    // The graph store copy follows the published version; its failure is
-    // reported and leaves the embedded index serving.
-    report.graph = trellis::graph::sync(
-        &profile.spec.graph,
-        data_dir,
-        &corpus_name,
-        &report.manifest.version,
-        served,
-    );
 
     let m = &report.manifest;
     if json {

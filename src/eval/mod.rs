@@ -22,7 +22,8 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::embed::{EmbedError, Embedder, EmbeddingCache};
-use crate::index::{self, IndexError, IndexVersion, Progress};
+use crate::index::{IndexError, IndexVersion};
+use crate::ingest::{self, IngestError, Progress};
 use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{
     AnchorMode, CorpusSpec, IndexProfileSpec, ObjectRef, RetrievalRouteSpec, SourceSpec,
@@ -47,6 +48,8 @@ pub enum EvalError {
     },
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
     #[error(transparent)]
     Embed(#[from] EmbedError),
     /// The route could not be opened over the version just built.
@@ -174,16 +177,16 @@ impl Evaluation<'_> {
             storage: Default::default(),
             ingest: Default::default(),
         };
-        let report = index::ingest(
-            &corpus_name,
-            &corpus,
-            &crate::source::SourceContext::new(&corpus_dir),
-            self.profile,
-            self.profile_base,
-            self.data_dir,
-            &[],
-            progress,
-        )?;
+        let sources = crate::source::SourceContext::new(&corpus_dir);
+        let inputs = ingest::Inputs {
+            corpus_name: &corpus_name,
+            corpus: &corpus,
+            sources: &sources,
+            profile: self.profile,
+            profile_base: self.profile_base,
+            data_dir: self.data_dir,
+        };
+        let report = ingest::run(&inputs, &[], progress)?;
         let index_seconds = if report.reused {
             0.0
         } else {
@@ -318,7 +321,7 @@ fn embed_queries(
     progress: Progress<'_>,
 ) -> Result<Vec<Vec<f32>>, EvalError> {
     let mut cache = EmbeddingCache::open(
-        &data_dir.join(crate::index::CACHE_DIR),
+        &data_dir.join(crate::index::files::CACHE_DIR),
         &format!("{}#query", embedder.model_id()),
         embedder.dimensions(),
     )?;

@@ -15,9 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::IndexError;
-
-/// The checksums' file, beside the manifest.
-pub const CHECKSUMS_FILE: &str = "checksums.json";
+use super::files::CHECKSUMS as CHECKSUMS_FILE;
 
 /// Files no checksum covers: tantivy's lock files, which are empty and
 /// may be created by any reader.
@@ -34,7 +32,7 @@ fn excluded(relative: &str) -> bool {
 fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, IndexError> {
     let mut hashes = BTreeMap::new();
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
-        let entry = entry.map_err(|e| super::walk_error(dir, e))?;
+        let entry = entry.map_err(|e| super::current::walk_error(dir, e))?;
         if !entry.file_type().is_file() {
             continue;
         }
@@ -64,7 +62,7 @@ fn hash_file(path: &Path) -> Result<String, IndexError> {
 /// Writes `checksums.json` for every file of the finished build `dir`.
 pub fn write(dir: &Path) -> Result<(), IndexError> {
     let hashes = hash_tree(dir)?;
-    super::write_json(&dir.join(CHECKSUMS_FILE), &hashes)
+    super::files::write_json(&dir.join(CHECKSUMS_FILE), &hashes)
 }
 
 /// Checks every file `checksums.json` names against its hash. `Ok(false)`
@@ -75,7 +73,7 @@ pub fn verify(dir: &Path) -> Result<bool, IndexError> {
     if !path.exists() {
         return Ok(false);
     }
-    let expected: BTreeMap<String, String> = super::read_json(&path)?;
+    let expected: BTreeMap<String, String> = super::files::read_json(&path)?;
     if expected.is_empty() {
         return Err(IndexError::Corrupt(format!(
             "{}: names no file",

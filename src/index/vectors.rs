@@ -14,8 +14,6 @@ use hnsw_rs::prelude::{Distance, Hnsw};
 use super::IndexError;
 use crate::embed::dot;
 
-const HNSW_BASENAME: &str = "hnsw";
-
 /// Below this many indexed sentences neighbours are found exactly (faster
 /// than the graph at that size, and exact); above it through the graph.
 pub const EXACT_BELOW: usize = 5000;
@@ -143,7 +141,7 @@ impl HnswGraph {
     /// Dumps the graph into `dir` (`hnsw.hnsw.graph`, `hnsw.hnsw.data`).
     pub fn dump(&self, dir: &Path) -> Result<(), IndexError> {
         self.hnsw
-            .file_dump(dir, HNSW_BASENAME)
+            .file_dump(dir, super::files::HNSW_STEM)
             .map(|_| ())
             .map_err(|e| IndexError::Hnsw(e.to_string()))
     }
@@ -153,7 +151,8 @@ impl HnswGraph {
         // hnsw_rs ties the loaded graph's lifetime to its loader. The loader
         // is small and the graph lives as long as the loaded index version,
         // so the loader is leaked: one small allocation per load.
-        let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, HNSW_BASENAME)));
+        let io: &'static mut HnswIo =
+            Box::leak(Box::new(HnswIo::new(dir, super::files::HNSW_STEM)));
         let hnsw = io
             .load_hnsw::<f32, UnitCosine>()
             .map_err(|e| IndexError::Hnsw(e.to_string()))?;

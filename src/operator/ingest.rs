@@ -35,7 +35,7 @@ use super::{
     REINGEST_ANNOTATION, Settings, common_labels, object_name, object_name_within, paths,
     short_hash,
 };
-use crate::index::IngestReport;
+use crate::ingest::IngestReport;
 use crate::spec::{Corpus, CorpusStatus, IndexProfile, IndexVersionStatus};
 
 /// Reasons of the `Ingesting` condition that are no problem: any other
@@ -158,7 +158,7 @@ pub fn content_hash(
     // every Corpus, which the routes wait for before they roll.
     short_hash(&[
         &crate::index::FORMAT_VERSION.to_le_bytes(),
-        crate::index::profile_hash(&profile.spec).as_bytes(),
+        crate::ingest::profile_hash(&profile.spec).as_bytes(),
         spec.to_string().as_bytes(),
         serde_json::to_string(source_config_maps)
             .unwrap_or_default()
@@ -486,7 +486,7 @@ fn plan_ingest(
     };
     plan.status.pending_index = Some(IndexVersionStatus {
         inputs: Some(inputs.clone()),
-        profile_hash: Some(crate::index::profile_hash(&profile.spec)),
+        profile_hash: Some(crate::ingest::profile_hash(&profile.spec)),
         job: Some(job_name.clone()),
         ingest_spec: Some(ingest_spec.clone()),
         ..Default::default()

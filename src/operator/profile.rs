@@ -84,7 +84,7 @@ pub fn plan_profile(profile: &IndexProfile, now: &str) -> IndexProfileStatus {
     }
     status.observed_generation = generation;
     conditions::remove(&mut status.conditions, "Paused");
-    status.hash = Some(crate::index::profile_hash(&profile.spec));
+    status.hash = Some(crate::ingest::profile_hash(&profile.spec));
     let problems = validate(&profile.spec);
     let change = if problems.is_empty() {
         Set::new(
@@ -124,7 +124,7 @@ mod tests {
         assert!(conditions::is_true(&status.conditions, "Valid"));
         assert_eq!(
             status.hash.as_deref(),
-            Some(crate::index::profile_hash(&IndexProfileSpec::default()).as_str())
+            Some(crate::ingest::profile_hash(&IndexProfileSpec::default()).as_str())
         );
         assert_eq!(status.observed_generation, Some(3));
     }

@@ -75,7 +75,7 @@ pub(crate) fn finished_job(succeeded: bool) -> Job {
 pub(crate) fn report(inputs: &str, version: &str, failed: u64) -> ConfigMap {
     let status = IndexVersionStatus {
         version: version.into(),
-        profile_hash: Some(crate::index::profile_hash(&IndexProfileSpec::default())),
+        profile_hash: Some(crate::ingest::profile_hash(&IndexProfileSpec::default())),
         format: Some(crate::index::FORMAT_VERSION),
         documents: 12,
         failed_documents: failed,

@@ -665,13 +665,15 @@ spec:
     let (profile, _) = trellis::spec::select_profile(&loaded, None, &origin).unwrap();
     let (route, _) = trellis::spec::select_route(&loaded, None, &origin).unwrap();
 
-    let report = trellis::index::ingest(
-        "c",
-        &corpus.spec,
-        &trellis::source::SourceContext::new(dir),
-        &profile.spec,
-        dir,
-        &dir.join("data"),
+    let report = trellis::ingest::run(
+        &trellis::ingest::Inputs {
+            corpus_name: "c",
+            corpus: &corpus.spec,
+            sources: &trellis::source::SourceContext::new(dir),
+            profile: &profile.spec,
+            profile_base: dir,
+            data_dir: &dir.join("data"),
+        },
         &[],
         &|_, _, _| {},
     )

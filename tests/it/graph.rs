@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use trellis::graph::{self, GraphError, GraphStore, Statement, Value, cypher, export};
-use trellis::index::{self, IndexVersion};
+use trellis::index::IndexVersion;
 use trellis::retrieve::{self, Filter, Retriever};
 use trellis::spec::{
     self, ExpansionSource, ExpansionSpec, FalkorDbSpec, GraphSpec, GraphStoreKind, Neo4jSpec,
@@ -125,14 +125,13 @@ spec:
     .to_string()
 }
 
-/// Ingests the corpus under `dir` and runs the graph step as `trellis
-/// ingest` does.
+/// Ingests the corpus under `dir`, the graph store step included.
 fn ingest(
     dir: &Path,
     manifests: &str,
     graph: &GraphSpec,
     served: &[String],
-) -> index::IngestReport {
+) -> trellis::ingest::IngestReport {
     let origin = dir.join("trellis.yaml");
     let loaded = spec::parse_str(manifests, &origin).unwrap();
     let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
@@ -140,19 +139,19 @@ fn ingest(
     let mut profile = profile.spec.clone();
     profile.graph = graph.clone();
     let data = dir.join("data");
-    let mut report = index::ingest(
-        "c",
-        &corpus.spec,
-        &trellis::source::SourceContext::new(dir),
-        &profile,
-        dir,
-        &data,
+    trellis::ingest::run(
+        &trellis::ingest::Inputs {
+            corpus_name: "c",
+            corpus: &corpus.spec,
+            sources: &trellis::source::SourceContext::new(dir),
+            profile: &profile,
+            profile_base: dir,
+            data_dir: &data,
+        },
         served,
         &|_, _, _| {},
     )
-    .unwrap();
-    report.graph = graph::sync(&profile.graph, &data, "c", &report.manifest.version, served);
-    report
+    .unwrap()
 }
 
 fn connect(spec: &GraphSpec) -> Box<dyn GraphStore> {

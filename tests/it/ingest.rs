@@ -44,7 +44,7 @@ fn setup(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
     (corpus.clone(), profile.clone(), route.clone())
 }
 
-fn ingest(dir: &Path, corpus: &Corpus, profile: &IndexProfile) -> index::IngestReport {
+fn ingest(dir: &Path, corpus: &Corpus, profile: &IndexProfile) -> trellis::ingest::IngestReport {
     ingest_serving(dir, corpus, profile, &[])
 }
 
@@ -54,7 +54,7 @@ fn ingest_serving(
     corpus: &Corpus,
     profile: &IndexProfile,
     served: &[String],
-) -> index::IngestReport {
+) -> trellis::ingest::IngestReport {
     try_ingest(dir, corpus, profile, served).unwrap()
 }
 
@@ -63,14 +63,16 @@ fn try_ingest(
     corpus: &Corpus,
     profile: &IndexProfile,
     served: &[String],
-) -> Result<index::IngestReport, index::IndexError> {
-    index::ingest(
-        "c",
-        &corpus.spec,
-        &trellis::source::SourceContext::new(dir),
-        &profile.spec,
-        dir,
-        &dir.join("data"),
+) -> Result<trellis::ingest::IngestReport, trellis::ingest::IngestError> {
+    trellis::ingest::run(
+        &trellis::ingest::Inputs {
+            corpus_name: "c",
+            corpus: &corpus.spec,
+            sources: &trellis::source::SourceContext::new(dir),
+            profile: &profile.spec,
+            profile_base: dir,
+            data_dir: &dir.join("data"),
+        },
         served,
         &|_, _, _| {},
     )
@@ -199,14 +201,16 @@ fn shards_embed_their_slices_and_the_full_ingest_then_embeds_nothing() {
     let (corpus, profile, _) = setup(dir.path());
     let mut total = 0;
     for index in 0..2 {
-        let shard = index::embed_shard(
-            "c",
-            &corpus.spec,
-            &trellis::source::SourceContext::new(dir.path()),
-            &profile.spec,
-            dir.path(),
-            &dir.path().join("data"),
-            index::Shard { index, count: 2 },
+        let shard = trellis::ingest::embed_shard(
+            &trellis::ingest::Inputs {
+                corpus_name: "c",
+                corpus: &corpus.spec,
+                sources: &trellis::source::SourceContext::new(dir.path()),
+                profile: &profile.spec,
+                profile_base: dir.path(),
+                data_dir: &dir.path().join("data"),
+            },
+            trellis::ingest::Shard { index, count: 2 },
             &|_, _, _| {},
         )
         .unwrap();
@@ -223,10 +227,10 @@ fn shards_embed_their_slices_and_the_full_ingest_then_embeds_nothing() {
     assert_eq!(m.embedded_sentences, 0, "every vector came from the shards");
     assert_eq!(m.cached_sentences, m.counts.indexed_sentences);
     assert_eq!((m.embedded_headings, m.embedded_terms), (0, 0));
-    assert!("2/2".parse::<index::Shard>().is_err());
+    assert!("2/2".parse::<trellis::ingest::Shard>().is_err());
     assert_eq!(
-        "1/3".parse::<index::Shard>().unwrap(),
-        index::Shard { index: 1, count: 3 }
+        "1/3".parse::<trellis::ingest::Shard>().unwrap(),
+        trellis::ingest::Shard { index: 1, count: 3 }
     );
 }
 

@@ -294,7 +294,7 @@ fn job(succeeded: bool) -> Value {
 fn report(inputs: &str, version: &str) -> Value {
     let status = trellis::spec::IndexVersionStatus {
         version: version.into(),
-        profile_hash: Some(trellis::index::profile_hash(&IndexProfileSpec::default())),
+        profile_hash: Some(trellis::ingest::profile_hash(&IndexProfileSpec::default())),
         format: Some(trellis::index::FORMAT_VERSION),
         documents: 3,
         sentences: 120,
@@ -627,7 +627,7 @@ async fn a_profile_gets_its_hash_and_validity() {
     let status = api.status(PROFILE_PATH);
     assert_eq!(
         status["hash"],
-        trellis::index::profile_hash(&IndexProfileSpec::default()).as_str()
+        trellis::ingest::profile_hash(&IndexProfileSpec::default()).as_str()
     );
     assert_eq!(status["conditions"][0]["type"], "Valid");
     assert_eq!(status["conditions"][0]["status"], "True");

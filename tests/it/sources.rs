@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use trellis::index::{self, IngestReport};
+use trellis::ingest::IngestReport;
 use trellis::source::{self, SourceContext};
 use trellis::spec;
 
@@ -32,7 +32,7 @@ fn try_ingest(
     manifests: &str,
     context: &SourceContext,
     data: &Path,
-) -> Result<IngestReport, index::IndexError> {
+) -> Result<IngestReport, trellis::ingest::IngestError> {
     let text = format!("{PROFILE}\n---\n{manifests}");
     let loaded = spec::parse_str(&text, Path::new("t.yaml")).expect("manifests");
     let (corpus, _) = spec::select_corpus(&loaded, None, Path::new("t.yaml")).unwrap();
@@ -41,13 +41,15 @@ fn try_ingest(
         config_maps: spec::config_maps(&loaded),
         ..context.clone()
     };
-    index::ingest(
-        "c",
-        &corpus.spec,
-        &context,
-        &profile.spec,
-        Path::new("."),
-        data,
+    trellis::ingest::run(
+        &trellis::ingest::Inputs {
+            corpus_name: "c",
+            corpus: &corpus.spec,
+            sources: &context,
+            profile: &profile.spec,
+            profile_base: Path::new("."),
+            data_dir: data,
+        },
         &[],
         &|_, _, _| {},
     )
@@ -337,7 +339,7 @@ fn http_sources_refuse_internal_addresses_unless_listed() {
         "{message}"
     );
     assert!(
-        index::current_version(&data, "c").is_err(),
+        trellis::index::current_version(&data, "c").is_err(),
         "nothing was published"
     );
     assert_eq!(site.gets("/docs/a.md") + site.gets("/docs/b.txt"), 0);

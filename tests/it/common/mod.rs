@@ -53,19 +53,21 @@ pub fn write_two_documents(dir: &Path) {
 pub fn ingest_manifests(
     manifests: &str,
     dir: &Path,
-) -> (trellis::index::IngestReport, trellis::spec::RetrievalRoute) {
+) -> (trellis::ingest::IngestReport, trellis::spec::RetrievalRoute) {
     let origin = dir.join("trellis.yaml");
     let loaded = trellis::spec::parse_str(manifests, &origin).expect("manifests");
     let (corpus, _) = trellis::spec::select_corpus(&loaded, None, &origin).expect("a Corpus");
     let (profile, _) =
         trellis::spec::select_profile(&loaded, None, &origin).expect("an IndexProfile");
-    let report = trellis::index::ingest(
-        "c",
-        &corpus.spec,
-        &trellis::source::SourceContext::new(dir),
-        &profile.spec,
-        dir,
-        &dir.join("data"),
+    let report = trellis::ingest::run(
+        &trellis::ingest::Inputs {
+            corpus_name: "c",
+            corpus: &corpus.spec,
+            sources: &trellis::source::SourceContext::new(dir),
+            profile: &profile.spec,
+            profile_base: dir,
+            data_dir: &dir.join("data"),
+        },
         &[],
         &|_, _, _| {},
     )

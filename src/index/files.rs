@@ -1,0 +1,110 @@
+//! Every file of the data directory that an index version owns, by name,
+//! and the on-disk formats this build writes and reads.
+//!
+//! ```text
+//! <data-dir>/indexes/<corpus>/
+//!     current                 the served version's name (replaced atomically)
+//!     <version>/              one immutable index version
+//!         manifest.json       format version, profile hash, model, counts, timings
+//!         profile.json        the IndexProfile spec it was built with (model path and
+//!                             key file made absolute, a service's dimensions filled in)
+//!         skeleton.json       the skeleton store (store.rs)
+//!         vectors.f32         sentence vectors (vectors.rs)
+//!         headings.f32        one vector per section: its heading path embedded
+//!         terms.f32           one vector per defined term, in sentence order
+//!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
+//!         bm25/               tantivy index (bm25.rs)
+//!         related.json        RELATED_TO edges (links.rs)
+//!         chunks.json         the chunks, for the graph export (store.rs)
+//!         checksums.json      BLAKE3 of every file above, checked on open (checksums.rs)
+//!     .build-<version>-<writer>/       a version being built; never read
+//!     .build-<version>-<writer>.lock   held while it is built (writer.rs)
+//! <data-dir>/cache/embeddings/  the embedding cache, shared by corpora
+//!     shards/<corpus>/            vectors of a sharded ingest's shards
+//! ```
+//!
+//! A new file, or a change to what one holds, bumps [`FORMAT_VERSION`].
+
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::IndexError;
+
+/// Version of the on-disk layout this build writes; part of every version
+/// hash.
+pub const FORMAT_VERSION: u32 = 9;
+
+/// The on-disk layouts this build opens. A version written in another one
+/// must be rebuilt before this build serves it: the operator keeps a
+/// route's pods on the release that built their version until the Corpus
+/// publishes one in a format the new release reads.
+pub const READABLE_FORMATS: RangeInclusive<u32> = FORMAT_VERSION..=FORMAT_VERSION;
+
+/// The pointer to the served version, in a corpus' directory.
+pub const CURRENT: &str = "current";
+/// Format, counts, timings and notes of a version ([`super::VersionManifest`]);
+/// written last but for the checksums, so its presence marks a complete
+/// version.
+pub const MANIFEST: &str = "manifest.json";
+/// The IndexProfile spec a version was built with.
+pub const PROFILE: &str = "profile.json";
+/// The skeleton store ([`super::SkeletonStore`]).
+pub const SKELETON: &str = "skeleton.json";
+/// One vector per sentence (zeros for sentences not indexed).
+pub const SENTENCE_VECTORS: &str = "vectors.f32";
+/// One vector per section: its heading path embedded.
+pub const HEADING_VECTORS: &str = "headings.f32";
+/// One vector per defined term of an indexed sentence, in sentence order.
+pub const TERM_VECTORS: &str = "terms.f32";
+/// The stem of the HNSW graph's two files (hnsw_rs adds `.hnsw.graph` and
+/// `.hnsw.data`).
+pub const HNSW_STEM: &str = "hnsw";
+/// The tantivy BM25 index, a directory.
+pub const BM25_DIR: &str = "bm25";
+/// `RELATED_TO` edges ([`super::RelatedEdge`]).
+pub const RELATED: &str = "related.json";
+/// The chunks of a version, read only by the graph export.
+pub const CHUNKS: &str = "chunks.json";
+/// BLAKE3 hashes of every other file ([`super::checksums`]).
+pub const CHECKSUMS: &str = "checksums.json";
+
+/// The embedding cache, under the data directory; corpora share it (a
+/// vector depends on the model and the text only).
+pub const CACHE_DIR: &str = "cache/embeddings";
+
+/// The directory of a corpus' versions.
+pub fn corpus_dir(data_dir: &Path, corpus: &str) -> PathBuf {
+    data_dir.join("indexes").join(corpus)
+}
+
+/// Where the shards of a corpus' sharded ingest leave their vectors.
+pub fn shard_dir(data_dir: &Path, corpus: &str) -> PathBuf {
+    data_dir.join(CACHE_DIR).join("shards").join(corpus)
+}
+
+/// Writes `value` as JSON to `path` and syncs it.
+pub(crate) fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), IndexError> {
+    let file = std::fs::File::create(path).map_err(|e| IndexError::io(path, e))?;
+    let mut out = std::io::BufWriter::new(file);
+    serde_json::to_writer(&mut out, value)
+        .map_err(|e| IndexError::io(path, std::io::Error::other(e)))?;
+    let file = out
+        .into_inner()
+        .map_err(|e| IndexError::io(path, e.into_error()))?;
+    file.sync_all().map_err(|e| IndexError::io(path, e))
+}
+
+/// Reads a JSON file of a version; one that does not parse is corrupt.
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, IndexError> {
+    let bytes = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| IndexError::Corrupt(format!("{}: {e}", path.display())))
+}
+
+/// The manifest of the version in `dir`.
+pub fn read_manifest(dir: &Path) -> Result<super::VersionManifest, IndexError> {
+    read_json(&dir.join(MANIFEST))
+}

@@ -1,0 +1,124 @@
+//! Embedding a build's texts through the cache: the indexed sentences,
+//! each section's heading path, each defined term.
+
+use crate::embed::cache::CacheStats;
+use crate::embed::{Embedder, EmbeddingCache};
+use crate::index::{SkeletonStore, Vectors, defined_terms};
+
+use super::{IngestError, Progress};
+
+/// The vectors of a build.
+pub(super) struct Embedded {
+    pub(super) vectors: Vectors,
+    pub(super) headings: Vectors,
+    pub(super) terms: Vectors,
+    pub(super) sentence_stats: CacheStats,
+    pub(super) heading_stats: CacheStats,
+    pub(super) term_stats: CacheStats,
+}
+
+/// Embeds, through `cache`, the indexed sentences (`rows`), each section's
+/// heading path and each defined term.
+pub(super) fn embed_store(
+    store: &SkeletonStore,
+    rows: &[u32],
+    cache: &mut EmbeddingCache,
+    embedder: &dyn Embedder,
+    progress: Progress<'_>,
+) -> Result<Embedded, IngestError> {
+    let sentence_texts: Vec<(usize, &str)> = rows
+        .iter()
+        .map(|&i| (i as usize, store.sentences[i as usize].text.as_str()))
+        .collect();
+    let (vectors, sentence_stats) = embed_rows(
+        cache,
+        embedder,
+        &sentence_texts,
+        store.sentences.len(),
+        &|done, total| progress("embed", done, total),
+    )?;
+    // Each section's heading path, embedded once: the heading signal of
+    // scoring compares queries with the headings a sentence sits under.
+    let heading_texts: Vec<String> = store
+        .sections
+        .iter()
+        .map(|s| {
+            heading_text(
+                &s.path,
+                store.documents[s.document as usize].title.as_deref(),
+            )
+        })
+        .collect();
+    let present: Vec<(usize, &str)> = heading_texts
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(n, t)| (n, t.as_str()))
+        .collect();
+    let (headings, heading_stats) =
+        embed_rows(cache, embedder, &present, store.sections.len(), &|_, _| {})?;
+    // Each defined term, embedded alone: the definition signal compares
+    // queries with the terms a sentence defines.
+    let terms = defined_terms(store);
+    let term_texts: Vec<(usize, &str)> = terms
+        .iter()
+        .enumerate()
+        .map(|(row, &(_, term))| (row, term))
+        .collect();
+    let (term_vectors, term_stats) =
+        embed_rows(cache, embedder, &term_texts, terms.len(), &|_, _| {})?;
+    Ok(Embedded {
+        vectors,
+        headings,
+        terms: term_vectors,
+        sentence_stats,
+        heading_stats,
+        term_stats,
+    })
+}
+
+/// Embeds `texts` (row number, text) through the cache into a table of
+/// `rows` vectors; rows without a text stay zero. The cache is flushed per
+/// batch, so an interrupted ingest keeps what it embedded.
+fn embed_rows(
+    cache: &mut EmbeddingCache,
+    embedder: &dyn Embedder,
+    texts: &[(usize, &str)],
+    rows: usize,
+    progress: &dyn Fn(u64, u64),
+) -> Result<(Vectors, CacheStats), IngestError> {
+    const EMBED_BATCH: usize = 2048;
+    let dims = embedder.dimensions();
+    let mut vectors = Vectors {
+        dims,
+        data: vec![0.0; rows * dims],
+    };
+    let mut stats = CacheStats::default();
+    let mut done = 0;
+    for batch in texts.chunks(EMBED_BATCH) {
+        let batch_texts: Vec<&str> = batch.iter().map(|&(_, t)| t).collect();
+        let (batch_vectors, batch_stats) = cache.embed(embedder, &batch_texts)?;
+        stats.embedded += batch_stats.embedded;
+        stats.hits += batch_stats.hits;
+        for (&(row, _), v) in batch.iter().zip(batch_vectors) {
+            vectors.data[row * dims..(row + 1) * dims].copy_from_slice(&v);
+        }
+        cache.flush()?;
+        done += batch.len();
+        progress(done as u64, texts.len() as u64);
+    }
+    Ok((vectors, stats))
+}
+
+/// What a section's heading vector embeds: its heading path, outermost
+/// first (the document title leads when the path does not start with it).
+fn heading_text(path: &[String], title: Option<&str>) -> String {
+    let mut parts: Vec<&str> = Vec::with_capacity(path.len() + 1);
+    if let Some(title) = title
+        && path.first().is_none_or(|first| first != title)
+    {
+        parts.push(title);
+    }
+    parts.extend(path.iter().map(String::as_str));
+    parts.join(" › ")
+}
