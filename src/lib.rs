@@ -27,6 +27,7 @@ pub mod eval;
 pub mod graph;
 pub mod index;
 pub mod ingest;
+pub mod locations;
 pub mod memory;
 pub mod operator;
 pub mod parse;

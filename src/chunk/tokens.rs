@@ -86,19 +86,6 @@ pub enum TokenizerError {
     Load { path: PathBuf, detail: String },
 }
 
-/// The model cache directory: `$TRELLIS_MODEL_DIR`, else
-/// `$XDG_CACHE_HOME/trellis/models`, else `~/.cache/trellis/models`.
-pub fn model_cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("TRELLIS_MODEL_DIR") {
-        return PathBuf::from(dir);
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"));
-    cache.join("trellis").join("models")
-}
-
 /// Finds a `tokenizer.json` from a setting that is a file, a model
 /// directory, or a model name in the cache. `base` resolves relative paths
 /// (the manifest's directory).
@@ -112,7 +99,7 @@ pub fn resolve_tokenizer(setting: &str, base: Option<&Path>) -> Result<PathBuf, 
             candidates.push(base.join(&given));
         }
         candidates.push(given.clone());
-        candidates.push(model_cache_dir().join(&given));
+        candidates.push(crate::locations::model_cache_dir().join(&given));
     }
     for candidate in &candidates {
         if candidate.is_file() {

@@ -171,9 +171,7 @@ fn manifest_dir(path: &Path) -> PathBuf {
 /// The data directory: `--data-dir`, else `$TRELLIS_DATA_DIR`, else
 /// `./.trellis`.
 fn data_dir(flag: Option<&Path>) -> PathBuf {
-    flag.map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("TRELLIS_DATA_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(".trellis"))
+    trellis::locations::data_dir(flag)
 }
 
 /// `KEY=VALUE` from the command line.

@@ -768,7 +768,7 @@ fn read_api_key(
         return Ok(Some(key.to_string()));
     }
     if let Some(secret) = &spec.api_key_secret_ref {
-        let path = crate::source::secret_root()
+        let path = crate::locations::secret_root()
             .join(&secret.name)
             .join(&secret.key);
         let content = std::fs::read_to_string(&path).map_err(|e| {

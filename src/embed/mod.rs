@@ -138,7 +138,7 @@ pub fn resolve_model_dir(
                 _ => path,
             }
         }
-        None => crate::chunk::tokens::model_cache_dir().join(&spec.model),
+        None => crate::locations::model_cache_dir().join(&spec.model),
     };
     if candidate.join("config.json").is_file() {
         Ok(candidate)

@@ -201,7 +201,7 @@ fn password(
     let Some(secret) = secret else {
         return Ok(None);
     };
-    let path = crate::source::secret_root()
+    let path = crate::locations::secret_root()
         .join(&secret.name)
         .join(&secret.key);
     let text =

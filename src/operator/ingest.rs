@@ -36,6 +36,7 @@ use super::{
     short_hash,
 };
 use crate::ingest::IngestReport;
+use crate::locations;
 use crate::spec::{Corpus, CorpusStatus, IndexProfile, IndexVersionStatus};
 
 /// Reasons of the `Ingesting` condition that are no problem: any other
@@ -1131,9 +1132,9 @@ fn job(
         image_pull_policy: Some(settings.image_pull_policy.clone()),
         args: Some(args),
         env: Some(vec![
-            env_path("TRELLIS_PVC_ROOT", paths::PVC_ROOT),
-            env_path("TRELLIS_CONFIGMAP_ROOT", paths::CONFIG_MAP_ROOT),
-            env_path("TRELLIS_SECRET_ROOT", paths::SECRET_ROOT),
+            env_path(locations::PVC_ROOT_ENV, paths::PVC_ROOT),
+            env_path(locations::CONFIG_MAP_ROOT_ENV, paths::CONFIG_MAP_ROOT),
+            env_path(locations::SECRET_ROOT_ENV, paths::SECRET_ROOT),
             pod_field("POD_NAMESPACE", "metadata.namespace"),
             // Names the files this pod writes on the shared claim (build
             // directories, shard vectors): every container is PID 1.

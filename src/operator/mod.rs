@@ -77,12 +77,9 @@ pub mod paths {
     pub const MANIFESTS: &str = "/etc/trellis/manifests";
     /// The route's bearer tokens (a Secret).
     pub const TOKENS: &str = "/etc/trellis/tokens";
-    /// Source claims, one directory per claim name.
-    pub const PVC_ROOT: &str = "/var/run/trellis/pvc";
-    /// Source ConfigMaps, one directory per ConfigMap name.
-    pub const CONFIG_MAP_ROOT: &str = "/var/run/trellis/configmaps";
-    /// S3 sources' credential Secrets, one directory per Secret name.
-    pub const SECRET_ROOT: &str = "/var/run/trellis/secrets";
+    /// Source claims, ConfigMaps and credential Secrets: where the
+    /// binary looks for them by default.
+    pub use crate::locations::{CONFIG_MAP_ROOT, PVC_ROOT, SECRET_ROOT};
     /// Scratch space under a read-only root filesystem.
     pub const TMP: &str = "/tmp";
 }

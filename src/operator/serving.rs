@@ -279,7 +279,7 @@ pub fn route_objects(
         image_pull_policy: Some(settings.image_pull_policy.clone()),
         args: Some(args),
         env: Some(vec![EnvVar {
-            name: "TRELLIS_SECRET_ROOT".into(),
+            name: crate::locations::SECRET_ROOT_ENV.into(),
             value: Some(paths::SECRET_ROOT.into()),
             ..Default::default()
         }]),

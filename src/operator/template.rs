@@ -18,9 +18,9 @@ const OWN_VOLUMES: &[&str] = &["data", "manifests", "tmp", "tokens"];
 const OWN_VOLUME_PREFIXES: &[&str] = &["source-", "configmap-", "secret-", "provider-"];
 /// The environment variables the operator sets.
 const OWN_ENV: &[&str] = &[
-    "TRELLIS_PVC_ROOT",
-    "TRELLIS_CONFIGMAP_ROOT",
-    "TRELLIS_SECRET_ROOT",
+    crate::locations::PVC_ROOT_ENV,
+    crate::locations::CONFIG_MAP_ROOT_ENV,
+    crate::locations::SECRET_ROOT_ENV,
     "POD_NAMESPACE",
     crate::index::writer::POD_UID_ENV,
 ];

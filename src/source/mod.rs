@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::locations;
 use crate::parse::Format;
 use crate::spec::SourceKind;
 
@@ -129,13 +130,13 @@ fn is_hidden(path: &Path) -> bool {
 pub struct SourceContext {
     /// The Corpus manifest's directory.
     pub base_dir: PathBuf,
-    /// Where `pvc` sources' claims are mounted (see [`pvc_root`]).
+    /// Where `pvc` sources' claims are mounted (see [`locations::pvc_root`]).
     pub pvc_root: PathBuf,
     /// Where `configMap` sources are mounted when the manifest set does
-    /// not hold them (see [`config_map_root`]).
+    /// not hold them (see [`locations::config_map_root`]).
     pub config_map_root: PathBuf,
     /// Where `s3` sources' credential Secrets are mounted (see
-    /// [`secret_root`]).
+    /// [`locations::secret_root`]).
     pub secret_root: PathBuf,
     /// ConfigMaps of the manifest set: name → key → bytes.
     pub config_maps: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
@@ -147,9 +148,9 @@ impl SourceContext {
     pub fn new(base_dir: &Path) -> Self {
         Self {
             base_dir: base_dir.to_path_buf(),
-            pvc_root: pvc_root(),
-            config_map_root: config_map_root(),
-            secret_root: secret_root(),
+            pvc_root: locations::pvc_root(),
+            config_map_root: locations::config_map_root(),
+            secret_root: locations::secret_root(),
             config_maps: BTreeMap::new(),
         }
     }
@@ -534,30 +535,6 @@ fn config_map_files(context: &SourceContext, name: &str) -> Result<Vec<(String, 
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(files)
-}
-
-/// Where `pvc` sources' claims are mounted: `$TRELLIS_PVC_ROOT`, else
-/// `/var/run/trellis/pvc` (where the operator mounts them in ingest pods).
-pub fn pvc_root() -> PathBuf {
-    env_root("TRELLIS_PVC_ROOT", "/var/run/trellis/pvc")
-}
-
-/// Where `configMap` sources are mounted: `$TRELLIS_CONFIGMAP_ROOT`, else
-/// `/var/run/trellis/configmaps`.
-pub fn config_map_root() -> PathBuf {
-    env_root("TRELLIS_CONFIGMAP_ROOT", "/var/run/trellis/configmaps")
-}
-
-/// Where credential Secrets are mounted: `$TRELLIS_SECRET_ROOT`, else
-/// `/var/run/trellis/secrets`.
-pub fn secret_root() -> PathBuf {
-    env_root("TRELLIS_SECRET_ROOT", "/var/run/trellis/secrets")
-}
-
-fn env_root(variable: &str, default: &str) -> PathBuf {
-    std::env::var_os(variable)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(default))
 }
 
 fn globs<'a>(
