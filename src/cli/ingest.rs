@@ -83,7 +83,7 @@ impl IngestArgs {
             Ok((code, None)) => Ok(code),
             Ok((_, Some((report, profile)))) => {
                 let status =
-                    trellis::operator::ingest::version_status(&report, cluster.inputs, &profile);
+                    trellis::operator::report::version_status(&report, cluster.inputs, &profile);
                 super::operator::write_report(cluster.configmap, cluster.inputs, Ok(&status))?;
                 // Failed documents are in the report (and the Corpus' Degraded
                 // condition); the Job itself succeeded.

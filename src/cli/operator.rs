@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use trellis::operator::controller::{self, Context as ReconcileContext};
 use trellis::operator::lease::{self, LeaseLock};
 use trellis::operator::telemetry::{self, Metrics};
-use trellis::operator::{Settings, ingest};
+use trellis::operator::{Settings, report};
 use trellis::spec::IndexVersionStatus;
 
 #[derive(clap::Args)]
@@ -165,7 +165,7 @@ pub fn write_report(
     inputs: &str,
     outcome: Result<&IndexVersionStatus, &str>,
 ) -> Result<()> {
-    let data = ingest::report_data(inputs, outcome);
+    let data = report::report_data(inputs, outcome);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -176,7 +176,7 @@ pub fn write_report(
             .context("connecting to the Kubernetes API to write the ingest report")?;
         let namespace = std::env::var("POD_NAMESPACE")
             .unwrap_or_else(|_| client.default_namespace().to_string());
-        ingest::write_report(client, &namespace, configmap, data)
+        report::write_report(client, &namespace, configmap, data)
             .await
             .with_context(|| {
                 format!("writing the ingest report to ConfigMap {namespace}/{configmap}")

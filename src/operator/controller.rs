@@ -25,12 +25,14 @@ use serde::de::DeserializeOwned;
 
 use super::checked::{Checked, Unreadable};
 use super::conditions::Note;
-use super::ingest::{self, Desired};
+use super::corpus;
+use super::ingest_job::{self, Desired};
 use super::telemetry::Metrics;
 use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, FIELD_MANAGER, INGEST_SPEC_LABEL, INPUTS_LABEL,
-    ROUTE_LABEL, SOURCE_LABEL, Settings, conditions, profile, serving,
+    ROUTE_LABEL, SOURCE_LABEL, Settings, conditions, profile,
 };
+use super::{deployment, route};
 use crate::spec::{Condition, Corpus, IndexProfile, RetrievalRoute};
 
 /// What every reconcile shares.
@@ -126,7 +128,7 @@ async fn apply_or_remove<K: Namespaced>(
         None => {
             let api: Api<K> = Api::namespaced(client.clone(), ns);
             let _ = api
-                .delete(&serving::workload_name(route), &DeleteParams::default())
+                .delete(&deployment::workload_name(route), &DeleteParams::default())
                 .await;
         }
     }
@@ -235,7 +237,7 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     // An unreadable profile is marked on itself; here it is one not found.
-    let mut observed = ingest::Observed {
+    let mut observed = corpus::Observed {
         profile: profiles
             .get_opt(&corpus.spec.profile_ref.name)
             .await?
@@ -245,7 +247,7 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
     if let Some(profile) = &observed.profile
         && !super::is_paused(&corpus.metadata)
     {
-        for source in ingest::source_config_map_names(&corpus) {
+        for source in ingest_job::source_config_map_names(&corpus) {
             let version = config_maps
                 .get_opt(&source)
                 .await?
@@ -273,8 +275,8 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
             .collect();
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
         observed.data_claim = claims.get_opt(&corpus.spec.storage.claim_name).await?;
-        let inputs = ingest::inputs_hash(&corpus, profile, &observed.source_config_maps, now);
-        let names = ingest::Names::new(&corpus, &inputs);
+        let inputs = corpus::inputs_hash(&corpus, profile, &observed.source_config_maps, now);
+        let names = ingest_job::Names::new(&corpus, &inputs);
         observed.report = config_maps.get_opt(&names.report).await?;
         observed.ingest_job = jobs.get_opt(&names.ingest_job).await?;
         if corpus.spec.ingest.shards > 1 {
@@ -296,13 +298,13 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
             .finalize_job
             .as_ref()
             .or(observed.ingest_job.as_ref())
-            .filter(|j| ingest::job_state(j) != ingest::JobState::Succeeded);
+            .filter(|j| corpus::job_state(j) != corpus::JobState::Succeeded);
         if let Some(job) = following {
             observed.trouble = job_trouble(client, &ns, &job.name_any()).await?;
         }
     }
 
-    let plan = ingest::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
+    let plan = corpus::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
     for job in &plan.delete_jobs {
         match jobs.delete(job, &DeleteParams::background()).await {
             Ok(_) => {}
@@ -326,7 +328,7 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
             "{CORPUS_LABEL}={},app.kubernetes.io/component=ingest",
             super::label_value(&name)
         );
-        let ingest_spec = ingest::ingest_spec_hash(&corpus);
+        let ingest_spec = ingest_job::ingest_spec_hash(&corpus);
         for others in [
             format!(
                 "{ingest_objects},{INPUTS_LABEL},{INPUTS_LABEL}!={}",
@@ -419,9 +421,11 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
     let corpora: Api<Checked<Corpus>> = Api::namespaced(client.clone(), &ns);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
 
-    let mut observed = serving::Observed::default();
+    let mut observed = route::Observed::default();
     if !super::is_paused(&route.metadata) {
-        observed.deployment = deployments.get_opt(&serving::workload_name(&name)).await?;
+        observed.deployment = deployments
+            .get_opt(&deployment::workload_name(&name))
+            .await?;
         match corpora.get_opt(&route.spec.corpus_ref.name).await? {
             Some(Checked { object: Ok(c), .. }) => observed.corpus = Some(c),
             Some(Checked { object: Err(e), .. }) => observed.corpus_unreadable = Some(e.reason),
@@ -433,7 +437,7 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
             // Metadata only: the operator needs to know that a Secret
             // changed, never what it holds.
             let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-            for secret in serving::secret_names(&route, corpus, &ctx.settings) {
+            for secret in deployment::secret_names(&route, corpus, &ctx.settings) {
                 let version = secrets
                     .get_metadata_opt(&secret)
                     .await?
@@ -443,7 +447,7 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
             }
         }
     }
-    let plan = serving::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
+    let plan = route::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
     if let Some(objects) = &plan.objects {
         // The configuration first: the new pods mount it.
         apply::<ConfigMap>(client, &ns, &objects.config).await?;
@@ -792,7 +796,7 @@ pub async fn run(
                         c.namespace() == ns
                             && c.object
                                 .as_ref()
-                                .is_ok_and(|c| ingest::source_config_map_names(c).contains(&name))
+                                .is_ok_and(|c| ingest_job::source_config_map_names(c).contains(&name))
                     })
                     .map(|c| ObjectRef::from_obj(c.as_ref()))
                     .collect::<Vec<_>>()

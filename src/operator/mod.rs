@@ -2,14 +2,19 @@
 //! `RetrievalRoute`, and the objects they build.
 //!
 //! Every reconciler is split in two, in the shape of kube-rs'
-//! controller-rs: a pure *plan* ([`ingest::plan_corpus`],
-//! [`serving::plan_route`], [`profile::plan_profile`]) that turns the
+//! controller-rs: a pure *plan* ([`corpus::plan_corpus`],
+//! [`route::plan_route`], [`profile::plan_profile`]) that turns the
 //! resource and what was observed of the cluster into the objects to apply,
 //! the status to write and the events to publish, and a thin async
 //! [`controller`] that fetches, applies (server-side, field manager
 //! [`FIELD_MANAGER`]) and patches status. The plans carry the logic and are
 //! unit-tested without an API server; the controller is tested against a
 //! mocked one.
+//!
+//! A file per kind holds its plan (`profile.rs`, `corpus.rs`, `route.rs`);
+//! the objects a plan applies are built apart (`ingest_job.rs`,
+//! `deployment.rs`, with what both kinds of pod share in `pod.rs`), and the
+//! ingest pod's report ConfigMap protocol is `report.rs`.
 //!
 //! The flow: a profile or corpus change (or the `trellis.dev/reingest`
 //! annotation, or a `refreshInterval` tick) gives the Corpus new *inputs*;
@@ -23,10 +28,14 @@
 pub mod checked;
 pub mod conditions;
 pub mod controller;
-pub mod ingest;
+pub mod corpus;
+pub mod deployment;
+pub mod ingest_job;
 pub mod lease;
+pub mod pod;
 pub mod profile;
-pub mod serving;
+pub mod report;
+pub mod route;
 pub mod storage;
 pub mod telemetry;
 pub mod template;

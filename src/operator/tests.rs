@@ -8,9 +8,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec};
 use kube::ResourceExt;
 
 use super::conditions;
-use super::ingest::{self, Desired, JobState, Observed, plan_corpus};
-use super::serving::{self, plan_route};
+use super::corpus::{self, JobState, Observed, plan_corpus};
+use super::ingest_job::{self, Desired};
+use super::route::{self, plan_route};
 use super::*;
+use super::{deployment, report};
 use crate::spec::{
     Corpus, CorpusSpec, IndexProfile, IndexProfileSpec, IndexVersionStatus, RetrievalRoute,
     RetrievalRouteSpec, SourceSpec,
@@ -88,12 +90,12 @@ pub(crate) fn report(inputs: &str, version: &str, failed: u64) -> ConfigMap {
         ..Default::default()
     };
     ConfigMap {
-        data: Some(ingest::report_data(inputs, Ok(&status))),
+        data: Some(report::report_data(inputs, Ok(&status))),
         ..Default::default()
     }
 }
 
-fn plan(corpus: &Corpus, observed: &Observed) -> ingest::Plan {
+fn plan(corpus: &Corpus, observed: &Observed) -> corpus::Plan {
     plan_corpus(corpus, observed, &settings(), NOW, "2026-11-24T00:00:00Z").unwrap()
 }
 
@@ -104,7 +106,7 @@ fn with_profile() -> Observed {
     }
 }
 
-fn job_of(plan: &ingest::Plan) -> Option<&Job> {
+fn job_of(plan: &corpus::Plan) -> Option<&Job> {
     plan.apply.iter().find_map(|d| match d {
         Desired::Job(j) => Some(j.as_ref()),
         _ => None,
@@ -137,7 +139,7 @@ fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
             "Job"
         ]
     );
-    let names = ingest::Names::new(&c, &plan.inputs);
+    let names = ingest_job::Names::new(&c, &plan.inputs);
     let job = job_of(&plan).unwrap();
     assert_eq!(
         job.metadata.name.as_deref(),
@@ -283,7 +285,7 @@ fn sharded_ingests_run_one_pod_per_shard_then_a_finalize_job() {
     };
     let second = plan(&c, &shards_done);
     let finalize = job_of(&second).unwrap();
-    let names = ingest::Names::new(&c, &second.inputs);
+    let names = ingest_job::Names::new(&c, &second.inputs);
     assert_eq!(
         finalize.metadata.name.as_deref(),
         Some(names.finalize_job.as_str())
@@ -324,7 +326,7 @@ fn a_report_makes_the_version_active_and_ready() {
     // Once recorded, nothing more happens for the same inputs.
     let mut settled = c.clone();
     settled.status = Some(plan.status.clone());
-    let again = super::ingest::plan_corpus(
+    let again = super::corpus::plan_corpus(
         &settled,
         &with_profile(),
         &settings(),
@@ -374,7 +376,7 @@ fn a_failed_reingest_keeps_the_corpus_ready_on_its_version_and_stalled() {
     let failed = Observed {
         ingest_job: Some(finished_job(false)),
         report: Some(ConfigMap {
-            data: Some(ingest::report_data(&inputs, Err("no such directory: docs"))),
+            data: Some(report::report_data(&inputs, Err("no such directory: docs"))),
             ..Default::default()
         }),
         ..with_profile()
@@ -403,7 +405,7 @@ fn a_failed_job_sets_ready_false_with_the_reason() {
     let c = corpus();
     let inputs = plan(&c, &with_profile()).inputs;
     let told = ConfigMap {
-        data: Some(ingest::report_data(
+        data: Some(report::report_data(
             &inputs,
             Err("IndexProfile: embedding model not found"),
         )),
@@ -442,7 +444,7 @@ fn a_failed_job_sets_ready_false_with_the_reason() {
     // and not announced again.
     let mut after = c.clone();
     after.status = Some(plan.status.clone());
-    let gone = super::ingest::plan_corpus(
+    let gone = super::corpus::plan_corpus(
         &after,
         &with_profile(),
         &settings(),
@@ -460,7 +462,7 @@ fn a_failed_job_sets_ready_false_with_the_reason() {
         REINGEST_ANNOTATION.to_string(),
         "again".to_string(),
     )]));
-    let retried = super::ingest::plan_corpus(
+    let retried = super::corpus::plan_corpus(
         &after,
         &with_profile(),
         &settings(),
@@ -494,7 +496,7 @@ fn ingest_jobs_ignore_disruptions() {
 fn a_refresh_waits_for_a_running_ingest_of_the_same_content() {
     let mut c = corpus();
     c.spec.ingest.refresh_interval = Some("10m".into());
-    let content = ingest::content_hash(&c, &profile(), &Default::default());
+    let content = corpus::content_hash(&c, &profile(), &Default::default());
     let job_for = |name: &str, content: &str| Job {
         metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             name: Some(name.into()),
@@ -549,7 +551,7 @@ fn a_finalize_outlives_its_shards_job() {
         },
     );
     assert!(p.apply.is_empty(), "the shards are not run again");
-    let names = ingest::Names::new(&c, &p.inputs);
+    let names = ingest_job::Names::new(&c, &p.inputs);
     assert_eq!(
         p.status.pending_index.unwrap().job.as_deref(),
         Some(names.finalize_job.as_str())
@@ -623,7 +625,7 @@ fn paused_objects_keep_their_observed_generation() {
     let mut r = route();
     r.metadata.generation = Some(3);
     r.metadata.annotations = c.metadata.annotations.clone();
-    let paused = route_plan(&r, &serving::Observed::default());
+    let paused = route_plan(&r, &route::Observed::default());
     assert_eq!(paused.status.observed_generation, None);
     assert!(conditions::is_true(&paused.status.conditions, "Paused"));
 }
@@ -661,7 +663,7 @@ fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
     assert_eq!(
         job.metadata.name.as_deref(),
         Some(
-            ingest::Names::new(&settled, &next.inputs)
+            ingest_job::Names::new(&settled, &next.inputs)
                 .ingest_job
                 .as_str()
         )
@@ -675,12 +677,12 @@ fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
 #[test]
 fn ingest_settings_and_retention_do_not_change_the_inputs_but_the_reingest_annotation_does() {
     let c = corpus();
-    let base = ingest::inputs_hash(&c, &profile(), &Default::default(), NOW);
+    let base = corpus::inputs_hash(&c, &profile(), &Default::default(), NOW);
     let mut tuned = c.clone();
     tuned.spec.ingest.backoff_limit = 9;
     tuned.spec.storage.retain_versions = 7;
     assert_eq!(
-        ingest::inputs_hash(&tuned, &profile(), &Default::default(), NOW),
+        corpus::inputs_hash(&tuned, &profile(), &Default::default(), NOW),
         base
     );
     let mut forced = c.clone();
@@ -689,18 +691,18 @@ fn ingest_settings_and_retention_do_not_change_the_inputs_but_the_reingest_annot
         "2026-11-24".to_string(),
     )]));
     assert_ne!(
-        ingest::inputs_hash(&forced, &profile(), &Default::default(), NOW),
+        corpus::inputs_hash(&forced, &profile(), &Default::default(), NOW),
         base
     );
     let mut refreshed = c.clone();
     refreshed.spec.ingest.refresh_interval = Some("1h".into());
-    let tick = ingest::inputs_hash(&refreshed, &profile(), &Default::default(), NOW);
+    let tick = corpus::inputs_hash(&refreshed, &profile(), &Default::default(), NOW);
     assert_eq!(
-        ingest::inputs_hash(&refreshed, &profile(), &Default::default(), NOW + 1),
+        corpus::inputs_hash(&refreshed, &profile(), &Default::default(), NOW + 1),
         tick
     );
     assert_ne!(
-        ingest::inputs_hash(&refreshed, &profile(), &Default::default(), NOW + 3600),
+        corpus::inputs_hash(&refreshed, &profile(), &Default::default(), NOW + 3600),
         tick
     );
     let p = plan(&refreshed, &with_profile());
@@ -786,7 +788,7 @@ fn config_map_and_s3_sources_are_mounted_into_ingest_pods_and_edits_are_new_inpu
     let mut edited = observed.clone();
     edited.source_config_maps.insert("faq".into(), "102".into());
     assert_ne!(plan(&c, &edited).inputs, p.inputs);
-    assert_eq!(ingest::source_config_map_names(&c), ["faq"]);
+    assert_eq!(ingest_job::source_config_map_names(&c), ["faq"]);
 }
 
 #[test]
@@ -823,10 +825,10 @@ fn problems_are_reported_not_built() {
 
 #[test]
 fn job_states_come_from_conditions() {
-    assert_eq!(ingest::job_state(&Job::default()), JobState::Running);
-    assert_eq!(ingest::job_state(&finished_job(true)), JobState::Succeeded);
+    assert_eq!(corpus::job_state(&Job::default()), JobState::Running);
+    assert_eq!(corpus::job_state(&finished_job(true)), JobState::Succeeded);
     assert!(
-        matches!(ingest::job_state(&finished_job(false)), JobState::Failed(r) if r.contains("BackoffLimitExceeded"))
+        matches!(corpus::job_state(&finished_job(false)), JobState::Failed(r) if r.contains("BackoffLimitExceeded"))
     );
 }
 
@@ -885,7 +887,7 @@ fn mount_paths(container: &k8s_openapi::api::core::v1::Container) -> Vec<&str> {
         .collect()
 }
 
-fn route_plan(route: &RetrievalRoute, observed: &serving::Observed) -> serving::Plan {
+fn route_plan(route: &RetrievalRoute, observed: &route::Observed) -> route::Plan {
     plan_route(route, observed, &settings(), "2026-11-24T00:00:00Z").unwrap()
 }
 
@@ -895,10 +897,10 @@ fn plan_over(
     route: &RetrievalRoute,
     corpus: Option<Corpus>,
     deployment: Option<Deployment>,
-) -> serving::Plan {
+) -> route::Plan {
     route_plan(
         route,
-        &serving::Observed {
+        &route::Observed {
             corpus_unreadable: None,
             corpus,
             deployment,
@@ -910,7 +912,7 @@ fn plan_over(
 #[test]
 fn a_route_runs_a_hardened_deployment_a_service_and_a_budget() {
     let r = route();
-    let observed = serving::Observed {
+    let observed = route::Observed {
         corpus_unreadable: None,
         corpus: Some(active_corpus("v1")),
         deployment: None,
@@ -1128,7 +1130,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
     served.status = Some(plan_over(&r, Some(active_corpus("v1")), Some(running.clone())).status);
     let next = plan_over(&served, Some(active_corpus("v2")), Some(running));
     let objects = next.objects.unwrap();
-    assert_eq!(serving::template_version(&objects.deployment), Some("v2"));
+    assert_eq!(route::template_version(&objects.deployment), Some("v2"));
     // Still v1 until the new pods are ready.
     assert_eq!(next.status.served_version.as_deref(), Some("v1"));
     let mut rolling = objects.deployment.clone();
@@ -1186,7 +1188,7 @@ fn a_new_version_rolls_pods_and_is_served_once_they_are_ready() {
 
     // kstatus: reconciling mid-rollout, ready once done, stalled when
     // stuck (and a stuck rollout is never Ready, though pods serve).
-    let kstatus = |plan: &serving::Plan| {
+    let kstatus = |plan: &route::Plan| {
         let c = &plan.status.conditions;
         (
             conditions::get(c, "Ready").map(|c| c.status.clone()),
@@ -1246,7 +1248,7 @@ fn every_kind_reports_kstatus_ready_reconciling_and_stalled() {
 #[test]
 fn a_route_waits_for_its_corpus() {
     let r = route();
-    let none = route_plan(&r, &serving::Observed::default());
+    let none = route_plan(&r, &route::Observed::default());
     assert!(none.objects.is_none());
     let available = conditions::get(&none.status.conditions, "Available").unwrap();
     assert_eq!(available.reason, "CorpusNotFound");
@@ -1265,7 +1267,7 @@ fn a_route_whose_corpus_cannot_be_read_keeps_its_pods() {
     let running = rolled(&serving.deployment, 2);
     let plan = route_plan(
         &r,
-        &serving::Observed {
+        &route::Observed {
             corpus_unreadable: Some("spec.ingest.shards: invalid type".into()),
             corpus: None,
             deployment: Some(running),
@@ -1521,7 +1523,7 @@ fn an_oom_killed_ingest_runs_again_when_spec_ingest_changes() {
         retried.events
     );
     // Its manifests are a new ConfigMap, not an edit of the immutable one.
-    let manifests = |p: &ingest::Plan| {
+    let manifests = |p: &corpus::Plan| {
         p.apply
             .iter()
             .find_map(|d| match d {
@@ -1588,9 +1590,9 @@ fn a_rotated_secret_rolls_the_route_pods() {
     let mut r = route();
     r.spec.serving.token_secret = Some("qa-tokens".into());
     let corpus = active_corpus("v1");
-    let names = serving::secret_names(&r, &corpus, &settings());
+    let names = deployment::secret_names(&r, &corpus, &settings());
     assert!(names.contains(&"qa-tokens".to_string()), "{names:?}");
-    let observed = |version: &str, deployment: Option<Deployment>| serving::Observed {
+    let observed = |version: &str, deployment: Option<Deployment>| route::Observed {
         corpus: Some(corpus.clone()),
         deployment,
         secret_versions: names
@@ -1619,7 +1621,7 @@ fn a_rotated_secret_rolls_the_route_pods() {
         progressing.message
     );
     let stamp =
-        |d: &Deployment| serving::template_annotation(d, SECRETS_ANNOTATION).map(String::from);
+        |d: &Deployment| route::template_annotation(d, SECRETS_ANNOTATION).map(String::from);
     assert_ne!(
         stamp(&rotated.objects.unwrap().deployment),
         stamp(&first.deployment)

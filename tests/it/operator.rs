@@ -11,9 +11,11 @@ use kube::client::Body;
 use serde_json::{Value, json};
 
 use trellis::operator::controller::{self, Context};
-use trellis::operator::ingest::{self, Names};
+use trellis::operator::corpus;
+use trellis::operator::ingest_job::Names;
+use trellis::operator::report;
 use trellis::operator::telemetry::Metrics;
-use trellis::operator::{Settings, serving};
+use trellis::operator::{Settings, deployment};
 use trellis::spec::{Corpus, IndexProfile, IndexProfileSpec, RetrievalRoute, RetrievalRouteSpec};
 
 const NS: &str = "docs";
@@ -304,12 +306,12 @@ fn report(inputs: &str, version: &str) -> Value {
     };
     json!({
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r", "namespace": NS},
-        "data": ingest::report_data(inputs, Ok(&status)),
+        "data": report::report_data(inputs, Ok(&status)),
     })
 }
 
 fn inputs_of(corpus: &Corpus) -> String {
-    ingest::inputs_hash(corpus, &profile(), &Default::default(), NOW)
+    corpus::inputs_hash(corpus, &profile(), &Default::default(), NOW)
 }
 
 #[tokio::test]
@@ -464,7 +466,7 @@ async fn a_profile_change_starts_a_new_job_while_the_old_version_serves() {
     let mut changed = profile();
     changed.spec.index.hnsw_m = 24;
     api.put(PROFILE_PATH, serde_json::to_value(&changed).unwrap());
-    let new_inputs = ingest::inputs_hash(&c, &changed, &Default::default(), NOW);
+    let new_inputs = corpus::inputs_hash(&c, &changed, &Default::default(), NOW);
     assert_ne!(new_inputs, old_inputs);
     api.put(CORPUS_PATH, serde_json::to_value(&c).unwrap());
     // A paused route still serves an older version; another corpus' route
@@ -602,7 +604,7 @@ async fn a_route_deploys_its_pods_over_the_active_version() {
         deployment.path,
         format!(
             "/apis/apps/v1/namespaces/{NS}/deployments/{}",
-            serving::workload_name("qa")
+            deployment::workload_name("qa")
         )
     );
     let status = api.status("/apis/trellis.dev/v1alpha1/namespaces/docs/retrievalroutes/qa");

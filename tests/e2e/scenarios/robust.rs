@@ -308,7 +308,7 @@ pub async fn long_names(world: &World) -> Result<()> {
         },
     )
     .await?;
-    let service = trellis::operator::serving::workload_name(&route_name);
+    let service = trellis::operator::deployment::workload_name(&route_name);
     ensure!(service.len() <= 63, "Service name {service} is too long");
     let endpoints = wait_for("a ready endpoint", Duration::from_secs(60), || async {
         let ready = support::ready_endpoints(client, LONG_NS, &service).await?;

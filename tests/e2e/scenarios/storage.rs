@@ -97,7 +97,7 @@ pub async fn single_node_claims(world: &World) -> Result<()> {
     route["spec"]["corpusRef"]["name"] = json!("one-node");
     route["spec"]["serving"]["replicas"] = json!(1);
     put(world, NS, &route).await?;
-    let service = trellis::operator::serving::workload_name("one-node");
+    let service = trellis::operator::deployment::workload_name("one-node");
     let endpoints = wait_for("the route to serve", Duration::from_secs(240), || async {
         let route = support::trellis_object(client, NS, "retrievalroutes", "one-node").await?;
         let served = route["status"]["servedVersion"].as_str() == Some(version.as_str());

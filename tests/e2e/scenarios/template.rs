@@ -288,7 +288,7 @@ data:
         }),
     )
     .await?;
-    let service = trellis::operator::serving::workload_name("templated");
+    let service = trellis::operator::deployment::workload_name("templated");
     let endpoints = wait_for("the route to serve", Duration::from_secs(240), || async {
         let route = support::trellis_object(client, NS, "retrievalroutes", "templated").await?;
         let served = route["status"]["servedVersion"].as_str() == Some(version.as_str());

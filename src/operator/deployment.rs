@@ -1,16 +1,6 @@
-//! The RetrievalRoute reconciler's pure half: the Deployment running
-//! `trellis serve` over the Corpus' active index version, the ConfigMap it
-//! reads, its Service and PodDisruptionBudget, and the route's status
-//! computed from the Deployment.
-//!
-//! Pods are pinned to a version (`--index-version`) and load the embedder
-//! that version was built with, so a profile change never reaches running
-//! pods before its index does. The pod template carries the index version and the hash of the rendered
-//! configuration, so a new version or a route change rolls the pods
-//! (surge first: old pods serve until new ones are ready), while nothing
-//! else does. The rendered configuration is an immutable ConfigMap named
-//! by its hash, so a pod of the old ReplicaSet that restarts mid-rollout
-//! still reads the configuration it was made for.
+//! The objects of a route: the Deployment running `trellis serve` over
+//! one index version, the immutable ConfigMap it reads, its Service,
+//! PodDisruptionBudget and NetworkPolicy.
 
 use std::collections::BTreeMap;
 
@@ -30,33 +20,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
-use super::conditions::{self, Note, Set};
-use super::ingest::{
-    DataAccess, container_security, mount, mount_secrets, pod_security, pod_volumes,
+use super::pod::{
+    DataAccess, container_security, mount, mount_secrets, pod_security, pod_volumes, saturating_i32,
 };
 use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL,
     SECRETS_ANNOTATION, Settings, common_labels, object_name, paths, short_hash,
 };
-use crate::spec::{Corpus, IndexVersionStatus, RetrievalRoute, RetrievalRouteStatus};
+use crate::spec::{Corpus, IndexVersionStatus, RetrievalRoute};
 
 /// The port `trellis serve` listens on inside the pod.
 const CONTAINER_PORT: i32 = 8080;
-
-/// What the controller observed around a route.
-#[derive(Clone, Debug, Default)]
-pub struct Observed {
-    pub corpus: Option<Corpus>,
-    /// Why the Corpus, which exists, cannot be read (see
-    /// [`super::checked`]).
-    pub corpus_unreadable: Option<String>,
-    pub deployment: Option<Deployment>,
-    /// The resource version of every Secret the route's pods read (see
-    /// [`secret_names`]); empty when it does not exist.
-    pub secret_versions: BTreeMap<String, String>,
-    /// The Corpus' data claim, if it exists: where the pods may run.
-    pub data_claim: Option<k8s_openapi::api::core::v1::PersistentVolumeClaim>,
-}
 
 /// The objects a route runs on.
 #[derive(Clone, Debug)]
@@ -69,19 +43,6 @@ pub struct Objects {
     pub budget: Option<PodDisruptionBudget>,
     /// Only when the operator is told to guard retrieval pods.
     pub network_policy: Option<NetworkPolicy>,
-}
-
-/// What to do for a route.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// Objects to apply, if the route can be served now.
-    pub objects: Option<Objects>,
-    pub status: RetrievalRouteStatus,
-    /// Remove the configuration ConfigMaps other than the current one (no
-    /// pod reads them any more).
-    pub prune_configs: Option<String>,
-    /// Events: the served version changed, conditions changed.
-    pub events: Vec<Note>,
 }
 
 /// The names of a route's objects.
@@ -160,27 +121,6 @@ pub fn secret_names(route: &RetrievalRoute, corpus: &Corpus, settings: &Settings
         .and_then(|o| o.deployment.spec?.template.spec)
         .map(|pod| referenced_secrets(&pod))
         .unwrap_or_default()
-}
-
-/// Why this build cannot serve the Corpus' active version, if it cannot:
-/// its format is outside [`crate::index::READABLE_FORMATS`], or unknown
-/// (an earlier release built it and did not say; the re-ingest a new
-/// release starts reports it).
-fn unreadable_format(active: &IndexVersionStatus) -> Option<String> {
-    let formats = &crate::index::READABLE_FORMATS;
-    let built = match active.format {
-        Some(format) if formats.contains(&format) => return None,
-        Some(format) => format!("was written in index format {format}"),
-        None => "was built by an earlier release, which did not report its format".to_string(),
-    };
-    Some(format!(
-        "index version {} {built}; this operator's pods read formats {}–{}, so the \
-         route's pods keep serving it as they are until the Corpus publishes a version \
-         this release builds",
-        active.version,
-        formats.start(),
-        formats.end()
-    ))
 }
 
 /// Builds the route's objects serving `active`, the Corpus' active
@@ -350,9 +290,7 @@ pub fn route_objects(
         metadata: meta(workload.clone(), labels.clone()),
         spec: Some(DeploymentSpec {
             replicas: Some(serving.replicas),
-            progress_deadline_seconds: serving
-                .progress_deadline_seconds
-                .map(super::ingest::saturating_i32),
+            progress_deadline_seconds: serving.progress_deadline_seconds.map(saturating_i32),
             selector: LabelSelector {
                 match_labels: Some(selector(&name)),
                 ..Default::default()
@@ -469,314 +407,4 @@ fn network_policy(
             ]),
         }),
     }
-}
-
-/// The index version a Deployment's pod template serves.
-pub fn template_version(deployment: &Deployment) -> Option<&str> {
-    template_annotation(deployment, INDEX_VERSION_ANNOTATION)
-}
-
-/// A pod template annotation of a Deployment.
-pub fn template_annotation<'d>(deployment: &'d Deployment, key: &str) -> Option<&'d str> {
-    deployment
-        .spec
-        .as_ref()?
-        .template
-        .metadata
-        .as_ref()?
-        .annotations
-        .as_ref()?
-        .get(key)
-        .map(String::as_str)
-}
-
-/// Whether every replica of the Deployment runs its current template and
-/// is available.
-fn rolled_out(deployment: &Deployment) -> bool {
-    let wanted = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
-    let Some(status) = &deployment.status else {
-        return false;
-    };
-    let generation = deployment.metadata.generation.unwrap_or(0);
-    status.observed_generation.unwrap_or(0) >= generation
-        && status.updated_replicas.unwrap_or(0) >= wanted
-        && status.available_replicas.unwrap_or(0) >= wanted
-        && status.replicas.unwrap_or(0) == wanted
-}
-
-/// Plans the reconcile of `route`; every condition that changes is
-/// announced by an Event.
-pub fn plan_route(
-    route: &RetrievalRoute,
-    observed: &Observed,
-    settings: &Settings,
-    now: &str,
-) -> Result<Plan, Error> {
-    let before = route
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
-    let mut plan = plan_serving(route, observed, settings, now)?;
-    if !super::is_paused(&route.metadata) {
-        summarize(&mut plan.status, route.metadata.generation, now);
-    }
-    conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
-    Ok(plan)
-}
-
-/// kstatus' `Ready` from `Progressing` and `Available`: ready while the
-/// pods serve and no rollout is under way or stuck; then `Reconciling`
-/// (a rollout, a wait for an index) and `Stalled` (a rollout past its
-/// deadline, an invalid spec, a missing or unreadable Corpus).
-fn summarize(status: &mut RetrievalRouteStatus, generation: Option<i64>, now: &str) {
-    let progressing = conditions::get(&status.conditions, "Progressing").cloned();
-    let available = conditions::get(&status.conditions, "Available").cloned();
-    let ready = match (&progressing, &available) {
-        (Some(p), _) if p.status == "True" => {
-            Set::new("Ready", false, &p.reason, p.message.clone())
-        }
-        (Some(p), _) if STALLED.contains(&p.reason.as_str()) => {
-            Set::new("Ready", false, &p.reason, p.message.clone())
-        }
-        (_, Some(a)) if a.status == "True" => Set::new(
-            "Ready",
-            true,
-            "Serving",
-            match &status.served_version {
-                Some(version) => format!(
-                    "{} pods serve index version {version}",
-                    status.ready_replicas
-                ),
-                None => format!("{} pods ready", status.ready_replicas),
-            },
-        ),
-        (_, Some(a)) => Set::new("Ready", false, &a.reason, a.message.clone()),
-        (Some(p), None) => Set::new("Ready", false, &p.reason, p.message.clone()),
-        (None, None) => return,
-    };
-    conditions::set(&mut status.conditions, ready, generation, now);
-    conditions::abnormal_from_ready(&mut status.conditions, Some("Progressing"), generation, now);
-}
-
-/// `Progressing=False` reasons that need a change from outside.
-const STALLED: &[&str] = &[
-    "ProgressDeadlineExceeded",
-    "InvalidSpec",
-    "CorpusNotFound",
-    "CorpusInvalid",
-];
-
-fn plan_serving(
-    route: &RetrievalRoute,
-    observed: &Observed,
-    settings: &Settings,
-    now: &str,
-) -> Result<Plan, Error> {
-    let generation = route.metadata.generation;
-    let mut plan = Plan {
-        objects: None,
-        status: route.status.clone().unwrap_or_default(),
-        prune_configs: None,
-        events: Vec::new(),
-    };
-    let set = |plan: &mut Plan, change: Set<'_>| {
-        conditions::set(&mut plan.status.conditions, change, generation, now)
-    };
-
-    if super::is_paused(&route.metadata) {
-        // Not acted on: observedGeneration stays where it was.
-        set(&mut plan, Set::paused());
-        return Ok(plan);
-    }
-    plan.status.observed_generation = generation;
-    conditions::remove(&mut plan.status.conditions, "Paused");
-
-    // What the running Deployment says, whatever happens next.
-    if let Some(deployment) = &observed.deployment {
-        let ready = deployment
-            .status
-            .as_ref()
-            .and_then(|s| s.ready_replicas)
-            .unwrap_or(0);
-        plan.status.ready_replicas = ready;
-        let done = rolled_out(deployment);
-        if done && let Some(version) = template_version(deployment) {
-            if plan.status.served_version.as_deref() != Some(version) {
-                plan.events.push(Note::normal(
-                    "ServedVersionChanged",
-                    format!("pods serve index version {version}"),
-                ));
-            }
-            plan.status.served_version = Some(version.to_string());
-            plan.prune_configs =
-                template_annotation(deployment, CONFIG_HASH_ANNOTATION).map(String::from);
-        }
-        let available = deployment
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|c| c.iter().find(|c| c.type_ == "Available"))
-            .is_some_and(|c| c.status == "True");
-        set(
-            &mut plan,
-            if available {
-                Set::new(
-                    "Available",
-                    true,
-                    "MinimumReplicasAvailable",
-                    format!("{ready} pods ready"),
-                )
-            } else {
-                Set::new(
-                    "Available",
-                    false,
-                    "ReplicasUnavailable",
-                    format!("{ready} pods ready"),
-                )
-            },
-        );
-        // A rollout the Deployment gave up on (its progress deadline) is
-        // reported as the Deployment reports it.
-        let stalled = deployment
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|c| c.iter().find(|c| c.type_ == "Progressing"))
-            .filter(|c| c.status == "False");
-        set(
-            &mut plan,
-            match stalled {
-                Some(c) if !done => Set::new(
-                    "Progressing",
-                    false,
-                    c.reason.as_deref().unwrap_or("ProgressDeadlineExceeded"),
-                    c.message.clone().unwrap_or_default(),
-                ),
-                _ if done => Set::new(
-                    "Progressing",
-                    false,
-                    "RolloutComplete",
-                    "every pod runs the current template",
-                ),
-                _ => Set::new("Progressing", true, "RollingOut", "pods are being replaced"),
-            },
-        );
-    }
-
-    let problems = super::template::problems(&route.spec.serving.template, "spec.serving.template");
-    if !problems.is_empty() {
-        // The pods keep serving what they serve; nothing is applied.
-        set(
-            &mut plan,
-            Set::new("Progressing", false, "InvalidSpec", problems.join("; ")),
-        );
-        return Ok(plan);
-    }
-    if let Some(reason) = &observed.corpus_unreadable {
-        // The pods keep serving what they serve; nothing is applied.
-        let message = format!(
-            "Corpus {:?} cannot be read by this operator: {reason}",
-            route.spec.corpus_ref.name
-        );
-        set(
-            &mut plan,
-            Set::new("Progressing", false, "CorpusInvalid", message),
-        );
-        return Ok(plan);
-    }
-    let Some(corpus) = &observed.corpus else {
-        let message = format!(
-            "Corpus {:?} not found in this namespace",
-            route.spec.corpus_ref.name
-        );
-        set(
-            &mut plan,
-            Set::new("Progressing", false, "CorpusNotFound", message.clone()),
-        );
-        if observed.deployment.is_none() {
-            set(
-                &mut plan,
-                Set::new("Available", false, "CorpusNotFound", message),
-            );
-        }
-        return Ok(plan);
-    };
-    let Some(active) = corpus.status.as_ref().and_then(|s| s.active_index.as_ref()) else {
-        let message = format!("Corpus {} has no index version yet", corpus.name_any());
-        set(
-            &mut plan,
-            Set::new("Progressing", true, "WaitingForIndex", message.clone()),
-        );
-        if observed.deployment.is_none() {
-            set(
-                &mut plan,
-                Set::new("Available", false, "WaitingForIndex", message),
-            );
-        }
-        return Ok(plan);
-    };
-    if let Some(message) = unreadable_format(active) {
-        // Rebuild first, roll after: the pods that run keep serving the
-        // version with the release that built it, and nothing is applied
-        // (a new template would roll them onto a binary that cannot open
-        // it) until the Corpus publishes a version this build reads.
-        set(
-            &mut plan,
-            Set::new("Progressing", true, "AwaitingReindex", message.clone()),
-        );
-        if observed.deployment.is_none() {
-            set(
-                &mut plan,
-                Set::new("Available", false, "AwaitingReindex", message),
-            );
-        }
-        return Ok(plan);
-    }
-    let mut objects = route_objects(route, corpus, active, settings, &observed.secret_versions)?;
-    if let Some(spec) = objects.deployment.spec.as_mut() {
-        super::storage::place(
-            &mut spec.template,
-            &corpus.spec.storage.claim_name,
-            super::storage::Placement::of(observed.data_claim.as_ref()),
-        );
-    }
-    let changes_template = observed.deployment.as_ref().is_none_or(|d| {
-        template_version(d) != Some(active.version.as_str())
-            || template_annotation(d, CONFIG_HASH_ANNOTATION)
-                != template_annotation(&objects.deployment, CONFIG_HASH_ANNOTATION)
-    });
-    let secrets_changed = observed.deployment.as_ref().is_some_and(|d| {
-        template_annotation(d, SECRETS_ANNOTATION)
-            != template_annotation(&objects.deployment, SECRETS_ANNOTATION)
-    });
-    if changes_template || secrets_changed {
-        plan.prune_configs = None;
-        let message = if changes_template {
-            format!("rolling pods to index version {}", active.version)
-        } else {
-            "rolling pods: a Secret they read changed".to_string()
-        };
-        set(
-            &mut plan,
-            Set::new("Progressing", true, "NewTemplate", message),
-        );
-        if observed.deployment.is_none() {
-            set(
-                &mut plan,
-                Set::new(
-                    "Available",
-                    false,
-                    "Deploying",
-                    "the first pods are starting",
-                ),
-            );
-        }
-    }
-    plan.objects = Some(objects);
-    Ok(plan)
 }

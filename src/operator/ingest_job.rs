@@ -1,0 +1,446 @@
+//! The objects of one ingest: the pods' ServiceAccount and Role, the
+//! report ConfigMap, the rendered manifests and the Job (or, sharded, the
+//! shard and finalize Jobs) running `trellis ingest`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{
+    Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
+};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, PersistentVolumeClaimVolumeSource,
+    PodSpec, PodTemplateSpec, ServiceAccount, Volume,
+};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::ResourceExt;
+
+use super::pod::{
+    DataAccess, container_security, mount, mount_secrets, pod_field, pod_security, pod_volumes,
+    saturating_i32,
+};
+use super::{
+    CONTENT_LABEL, CORPUS_LABEL, Error, INGEST_SPEC_LABEL, INPUTS_LABEL, MAX_JOB_NAME, Settings,
+    common_labels, object_name, object_name_within, paths, short_hash,
+};
+use crate::locations;
+use crate::spec::{Corpus, IndexProfile};
+
+/// An object the plan wants applied.
+#[derive(Clone, Debug)]
+pub enum Desired {
+    ServiceAccount(ServiceAccount),
+    Role(Role),
+    RoleBinding(RoleBinding),
+    ConfigMap(ConfigMap),
+    /// Boxed: a Job is several times the size of the other objects.
+    Job(Box<Job>),
+}
+
+/// The names of a Corpus' ingest objects for some inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Names {
+    pub ingest_job: String,
+    pub finalize_job: String,
+    pub inputs_config: String,
+    pub report: String,
+    pub service_account: String,
+}
+
+impl Names {
+    /// The names of the attempt at `inputs` with the Corpus' `spec.ingest`
+    /// as it is now: a new `spec.ingest` is a new Job, not an edit of one
+    /// (a Job's pod template cannot change).
+    pub fn new(corpus: &Corpus, inputs: &str) -> Self {
+        let attempt = short_hash(&[inputs.as_bytes(), ingest_spec_hash(corpus).as_bytes()]);
+        let short = &attempt[..8];
+        let corpus = corpus.name_any();
+        let corpus = corpus.as_str();
+        Self {
+            ingest_job: object_name_within(corpus, &format!("ingest-{short}"), MAX_JOB_NAME),
+            finalize_job: object_name_within(corpus, &format!("finalize-{short}"), MAX_JOB_NAME),
+            inputs_config: object_name(corpus, &format!("inputs-{short}")),
+            report: object_name(corpus, "ingest-report"),
+            service_account: object_name(corpus, "ingest"),
+        }
+    }
+}
+
+/// The hash of a Corpus' `spec.ingest`: how its ingest pods run, which
+/// [`content_hash`] leaves out. A failed ingest runs again when it
+/// changes.
+pub fn ingest_spec_hash(corpus: &Corpus) -> String {
+    short_hash(&[serde_json::to_string(&corpus.spec.ingest)
+        .unwrap_or_default()
+        .as_bytes()])
+}
+
+/// The ConfigMaps the Corpus' `configMap` sources name.
+pub fn source_config_map_names(corpus: &Corpus) -> Vec<String> {
+    let mut names: Vec<String> = corpus
+        .spec
+        .sources
+        .iter()
+        .filter_map(|s| s.config_map.as_ref().map(|c| c.name.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The manifests an ingest pod reads: the profile and the corpus, as the
+/// embedded mode would read them from files.
+pub fn render_manifests(corpus: &Corpus, profile: &IndexProfile) -> Result<String, Error> {
+    let profile_doc = serde_json::json!({
+        "apiVersion": crate::spec::API_VERSION,
+        "kind": "IndexProfile",
+        "metadata": {"name": profile.name_any()},
+        "spec": profile.spec,
+    });
+    let corpus_doc = serde_json::json!({
+        "apiVersion": crate::spec::API_VERSION,
+        "kind": "Corpus",
+        "metadata": {"name": corpus.name_any()},
+        "spec": corpus.spec,
+    });
+    let render =
+        |v: &serde_json::Value| serde_yaml::to_string(v).map_err(|e| Error::Render(e.to_string()));
+    Ok(format!(
+        "{}---\n{}",
+        render(&profile_doc)?,
+        render(&corpus_doc)?
+    ))
+}
+
+/// The labels of a Corpus' ingest objects; with `inputs`, those of one
+/// attempt (its Jobs and rendered manifests).
+fn labels(corpus: &Corpus, inputs: Option<&str>) -> BTreeMap<String, String> {
+    let mut labels = common_labels("ingest");
+    labels.insert(CORPUS_LABEL.into(), super::label_value(&corpus.name_any()));
+    if let Some(inputs) = inputs {
+        labels.insert(INPUTS_LABEL.into(), inputs.into());
+        labels.insert(INGEST_SPEC_LABEL.into(), ingest_spec_hash(corpus));
+    }
+    labels
+}
+
+fn meta(
+    name: &str,
+    namespace: Option<String>,
+    labels: BTreeMap<String, String>,
+    owner: &OwnerReference,
+) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace,
+        labels: Some(labels),
+        owner_references: Some(vec![owner.clone()]),
+        ..Default::default()
+    }
+}
+
+/// Everything a new ingest needs, in the order to apply it: the ingest
+/// pods' ServiceAccount and the Role that lets them write their report
+/// ConfigMap and nothing else, the report ConfigMap itself (metadata only:
+/// its data belongs to the pods), the rendered manifests, and the Job.
+///
+/// `keep` names the versions the ingest must not remove when it applies
+/// `retainVersions`: those routes serve or are rolling to.
+pub fn ingest_objects(
+    corpus: &Corpus,
+    profile: &IndexProfile,
+    inputs: &str,
+    content: &str,
+    names: &Names,
+    settings: &Settings,
+    keep: &[String],
+) -> Result<Vec<Desired>, Error> {
+    let name = corpus.name_any();
+    let ns = corpus.namespace();
+    let owner = super::owner_reference(corpus)?;
+    let base = labels(corpus, None);
+    let account = ServiceAccount {
+        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
+        automount_service_account_token: Some(true),
+        ..Default::default()
+    };
+    let role = Role {
+        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["configmaps".into()]),
+            resource_names: Some(vec![names.report.clone()]),
+            verbs: vec!["get".into(), "patch".into(), "update".into()],
+            ..Default::default()
+        }]),
+    };
+    let binding = RoleBinding {
+        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: names.service_account.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: names.service_account.clone(),
+            namespace: ns.clone(),
+            ..Default::default()
+        }]),
+    };
+    let report = ConfigMap {
+        metadata: meta(&names.report, ns.clone(), base.clone(), &owner),
+        ..Default::default()
+    };
+    let manifests = ConfigMap {
+        metadata: meta(
+            &names.inputs_config,
+            ns.clone(),
+            labels(corpus, Some(inputs)),
+            &owner,
+        ),
+        data: Some(BTreeMap::from([(
+            "manifests.yaml".to_string(),
+            render_manifests(corpus, profile)?,
+        )])),
+        immutable: Some(true),
+        ..Default::default()
+    };
+    let shards = corpus.spec.ingest.shards.max(1);
+    let mut args = ingest_args(&name, &names.report, inputs, keep);
+    if shards > 1 {
+        args.extend([
+            "--shard".into(),
+            format!("$(JOB_COMPLETION_INDEX)/{shards}"),
+        ]);
+    }
+    let job = job(
+        corpus,
+        profile,
+        &names.ingest_job,
+        inputs,
+        content,
+        names,
+        settings,
+        args,
+        shards,
+        owner,
+    );
+    Ok(vec![
+        Desired::ServiceAccount(account),
+        Desired::Role(role),
+        Desired::RoleBinding(binding),
+        Desired::ConfigMap(report),
+        Desired::ConfigMap(manifests),
+        Desired::Job(Box::new(job)),
+    ])
+}
+
+fn ingest_args(corpus: &str, report: &str, inputs: &str, keep: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "ingest",
+        "-f",
+        paths::MANIFESTS,
+        "--corpus",
+        corpus,
+        "--data-dir",
+        paths::DATA,
+        "--report-configmap",
+        report,
+        "--inputs",
+        inputs,
+        "--log-format",
+        "json",
+    ]
+    .map(String::from)
+    .to_vec();
+    for version in keep {
+        args.extend(["--keep-version".to_string(), version.clone()]);
+    }
+    args
+}
+
+/// The single-pod Job that builds and publishes a sharded ingest's version
+/// from the vectors its shards cached.
+// The finalize Job needs what the ingest Job needs, and its own name.
+#[allow(clippy::too_many_arguments)]
+pub fn finalize_job(
+    corpus: &Corpus,
+    profile: &IndexProfile,
+    inputs: &str,
+    content: &str,
+    names: &Names,
+    settings: &Settings,
+    owner: OwnerReference,
+    keep: &[String],
+) -> Job {
+    let args = ingest_args(&corpus.name_any(), &names.report, inputs, keep);
+    job(
+        corpus,
+        profile,
+        &names.finalize_job,
+        inputs,
+        content,
+        names,
+        settings,
+        args,
+        1,
+        owner,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn job(
+    corpus: &Corpus,
+    profile: &IndexProfile,
+    job_name: &str,
+    inputs: &str,
+    content: &str,
+    names: &Names,
+    settings: &Settings,
+    args: Vec<String>,
+    completions: u32,
+    owner: OwnerReference,
+) -> Job {
+    let spec = &corpus.spec.ingest;
+    let name = corpus.name_any();
+    let mut labels = labels(corpus, Some(inputs));
+    labels.insert(CONTENT_LABEL.into(), content.into());
+    let (mut volumes, mut mounts) = pod_volumes(
+        &corpus.spec.storage.claim_name,
+        &name,
+        DataAccess::Ingest,
+        &names.inputs_config,
+    );
+    let mut claims: Vec<&str> = corpus
+        .spec
+        .sources
+        .iter()
+        .filter_map(|s| s.pvc.as_ref().map(|p| p.claim_name.as_str()))
+        .collect();
+    claims.sort_unstable();
+    claims.dedup();
+    for (i, claim) in claims.into_iter().enumerate() {
+        let volume = format!("source-{i}");
+        volumes.push(Volume {
+            name: volume.clone(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim.to_string(),
+                read_only: Some(true),
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(
+            &volume,
+            &format!("{}/{claim}", paths::PVC_ROOT),
+            true,
+        ));
+    }
+    // Source ConfigMaps, S3 credentials and the graph store's password,
+    // each in its own directory. Optional: a missing one fails the ingest
+    // (or, for the graph store, its export) with a message naming it,
+    // where a required volume would leave the pod pending in silence.
+    let config_maps = source_config_map_names(corpus);
+    let profile_secrets = profile.spec.secret_names();
+    let mut secrets: Vec<&str> = corpus
+        .spec
+        .sources
+        .iter()
+        .filter_map(|s| s.s3.as_ref()?.credentials_secret.as_ref())
+        .map(|r| r.name.as_str())
+        .chain(profile_secrets.iter().map(String::as_str))
+        .collect();
+    secrets.sort_unstable();
+    secrets.dedup();
+    for (i, config_map) in config_maps.iter().enumerate() {
+        let volume = format!("configmap-{i}");
+        volumes.push(Volume {
+            name: volume.clone(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map.clone(),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(
+            &volume,
+            &format!("{}/{config_map}", paths::CONFIG_MAP_ROOT),
+            true,
+        ));
+    }
+    mount_secrets(&secrets, &mut volumes, &mut mounts);
+    let env_path = |name: &str, value: &str| EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    };
+    let container = Container {
+        name: "ingest".into(),
+        image: Some(settings.image.clone()),
+        image_pull_policy: Some(settings.image_pull_policy.clone()),
+        args: Some(args),
+        env: Some(vec![
+            env_path(locations::PVC_ROOT_ENV, paths::PVC_ROOT),
+            env_path(locations::CONFIG_MAP_ROOT_ENV, paths::CONFIG_MAP_ROOT),
+            env_path(locations::SECRET_ROOT_ENV, paths::SECRET_ROOT),
+            pod_field("POD_NAMESPACE", "metadata.namespace"),
+            // Names the files this pod writes on the shared claim (build
+            // directories, shard vectors): every container is PID 1.
+            pod_field(crate::index::writer::POD_UID_ENV, "metadata.uid"),
+        ]),
+        resources: Some(
+            spec.resources
+                .clone()
+                .unwrap_or_else(|| super::default_resources("ingest")),
+        ),
+        volume_mounts: Some(mounts),
+        security_context: Some(container_security()),
+        ..Default::default()
+    };
+    let mut template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels.clone()),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            service_account_name: Some(names.service_account.clone()),
+            security_context: Some(pod_security()),
+            containers: vec![container],
+            volumes: Some(volumes),
+            ..Default::default()
+        }),
+    };
+    super::template::apply(&spec.template, settings, &mut template);
+    Job {
+        metadata: meta(job_name, corpus.namespace(), labels, &owner),
+        spec: Some(JobSpec {
+            completion_mode: Some("Indexed".into()),
+            completions: Some(saturating_i32(completions)),
+            parallelism: Some(saturating_i32(
+                spec.parallelism
+                    .unwrap_or(completions)
+                    .clamp(1, completions),
+            )),
+            backoff_limit: Some(saturating_i32(spec.backoff_limit)),
+            active_deadline_seconds: Some(i64::from(spec.active_deadline_seconds)),
+            ttl_seconds_after_finished: Some(saturating_i32(spec.ttl_seconds_after_finished)),
+            // A pod evicted or preempted (a node drain, a higher priority)
+            // did not fail: it does not use up the backoff limit.
+            pod_failure_policy: Some(PodFailurePolicy {
+                rules: vec![PodFailurePolicyRule {
+                    action: "Ignore".into(),
+                    on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                        type_: "DisruptionTarget".into(),
+                        status: "True".into(),
+                    }]),
+                    on_exit_codes: None,
+                }],
+            }),
+            template,
+            ..Default::default()
+        }),
+        status: None,
+    }
+}

@@ -1,0 +1,134 @@
+//! What an ingest pod tells the controller: the report ConfigMap it
+//! writes (the version it published, or why it could not) and how the
+//! controller reads it back for the inputs it started the ingest for.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use crate::ingest::IngestReport;
+use crate::spec::IndexVersionStatus;
+
+/// The ConfigMap key holding the inputs hash an ingest ran for.
+pub const REPORT_INPUTS_KEY: &str = "inputs";
+
+/// The ConfigMap key holding the ingest's [`IndexVersionStatus`] as JSON.
+pub const REPORT_STATUS_KEY: &str = "status.json";
+
+/// Failed (and flagged) documents listed in a status (all are counted).
+const MAX_LISTED: usize = 20;
+
+/// The status an ingest reports for the version it published: counts, the
+/// first failures, and what it was built from.
+pub fn version_status(
+    report: &IngestReport,
+    inputs: &str,
+    profile: &crate::spec::IndexProfileSpec,
+) -> IndexVersionStatus {
+    let m = &report.manifest;
+    IndexVersionStatus {
+        version: m.version.clone(),
+        inputs: Some(inputs.to_string()),
+        profile_hash: Some(m.profile_hash.clone()),
+        format: Some(m.format_version),
+        secrets: profile.secret_names(),
+        job: None,
+        ingest_spec: None,
+        documents: m.counts.documents as u64,
+        failed_documents: m.counts.failed_documents as u64,
+        flagged_documents: m.counts.flagged_documents as u64,
+        sentences: m.counts.sentences as u64,
+        chunks: m.counts.chunks as u64,
+        edges: m.counts.related_edges as u64,
+        skipped_entries: report.skipped.len() as u64,
+        failures: listed(&m.failed),
+        flagged: listed(&m.flagged),
+        error: None,
+    }
+}
+
+/// The first few of a version's notes on documents, for its status.
+fn listed(notes: &[crate::index::DocumentNote]) -> Vec<String> {
+    notes
+        .iter()
+        .take(MAX_LISTED)
+        .map(|n| format!("{}: {}", n.key, n.reason))
+        .collect()
+}
+
+/// Reads an ingest's report ConfigMap: the status it published, when it
+/// ran for `inputs`.
+pub fn read_report(report: &ConfigMap, inputs: &str) -> Option<Result<IndexVersionStatus, String>> {
+    let data = report.data.as_ref()?;
+    if data.get(REPORT_INPUTS_KEY).map(String::as_str) != Some(inputs) {
+        return None;
+    }
+    let json = data.get(REPORT_STATUS_KEY)?;
+    Some(
+        serde_json::from_str::<IndexVersionStatus>(json)
+            .map(|status| IndexVersionStatus {
+                inputs: Some(inputs.to_string()),
+                ..status
+            })
+            .map_err(|e| format!("unreadable ingest report: {e}")),
+    )
+}
+
+/// The ConfigMap key holding why an ingest failed outright.
+pub const REPORT_ERROR_KEY: &str = "error";
+
+/// What an ingest pod writes into its report ConfigMap: the version it
+/// published, or why it could not.
+pub fn report_data(
+    inputs: &str,
+    outcome: Result<&IndexVersionStatus, &str>,
+) -> BTreeMap<String, String> {
+    let mut data = BTreeMap::from([(REPORT_INPUTS_KEY.to_string(), inputs.to_string())]);
+    match outcome {
+        Ok(status) => {
+            data.insert(
+                REPORT_STATUS_KEY.into(),
+                serde_json::to_string(status).unwrap_or_default(),
+            );
+        }
+        Err(reason) => {
+            data.insert(REPORT_ERROR_KEY.into(), reason.to_string());
+        }
+    }
+    data
+}
+
+/// Writes an ingest's report into the ConfigMap `name` of `namespace`
+/// (which the controller created for it). Both keys are replaced, so a
+/// report never mixes two ingests.
+pub async fn write_report(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+    data: BTreeMap<String, String>,
+) -> Result<(), kube::Error> {
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client, namespace);
+    let mut patch = serde_json::json!({ "data": data });
+    // A merge patch keeps keys it does not mention: clear the other ones.
+    for key in [REPORT_STATUS_KEY, REPORT_ERROR_KEY] {
+        if !data.contains_key(key) {
+            patch["data"][key] = serde_json::Value::Null;
+        }
+    }
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Why the ingest for `inputs` failed, as its pod reported it.
+pub fn report_error<'r>(report: &'r ConfigMap, inputs: &str) -> Option<&'r str> {
+    let data = report.data.as_ref()?;
+    if data.get(REPORT_INPUTS_KEY).map(String::as_str) != Some(inputs) {
+        return None;
+    }
+    data.get(REPORT_ERROR_KEY).map(String::as_str)
+}
