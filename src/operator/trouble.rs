@@ -153,7 +153,7 @@ fn volume_trouble(pod: &Pod, pod_events: &[Event]) -> Option<Trouble> {
     }
     let name = pod.name_any();
     let uid = pod.metadata.uid.as_deref();
-    let (_, event) = pod_events
+    let troubles: Vec<(Timestamp, &Event)> = pod_events
         .iter()
         .filter(|e| e.involved_object.name.as_deref() == Some(name.as_str()))
         // An Event of an earlier pod of the same name is not this one's.
@@ -164,9 +164,32 @@ fn volume_trouble(pod: &Pod, pod_events: &[Event]) -> Option<Trouble> {
         })
         .filter(|e| matches!(e.reason.as_deref(), Some(FAILED_ATTACH | FAILED_MOUNT)))
         .filter_map(|e| Some((event_time(e)?, e)))
-        .max_by_key(|(at, _)| *at)?;
-    let said = event.message.as_deref().unwrap_or("no message");
-    Some(if event.reason.as_deref() == Some(FAILED_ATTACH) {
+        .collect();
+    let newest = troubles.iter().map(|(at, _)| *at).max()?;
+    // Event times have a resolution of one second, and a kubelet's first
+    // attempts can fail twice within one (a volume not yet authorised,
+    // then the real cause): every newest Event speaks. Retries refresh
+    // the lasting cause's time, so the message settles on it.
+    let newest: Vec<&Event> = troubles
+        .into_iter()
+        .filter(|(at, _)| *at == newest)
+        .map(|(_, e)| e)
+        .collect();
+    // A volume that cannot attach cannot mount either: attaching speaks
+    // first.
+    let attach = newest
+        .iter()
+        .any(|e| e.reason.as_deref() == Some(FAILED_ATTACH));
+    let reason = if attach { FAILED_ATTACH } else { FAILED_MOUNT };
+    let mut said: Vec<&str> = newest
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .map(|e| e.message.as_deref().unwrap_or("no message"))
+        .collect();
+    said.sort_unstable();
+    said.dedup();
+    let said = said.join("; ");
+    Some(if attach {
         let hint = if said.contains("Multi-Attach") {
             "; a ReadWriteOnce volume attaches to one node at a time: stop what holds it \
              elsewhere, or use a ReadWriteMany claim"
@@ -248,17 +271,22 @@ mod tests {
         }
     }
 
-    fn failed_create(at: &str, message: &str) -> Event {
+    /// An Event about `object` (a Job or a pod).
+    fn event(reason: &str, object: &str, at: &str, message: &str) -> Event {
         Event {
-            reason: Some(FAILED_CREATE.into()),
+            reason: Some(reason.into()),
             message: Some(message.into()),
             last_timestamp: Some(Time(at.parse().unwrap())),
             involved_object: k8s_openapi::api::core::v1::ObjectReference {
-                name: Some("c-ingest-1".into()),
+                name: Some(object.into()),
                 ..Default::default()
             },
             ..Default::default()
         }
+    }
+
+    fn failed_create(at: &str, message: &str) -> Event {
+        event(FAILED_CREATE, "c-ingest-1", at, message)
     }
 
     #[test]
@@ -332,20 +360,6 @@ mod tests {
         assert_eq!(diagnose(&[running], &[quota], &[]), None);
     }
 
-    fn volume_event(reason: &str, pod: &str, at: &str, message: &str) -> Event {
-        Event {
-            reason: Some(reason.into()),
-            message: Some(message.into()),
-            last_timestamp: Some(Time(at.parse().unwrap())),
-            involved_object: k8s_openapi::api::core::v1::ObjectReference {
-                kind: Some("Pod".into()),
-                name: Some(pod.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
-
     fn scheduled(phase: &str) -> PodStatus {
         PodStatus {
             phase: Some(phase.into()),
@@ -368,7 +382,7 @@ mod tests {
     #[test]
     fn volumes_a_node_cannot_give_are_named() {
         let waiting = pod("w", "2026-01-01T00:00:00Z", scheduled("Pending"));
-        let multi_attach = volume_event(
+        let multi_attach = event(
             FAILED_ATTACH,
             "w",
             "2026-01-01T00:01:00Z",
@@ -384,14 +398,14 @@ mod tests {
 
         // The newest Event speaks; another pod's does not.
         let mounts = [
-            volume_event(
+            event(
                 FAILED_MOUNT,
                 "w",
                 "2026-01-01T00:02:00Z",
                 "secret \"key\" not found",
             ),
-            volume_event(FAILED_MOUNT, "w", "2026-01-01T00:01:00Z", "older"),
-            volume_event(FAILED_MOUNT, "x", "2026-01-01T00:03:00Z", "another pod's"),
+            event(FAILED_MOUNT, "w", "2026-01-01T00:01:00Z", "older"),
+            event(FAILED_MOUNT, "x", "2026-01-01T00:03:00Z", "another pod's"),
         ];
         let trouble = diagnose(std::slice::from_ref(&waiting), &[], &mounts).unwrap();
         assert_eq!(trouble.reason, "VolumeMountFailed");
@@ -399,6 +413,27 @@ mod tests {
             trouble.message.contains("secret \"key\" not found"),
             "{trouble:?}"
         );
+        assert!(!trouble.message.contains("older"), "{trouble:?}");
+
+        // Two within the same second (the resolution of Event times) both
+        // speak, in whichever order they were listed.
+        let transient = event(
+            FAILED_MOUNT,
+            "w",
+            "2026-01-01T00:02:00Z",
+            "not authorized to read the claim yet",
+        );
+        for tied in [
+            [mounts[0].clone(), transient.clone()],
+            [transient.clone(), mounts[0].clone()],
+        ] {
+            let trouble = diagnose(std::slice::from_ref(&waiting), &[], &tied).unwrap();
+            assert_eq!(
+                trouble.message,
+                "pod w cannot mount a volume: not authorized to read the claim yet; \
+                 secret \"key\" not found"
+            );
+        }
 
         // A pod that has started is past its volumes' troubles.
         let running = pod("w", "2026-01-01T00:00:00Z", scheduled("Running"));

@@ -138,7 +138,9 @@ pub async fn failed_reingest_keeps_serving(world: &World) -> Result<()> {
 }
 
 /// Why an ingest's pods cannot run reaches the Corpus: a quota that
-/// refuses its pod (`PodCreateFailed`), then a pod killed for its memory
+/// refuses its pod (`PodCreateFailed`), a Secret volume the node cannot
+/// mount (`VolumeMountFailed`, from the kubelet's Event), then a pod
+/// killed for its memory
 /// (`OOMKilled`, not the Job's `BackoffLimitExceeded`), with `Stalled`
 /// and Warning Events. More memory in `spec.ingest` alone (the inputs
 /// are unchanged) tries the ingest again, `IngestRetried`, as a new Job;
@@ -158,6 +160,11 @@ pub async fn pod_troubles_surface_and_ingest_edits_retry(world: &World) -> Resul
     let small =
         json!({"requests": {"cpu": "100m", "memory": "16Mi"}, "limits": {"memory": "16Mi"}});
     corpus["spec"]["ingest"]["resources"] = small;
+    // A volume from a Secret that comes later.
+    corpus["spec"]["ingest"]["template"] = json!({
+        "volumes": [{"name": "late", "secret": {"secretName": "late-secret"}}],
+        "volumeMounts": [{"name": "late", "mountPath": "/etc/late", "readOnly": true}]
+    });
     put(world, NS, &corpus).await?;
 
     let condition_is = |want: &'static str, phase: &'static str| {
@@ -186,6 +193,28 @@ pub async fn pod_troubles_surface_and_ingest_edits_retry(world: &World) -> Resul
 
     let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), NS);
     quotas.delete("no-pods", &DeleteParams::default()).await?;
+    // The first mount may also fail for a moment on the data claim (the
+    // node's authorisation learns of the pod just after it is bound), as
+    // with a real kubelet: wait for the Secret's own failure.
+    wait_for(
+        "Ingesting to say the pod's Secret volume is missing",
+        Duration::from_secs(180),
+        || async {
+            let corpus = support::trellis_object(client, NS, "corpora", CORPUS).await?;
+            let unmounted = support::condition(&corpus, "Ingesting")
+                .is_some_and(|(_, reason)| reason == "VolumeMountFailed");
+            let message = support::condition_message(&corpus, "Ingesting");
+            Ok((unmounted && message.contains("late-secret")).then_some(()))
+        },
+    )
+    .await?;
+    support::expect_event(client, NS, CORPUS, "VolumeMountFailed").await?;
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "late-secret"},
+        "stringData": {"ca.crt": "-"},
+    });
+    put(world, NS, &secret).await?;
     let killed = wait_for(
         "the ingest to fail for its memory",
         Duration::from_secs(240),
