@@ -133,6 +133,20 @@ fn select(manifests: &Path, corpus: Option<&str>) -> Result<Selected> {
     })
 }
 
+impl Selected {
+    /// What an ingest of the selected corpus into `data_dir` reads.
+    fn inputs<'a>(&'a self, data_dir: &'a Path) -> Inputs<'a> {
+        Inputs {
+            corpus_name: &self.corpus_name,
+            corpus: &self.corpus.spec,
+            sources: &self.sources,
+            profile: &self.profile.spec,
+            profile_base: &self.profile_dir,
+            data_dir,
+        }
+    }
+}
+
 fn ingest_shard(
     manifests: &Path,
     corpus: Option<&str>,
@@ -140,22 +154,10 @@ fn ingest_shard(
     json: bool,
     shard: Shard,
 ) -> Result<(ExitCode, Option<(IngestReport, IndexProfileSpec)>)> {
-    let Selected {
-        corpus_name,
-        corpus: corpus_res,
-        sources,
-        profile,
-        profile_dir,
-    } = select(manifests, corpus)?;
+    let selected = select(manifests, corpus)?;
+    let corpus_name = &selected.corpus_name;
     let bars = StageBars::new();
-    let inputs = Inputs {
-        corpus_name: &corpus_name,
-        corpus: &corpus_res.spec,
-        sources: &sources,
-        profile: &profile.spec,
-        profile_base: &profile_dir,
-        data_dir,
-    };
+    let inputs = selected.inputs(data_dir);
     let report = ingest::embed_shard(&inputs, shard, &|stage: &str, done, total| {
         bars.update(stage, done, total)
     })?;
@@ -256,23 +258,9 @@ fn ingest_corpus(
     json: bool,
     served: &[String],
 ) -> Result<(ExitCode, Option<(IngestReport, IndexProfileSpec)>)> {
-    let Selected {
-        corpus_name,
-        corpus: corpus_res,
-        sources,
-        profile,
-        profile_dir,
-    } = select(manifests, corpus)?;
-
+    let selected = select(manifests, corpus)?;
     let bars = StageBars::new();
-    let inputs = Inputs {
-        corpus_name: &corpus_name,
-        corpus: &corpus_res.spec,
-        sources: &sources,
-        profile: &profile.spec,
-        profile_base: &profile_dir,
-        data_dir,
-    };
+    let inputs = selected.inputs(data_dir);
     let report = ingest::run(&inputs, served, &|stage: &str, done, total| {
         bars.update(stage, done, total)
     })?;
@@ -304,7 +292,7 @@ fn ingest_corpus(
             c.indexed_sentences,
             c.chunks,
             c.related_edges,
-            profile.spec.semantic_links.max_per_sentence,
+            selected.profile.spec.semantic_links.max_per_sentence,
             if m.related_edges_within_bound {
                 "yes"
             } else {
@@ -351,5 +339,5 @@ fn ingest_corpus(
     } else {
         ExitCode::from(EXIT_PARTIAL)
     };
-    Ok((code, Some((report, profile.spec))))
+    Ok((code, Some((report, selected.profile.spec))))
 }

@@ -659,25 +659,7 @@ spec:
 "#,
         server.url()
     );
-    let origin = dir.join("trellis.yaml");
-    let loaded = trellis::spec::parse_str(&manifests, &origin).unwrap();
-    let (corpus, _) = trellis::spec::select_corpus(&loaded, None, &origin).unwrap();
-    let (profile, _) = trellis::spec::select_profile(&loaded, None, &origin).unwrap();
-    let (route, _) = trellis::spec::select_route(&loaded, None, &origin).unwrap();
-
-    let report = trellis::ingest::run(
-        &trellis::ingest::Inputs {
-            corpus_name: "c",
-            corpus: &corpus.spec,
-            sources: &trellis::source::SourceContext::new(dir),
-            profile: &profile.spec,
-            profile_base: dir,
-            data_dir: &dir.join("data"),
-        },
-        &[],
-        &|_, _, _| {},
-    )
-    .unwrap();
+    let (report, route) = common::ingest_manifests(&manifests, dir);
     let manifest = &report.manifest;
     assert_eq!(manifest.dims, 8);
     assert_eq!(
