@@ -7,11 +7,10 @@
 //! ```
 //!
 //! The index is SQuAD part 1 (24 articles; `../shared/eval/squad`, or
-//! `$TRELLIS_EVAL_DIR`), built once with the default profile. FalkorDB is
-//! started from `scripts/falkordb-test-server.sh` on a free port; Neo4j is
-//! measured when `TRELLIS_TEST_NEO4J_URI` (and `TRELLIS_TEST_NEO4J_PASSWORD`)
-//! name a server, and reported as not run otherwise. Each export goes to
-//! an empty graph.
+//! `$TRELLIS_EVAL_DIR`), built once with the default profile. FalkorDB and
+//! Neo4j 5 Community are started from `scripts/falkordb-test-server.sh` and
+//! `scripts/neo4j-test-server.sh` on free ports, one after the other. Each
+//! export goes to an empty graph.
 
 #[path = "../tests/it/common/mod.rs"]
 mod common;
@@ -28,7 +27,14 @@ use trellis::spec::{
 
 const BATCH_SIZES: [usize; 6] = [1, 50, 200, 500, 1000, 2000];
 
+/// The password the Neo4j test server gives user `neo4j` (the script's
+/// default), and the variable the Neo4j spec reads it from.
+const NEO4J_PASSWORD: &str = "trellis-test-password";
+const NEO4J_PASSWORD_ENV: &str = "TRELLIS_BENCH_NEO4J_PASSWORD";
+
 fn main() {
+    // SAFETY: the first statement of `main`, before any other thread runs.
+    unsafe { std::env::set_var(NEO4J_PASSWORD_ENV, NEO4J_PASSWORD) };
     let tmp = std::env::temp_dir().join(format!("trellis-bench-graph-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let index = build_index(&tmp);
@@ -52,21 +58,21 @@ fn main() {
     });
     drop(falkordb);
 
-    match std::env::var("TRELLIS_TEST_NEO4J_URI") {
-        Ok(uri) => measure("neo4j", &index, |_| GraphSpec {
-            store: GraphStoreKind::Neo4j,
-            neo4j: Some(Neo4jSpec {
-                uri: uri.clone(),
-                database: std::env::var("TRELLIS_TEST_NEO4J_DATABASE").ok(),
-                username: std::env::var("TRELLIS_TEST_NEO4J_USER")
-                    .unwrap_or_else(|_| "neo4j".into()),
-                password_secret_ref: None,
-                password_env: Some("TRELLIS_TEST_NEO4J_PASSWORD".into()),
-            }),
-            ..GraphSpec::default()
+    let neo4j = common::ScriptServer::start("neo4j-test-server.sh");
+    // Community has one user database: every batch size shares it, emptied
+    // before each export.
+    measure("neo4j", &index, |_| GraphSpec {
+        store: GraphStoreKind::Neo4j,
+        neo4j: Some(Neo4jSpec {
+            uri: format!("bolt://127.0.0.1:{}", neo4j.port),
+            database: None,
+            username: "neo4j".into(),
+            password_secret_ref: None,
+            password_env: Some(NEO4J_PASSWORD_ENV.into()),
         }),
-        Err(_) => println!("neo4j: not run (set TRELLIS_TEST_NEO4J_URI to measure it)"),
-    }
+        ..GraphSpec::default()
+    });
+    drop(neo4j);
     let _ = std::fs::remove_dir_all(&tmp);
 }
 

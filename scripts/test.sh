@@ -4,7 +4,8 @@
 # control plane, then a lint of the Helm chart and a schemathesis run
 # against the retrieval service. Fetches what the tests need (the
 # all-MiniLM-L6-v2 tokenizer, for token-counted chunking; moto's S3
-# server, for the S3 source tests; FalkorDB, for the graph-store tests;
+# server, for the S3 source tests; FalkorDB and Neo4j, for the graph-store
+# tests;
 # kube-apiserver, kube-controller-manager, etcd and helm, built from their
 # Go modules, for the end-to-end suite) on first use.
 #
@@ -16,9 +17,11 @@ scripts/fetch-model.sh >/dev/null
 # The S3 source tests start moto's S3 server; install it before the tests
 # run, so that no test waits on pip.
 scripts/s3-test-server.sh --install
-# The graph-store tests start a real FalkorDB; a failed install fails the
-# run here rather than as a skipped test.
+# The graph-store tests start a real FalkorDB and a real Neo4j 5
+# Community (its embedded DBMS from Maven Central); a failed install fails
+# the run here rather than as a skipped test.
 scripts/falkordb-test-server.sh --install
+scripts/neo4j-test-server.sh --install
 # The control plane builds from Go modules once per machine (about 12
 # minutes cold); it builds beside the Rust build, whose single-crate
 # stretches leave a core idle, and is waited for before the e2e suite.
@@ -38,13 +41,6 @@ log="$(mktemp)"
 trap 'rm -f "$log" "$control_plane_log"' EXIT
 cargo test --locked --doc 2>&1 | tee -a "$log"
 cargo test --locked --lib --bins --tests 2>&1 | tee -a "$log"
-# The Neo4j graph-store suite needs a Neo4j 5 server, which the test
-# command cannot start; it runs when TRELLIS_TEST_NEO4J_URI names one.
-if [[ -n "${TRELLIS_TEST_NEO4J_URI:-}" ]]; then
-  cargo test --locked --test it graph:: -- --ignored 2>&1 | tee -a "$log"
-else
-  echo "neo4j graph-store tests: not run (set TRELLIS_TEST_NEO4J_URI to a Neo4j 5 server)"
-fi
 awk '/^test result:/ { passed += $4; failed += $6 }
      END { printf "all tests: %d passed, %d failed\n", passed, failed }' "$log"
 

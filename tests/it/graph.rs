@@ -1,8 +1,9 @@
 //! The graph stores against real servers: FalkorDB, which the test
 //! command installs and every test here starts on a free loopback port
 //! (`scripts/falkordb-test-server.sh`; a test fails, never skips, when it
-//! cannot start), and Neo4j 5 when `TRELLIS_TEST_NEO4J_URI` names one
-//! (run with `--ignored`; reported as ignored otherwise).
+//! cannot start), and Neo4j 5 Community, whose embedded DBMS every Neo4j
+//! test here starts the same way (`scripts/neo4j-test-server.sh`, from
+//! Maven Central).
 //!
 //! Each suite exports a small corpus built with the real model and checks
 //! the graph against the index version: node and relationship counts,
@@ -70,25 +71,46 @@ fn refused_port() -> (std::os::fd::OwnedFd, u16) {
     (fd, addr.port())
 }
 
-/// The Neo4j server of `TRELLIS_TEST_NEO4J_URI`, with
-/// `TRELLIS_TEST_NEO4J_PASSWORD` (user `neo4j` unless
-/// `TRELLIS_TEST_NEO4J_USER`).
-fn neo4j_spec() -> GraphSpec {
-    let uri = std::env::var("TRELLIS_TEST_NEO4J_URI")
-        .expect("TRELLIS_TEST_NEO4J_URI names the Neo4j 5 server to test against");
-    GraphSpec {
-        store: GraphStoreKind::Neo4j,
-        neo4j: Some(Neo4jSpec {
-            uri,
-            database: std::env::var("TRELLIS_TEST_NEO4J_DATABASE").ok(),
-            username: std::env::var("TRELLIS_TEST_NEO4J_USER").unwrap_or_else(|_| "neo4j".into()),
-            password_secret_ref: None,
-            password_env: Some("TRELLIS_TEST_NEO4J_PASSWORD".into()),
-        }),
-        batch_size: Some(64),
-        timeout_seconds: Some(30),
-        ..GraphSpec::default()
+/// The password the Neo4j test server gives user `neo4j` (the script's
+/// default), and the variable a Neo4j spec reads it from.
+const NEO4J_PASSWORD: &str = "trellis-test-password";
+const NEO4J_PASSWORD_ENV: &str = "TRELLIS_TEST_NEO4J_PASSWORD";
+
+/// A Neo4j server on a free port, stopped on drop.
+struct Neo4jServer(common::ScriptServer);
+
+impl Neo4jServer {
+    fn start() -> Neo4jServer {
+        Neo4jServer(common::ScriptServer::start("neo4j-test-server.sh"))
     }
+
+    fn spec(&self) -> GraphSpec {
+        GraphSpec {
+            store: GraphStoreKind::Neo4j,
+            neo4j: Some(Neo4jSpec {
+                uri: format!("bolt://127.0.0.1:{}", self.0.port),
+                database: None,
+                username: "neo4j".into(),
+                password_secret_ref: None,
+                password_env: Some(NEO4J_PASSWORD_ENV.into()),
+            }),
+            batch_size: Some(64),
+            timeout_seconds: Some(30),
+            ..GraphSpec::default()
+        }
+    }
+}
+
+/// Runs `suite` against a Neo4j server of its own. The password reaches
+/// the spec through the environment, which only a process's start may
+/// set: the test runs again in a child process that has it.
+fn with_neo4j(test: &str, suite: fn(&GraphSpec)) {
+    if !common::is_child(test) {
+        let password = std::ffi::OsStr::new(NEO4J_PASSWORD);
+        return common::run_in_child(test, &[(NEO4J_PASSWORD_ENV, password)]);
+    }
+    let server = Neo4jServer::start();
+    suite(&server.spec());
 }
 
 const QUOTES: &str = "Notices\n\n\
@@ -501,13 +523,17 @@ fn a_missing_password_variable_is_a_clear_error() {
 }
 
 #[test]
-#[ignore = "needs a Neo4j 5 server: set TRELLIS_TEST_NEO4J_URI and run with --ignored"]
 fn neo4j_export_counts_round_trips_and_removes_unserved_versions() {
-    export_suite(&neo4j_spec());
+    with_neo4j(
+        "graph::neo4j_export_counts_round_trips_and_removes_unserved_versions",
+        export_suite,
+    );
 }
 
 #[test]
-#[ignore = "needs a Neo4j 5 server: set TRELLIS_TEST_NEO4J_URI and run with --ignored"]
 fn neo4j_expansion_equals_the_embedded_expansion() {
-    expansion_suite(&neo4j_spec());
+    with_neo4j(
+        "graph::neo4j_expansion_equals_the_embedded_expansion",
+        expansion_suite,
+    );
 }
