@@ -223,8 +223,10 @@ OPTIONAL MATCH (a)-[:PART_OF]->(c:TextChunk)
 RETURN anchor, p.id AS paragraph, s.id AS section, collect(c.id) AS chunks";
 
 /// Neo4j 5 only: uniqueness of `(id, index_version)` per label, an index
-/// on `index_version` for deletes, and the cosine vector index over the
-/// sentence embeddings.
+/// on `index_version` for deletes, the cosine vector index over the
+/// sentence embeddings (unquantised, 5.23+: quantised vectors move
+/// similarities by about 0.01, enough to reorder anchors against the
+/// embedded index), and the full-text index over sentence text.
 pub fn neo4j_schema(dims: usize) -> Vec<String> {
     let mut statements = Vec::new();
     for label in LABELS {
@@ -242,10 +244,45 @@ pub fn neo4j_schema(dims: usize) -> Vec<String> {
         "CREATE VECTOR INDEX trellis_sentence_embedding IF NOT EXISTS \
          FOR (s:Sentence) ON s.embedding \
          OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, \
-         `vector.similarity_function`: 'cosine'}}}}"
+         `vector.similarity_function`: 'cosine', \
+         `vector.quantization.enabled`: false}}}}"
     ));
+    statements.push(
+        "CREATE FULLTEXT INDEX trellis_sentence_text IF NOT EXISTS \
+         FOR (s:Sentence) ON EACH [s.text]"
+            .to_string(),
+    );
     statements
 }
+
+/// Neo4j only: the `$candidates` sentences nearest `$vector` in the vector
+/// index, which spans every version (the caller keeps its own). Scores
+/// are Neo4j's cosine scores, (1 + cos) / 2.
+pub const NEO4J_NEAREST: &str =
+    "CALL db.index.vector.queryNodes('trellis_sentence_embedding', $candidates, $vector)
+YIELD node, score
+RETURN node.id AS id, node.index_version AS version, node.indexed AS indexed, score";
+
+/// FalkorDB only: as [`NEO4J_NEAREST`]; scores are cosine distances,
+/// 1 − cos.
+pub const FALKORDB_NEAREST: &str =
+    "CALL db.idx.vector.queryNodes('Sentence', 'embedding', $candidates, vecf32($vector))
+YIELD node, score
+RETURN node.id AS id, node.index_version AS version, node.indexed AS indexed, score";
+
+/// Neo4j only: the `$candidates` best matches of `$query` (Lucene
+/// syntax) in the full-text index, of every version.
+pub const NEO4J_MATCHING: &str =
+    "CALL db.index.fulltext.queryNodes('trellis_sentence_text', $query, {limit: $candidates})
+YIELD node, score
+RETURN node.id AS id, node.index_version AS version, node.indexed AS indexed, score";
+
+/// FalkorDB only: as [`NEO4J_MATCHING`], `$query` in RediSearch syntax.
+pub const FALKORDB_MATCHING: &str = "CALL db.idx.fulltext.queryNodes('Sentence', $query)
+YIELD node, score
+RETURN node.id AS id, node.index_version AS version, node.indexed AS indexed, score
+ORDER BY score DESC
+LIMIT $candidates";
 
 /// FalkorDB only: a range index on `id` and `index_version` per label
 /// (FalkorDB indexes each property on its own, so the pair serves both
@@ -261,6 +298,7 @@ pub fn falkordb_schema(dims: usize) -> Vec<String> {
         "CREATE VECTOR INDEX FOR (s:Sentence) ON (s.embedding) \
          OPTIONS {{dimension: {dims}, similarityFunction: 'cosine'}}"
     ));
+    statements.push("CALL db.idx.fulltext.createNodeIndex('Sentence', 'text')".to_string());
     statements
 }
 
@@ -292,20 +330,26 @@ mod tests {
             upsert_sentences(&neo4j_vector("row.embedding"))
                 .contains("n.embedding = row.embedding,")
         );
-        let vector = schema.last().unwrap();
+        let vector = &schema[schema.len() - 2];
         assert!(vector.starts_with("CREATE VECTOR INDEX trellis_sentence_embedding IF NOT EXISTS"));
         assert!(vector.contains("FOR (s:Sentence) ON s.embedding"));
         assert!(vector.contains("`vector.dimensions`: 384"));
         assert!(vector.contains("`vector.similarity_function`: 'cosine'"));
+        assert!(
+            schema
+                .last()
+                .unwrap()
+                .starts_with("CREATE FULLTEXT INDEX trellis_sentence_text IF NOT EXISTS")
+        );
         assert!(schema.iter().all(|s| s.contains("IF NOT EXISTS")));
     }
 
     #[test]
     fn falkordb_schema_uses_its_own_vector_index_syntax() {
         let schema = falkordb_schema(768);
-        assert_eq!(schema.len(), LABELS.len() + 1);
+        assert_eq!(schema.len(), LABELS.len() + 2);
         assert_eq!(
-            schema.last().unwrap(),
+            schema[LABELS.len()],
             "CREATE VECTOR INDEX FOR (s:Sentence) ON (s.embedding) \
              OPTIONS {dimension: 768, similarityFunction: 'cosine'}"
         );

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use falkordb::{FalkorClientBuilder, FalkorDBError, FalkorSyncClient, FalkorValue, SyncGraph};
 
-use super::{GraphError, GraphStore, Rows, Statement, Value, cypher};
+use super::{GraphError, GraphStore, Rows, Statement, Value, anchors, cypher};
 use crate::spec::FalkorDbSpec;
 
 const NAME: &str = "falkordb";
@@ -107,6 +107,15 @@ impl GraphStore for FalkorStore {
 
     fn vector(&self, list: &str) -> String {
         cypher::falkordb_vector(list)
+    }
+
+    fn search(&self) -> anchors::Search {
+        anchors::Search {
+            nearest: cypher::FALKORDB_NEAREST,
+            matching: cypher::FALKORDB_MATCHING,
+            similarity: anchors::falkordb_similarity,
+            any_word: anchors::redisearch_any,
+        }
     }
 
     fn run(&mut self, statement: &Statement<'_>) -> Result<Rows, GraphError> {

@@ -18,6 +18,7 @@
 //! (:Sentence)-[:RELATED_TO {similarity, source: "knn_sentence"}]->(:Sentence)
 //! ```
 
+pub mod anchors;
 pub mod cypher;
 pub mod expand;
 pub mod export;
@@ -124,6 +125,10 @@ pub trait GraphStore: Send {
     /// The expression that turns `list`, a list of floats, into what this
     /// store's vector index reads.
     fn vector(&self, list: &str) -> String;
+
+    /// What this store's vector and full-text indexes are asked, and how
+    /// they answer ([`anchors`]).
+    fn search(&self) -> anchors::Search;
 
     /// Runs one statement (a write is committed when it returns).
     fn run(&mut self, statement: &Statement<'_>) -> Result<Rows, GraphError>;

@@ -15,7 +15,7 @@ use neo4rs::{
     BoltFloat, BoltInteger, BoltList, BoltMap, BoltNull, BoltString, BoltType, ConfigBuilder,
 };
 
-use super::{GraphError, GraphStore, Rows, Statement, Value, cypher};
+use super::{GraphError, GraphStore, Rows, Statement, Value, anchors, cypher};
 use crate::spec::Neo4jSpec;
 
 const NAME: &str = "neo4j";
@@ -113,6 +113,15 @@ impl GraphStore for Neo4jStore {
 
     fn vector(&self, list: &str) -> String {
         cypher::neo4j_vector(list)
+    }
+
+    fn search(&self) -> anchors::Search {
+        anchors::Search {
+            nearest: cypher::NEO4J_NEAREST,
+            matching: cypher::NEO4J_MATCHING,
+            similarity: anchors::neo4j_similarity,
+            any_word: anchors::lucene_any,
+        }
     }
 
     fn run(&mut self, statement: &Statement<'_>) -> Result<Rows, GraphError> {

@@ -343,6 +343,68 @@ fn export_suite(spec: &GraphSpec) {
     assert!(third.graph.as_ref().unwrap().removed.is_empty());
     assert!(export::is_complete(store.as_mut(), &v2).unwrap());
     assert!(export::is_complete(store.as_mut(), &third.manifest.version).unwrap());
+
+    // Stage 1 asked of the store, with two versions of the same sentences
+    // beside each other.
+    let index = IndexVersion::open(&dir.join("data"), "c", Some(&third.manifest.version)).unwrap();
+    store_anchors_agree(store.as_mut(), &index);
+}
+
+/// The store's vector index finds, among `index`'s version only, the
+/// sentences an exact search of the version finds, with the same cosine
+/// similarities; its full-text index finds sentences holding the words.
+fn store_anchors_agree(store: &mut dyn GraphStore, index: &IndexVersion) {
+    let version = index.manifest.version.as_str();
+    let sentences = &index.store.sentences;
+    let indexed: Vec<u32> = (0..sentences.len() as u32)
+        .filter(|&i| sentences[i as usize].indexed)
+        .collect();
+    let k = 5;
+    for &i in indexed.iter().step_by(4) {
+        let q = index.vectors.row(i);
+        let found = graph::anchors::nearest(store, version, q, k, 0).unwrap();
+        let mut exact: Vec<f32> = indexed
+            .iter()
+            .map(|&j| trellis::embed::dot(q, index.vectors.row(j)))
+            .collect();
+        exact.sort_by(|a, b| b.total_cmp(a));
+        assert_eq!(found.len(), k, "{found:?}");
+        for (rank, (id, similarity)) in found.iter().enumerate() {
+            assert!(
+                sentences.iter().any(|s| &s.id == id && s.indexed),
+                "{id} is no indexed sentence of the version"
+            );
+            assert!(
+                (similarity - exact[rank]).abs() < 1e-3,
+                "sentence {i}, rank {rank}: {similarity} where an exact search finds {}",
+                exact[rank]
+            );
+        }
+        let distinct: std::collections::HashSet<&String> = found.iter().map(|(id, _)| id).collect();
+        assert_eq!(distinct.len(), k, "each sentence once: {found:?}");
+    }
+    let found = graph::anchors::matching(store, version, "Terminate, NOTICE?", 10, 0).unwrap();
+    assert!(!found.is_empty());
+    for (id, _) in &found {
+        let s = sentences
+            .iter()
+            .find(|s| &s.id == id)
+            .expect("a sentence of the version");
+        let text = s.text.to_lowercase();
+        assert!(
+            // Both stores stem: "termination" matches "terminate".
+            s.indexed && (text.contains("termin") || text.contains("notic")),
+            "{id}: {}",
+            s.text
+        );
+    }
+    let ids: std::collections::HashSet<&String> = found.iter().map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), found.len(), "each sentence once: {found:?}");
+    assert!(
+        graph::anchors::matching(store, version, "?!", 10, 0)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// Stage 2 in the graph adds what the embedded expansion adds, for the
