@@ -9,7 +9,8 @@ use trellis::eval::{EvalReport, EvalSet, Evaluation, Metrics, parse_dataset_arg}
 use trellis::spec::{self, IndexProfileSpec, RetrievalRouteSpec};
 
 use super::progress::StageBars;
-use super::{ModeArg, data_dir, manifest_dir};
+use super::{ModeArg, manifest_dir};
+use trellis::locations::data_dir;
 
 #[derive(clap::Args)]
 pub struct EvalArgs {

@@ -10,7 +10,8 @@ use trellis::ingest::{self, IngestReport, Inputs, Shard};
 use trellis::spec::{self, IndexProfileSpec};
 
 use super::progress::StageBars;
-use super::{EXIT_PARTIAL, data_dir, manifest_dir};
+use super::{EXIT_PARTIAL, manifest_dir};
+use trellis::locations::data_dir;
 
 #[derive(clap::Args)]
 pub struct IngestArgs {

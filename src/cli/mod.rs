@@ -168,12 +168,6 @@ fn manifest_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// The data directory: `--data-dir`, else `$TRELLIS_DATA_DIR`, else
-/// `./.trellis`.
-fn data_dir(flag: Option<&Path>) -> PathBuf {
-    trellis::locations::data_dir(flag)
-}
-
 /// `KEY=VALUE` from the command line.
 fn parse_key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {

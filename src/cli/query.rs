@@ -10,7 +10,8 @@ use trellis::index::IndexVersion;
 use trellis::retrieve::{Filter, LoadedRoute};
 use trellis::spec;
 
-use super::{ModeArg, data_dir, parse_key_value};
+use super::{ModeArg, parse_key_value};
+use trellis::locations::data_dir;
 
 #[derive(clap::Args)]
 pub struct QueryArgs {

@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use trellis::locations::data_dir;
 use trellis::retrieve::LoadedRoute;
 use trellis::serve::{self, Limits, Service, Tokens};
 use trellis::spec;
-
-use super::data_dir;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {

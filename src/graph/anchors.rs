@@ -67,12 +67,7 @@ pub fn nearest(
             .param("candidates", Value::Int(candidates as i64))
             .param("vector", Value::Vector(vector.to_vec()))
     })?;
-    let mut found: Vec<(String, f32)> = found
-        .into_iter()
-        .map(|(id, score)| (id, (search.similarity)(score)))
-        .collect();
-    found.sort_by(|a, b| b.1.total_cmp(&a.1));
-    Ok(found)
+    Ok(best_first(found, search.similarity))
 }
 
 /// The `k` indexed sentences of `version` best matching any word of
@@ -96,12 +91,14 @@ pub fn matching(
             .param("candidates", Value::Int(candidates as i64))
             .param("query", text.as_str())
     })?;
-    let mut found: Vec<(String, f32)> = found
-        .into_iter()
-        .map(|(id, score)| (id, score as f32))
-        .collect();
-    found.sort_by(|a, b| b.1.total_cmp(&a.1));
-    Ok(found)
+    Ok(best_first(found, |score| score as f32))
+}
+
+/// `found` with each score as `score` makes it, highest first.
+fn best_first(found: Vec<(String, f64)>, score: impl Fn(f64) -> f32) -> Vec<(String, f32)> {
+    let mut ranked: Vec<(String, f32)> = found.into_iter().map(|(id, s)| (id, score(s))).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    ranked
 }
 
 /// The words of `text` as the full-text queries take them: runs of

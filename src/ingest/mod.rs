@@ -152,13 +152,14 @@ fn publish_version(
     let source::Listing { documents, skipped } = source::corpus_documents(corpus, sources)?;
     let root = corpus_dir(data_dir, corpus_name);
     std::fs::create_dir_all(&root).map_err(|e| IndexError::io(&root, e))?;
-    let report = |manifest, reused, sources_unchanged, removed| IngestReport {
+    // Called once, on whichever path returns.
+    let report = move |manifest, reused, sources_unchanged, removed| IngestReport {
         manifest,
         reused,
         sources_unchanged,
         removed,
         graph: None,
-        skipped: skipped.clone(),
+        skipped,
     };
 
     let revision = source::revision(&documents).map(|r| hash::inputs_revision(profile, corpus, &r));

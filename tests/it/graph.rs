@@ -160,20 +160,7 @@ fn ingest(
     let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
     let mut profile = profile.spec.clone();
     profile.graph = graph.clone();
-    let data = dir.join("data");
-    trellis::ingest::run(
-        &trellis::ingest::Inputs {
-            corpus_name: "c",
-            corpus: &corpus.spec,
-            sources: &trellis::source::SourceContext::new(dir),
-            profile: &profile,
-            profile_base: dir,
-            data_dir: &data,
-        },
-        served,
-        &|_, _, _| {},
-    )
-    .unwrap()
+    common::ingest_in(dir, &corpus.spec, &profile, served).unwrap()
 }
 
 fn connect(spec: &GraphSpec) -> Box<dyn GraphStore> {

@@ -64,18 +64,7 @@ fn try_ingest(
     profile: &IndexProfile,
     served: &[String],
 ) -> Result<trellis::ingest::IngestReport, trellis::ingest::IngestError> {
-    trellis::ingest::run(
-        &trellis::ingest::Inputs {
-            corpus_name: "c",
-            corpus: &corpus.spec,
-            sources: &trellis::source::SourceContext::new(dir),
-            profile: &profile.spec,
-            profile_base: dir,
-            data_dir: &dir.join("data"),
-        },
-        served,
-        &|_, _, _| {},
-    )
+    common::ingest_in(dir, &corpus.spec, &profile.spec, served)
 }
 
 #[test]

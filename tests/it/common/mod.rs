@@ -59,21 +59,32 @@ pub fn ingest_manifests(
     let (corpus, _) = trellis::spec::select_corpus(&loaded, None, &origin).expect("a Corpus");
     let (profile, _) =
         trellis::spec::select_profile(&loaded, None, &origin).expect("an IndexProfile");
-    let report = trellis::ingest::run(
+    let report = ingest_in(dir, &corpus.spec, &profile.spec, &[]).expect("ingest");
+    let (route, _) = trellis::spec::select_route(&loaded, None, &origin).expect("a RetrievalRoute");
+    (report, route.clone())
+}
+
+/// Ingests `corpus` with `profile` as corpus `c`, its sources and the
+/// profile's paths relative to `dir`, into `dir/data`, keeping the
+/// `served` versions.
+pub fn ingest_in(
+    dir: &Path,
+    corpus: &trellis::spec::CorpusSpec,
+    profile: &trellis::spec::IndexProfileSpec,
+    served: &[String],
+) -> Result<trellis::ingest::IngestReport, trellis::ingest::IngestError> {
+    trellis::ingest::run(
         &trellis::ingest::Inputs {
             corpus_name: "c",
-            corpus: &corpus.spec,
+            corpus,
             sources: &trellis::source::SourceContext::new(dir),
-            profile: &profile.spec,
+            profile,
             profile_base: dir,
             data_dir: &dir.join("data"),
         },
-        &[],
+        served,
         &|_, _, _| {},
     )
-    .expect("ingest");
-    let (route, _) = trellis::spec::select_route(&loaded, None, &origin).expect("a RetrievalRoute");
-    (report, route.clone())
 }
 
 /// Resident memory of a process (`"self"` or a pid), in bytes; 0 where
