@@ -33,13 +33,9 @@ pub(super) fn inputs_revision(
     corpus: &CorpusSpec,
     sources: &str,
 ) -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&FORMAT_VERSION.to_le_bytes());
-    hasher.update(&crate::pipeline::SKELETON_REVISION.to_le_bytes());
-    hasher.update(&serde_json::to_vec(profile).unwrap_or_default());
-    hasher.update(&indexed_corpus_spec(corpus));
+    let mut hasher = specs_hasher(profile, corpus);
     hasher.update(sources.as_bytes());
-    hasher.finalize().to_hex()[..16].to_string()
+    short_hex(&hasher)
 }
 
 /// The name of the version built from `documents` as read (`contents`).
@@ -49,13 +45,7 @@ pub(super) fn version_hash(
     documents: &[CorpusDocument],
     contents: &[Result<Fetched, String>],
 ) -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&FORMAT_VERSION.to_le_bytes());
-    hasher.update(&crate::pipeline::SKELETON_REVISION.to_le_bytes());
-    hasher.update(&serde_json::to_vec(profile).unwrap_or_default());
-    // Where versions are kept and how ingest pods run do not change what
-    // is indexed.
-    hasher.update(&indexed_corpus_spec(corpus));
+    let mut hasher = specs_hasher(profile, corpus);
     for (doc, content) in documents.iter().zip(contents) {
         hasher.update(doc.key.as_bytes());
         hasher.update(&[0]);
@@ -66,5 +56,23 @@ pub(super) fn version_hash(
             Err(e) => hasher.update(e.as_bytes()),
         };
     }
+    short_hex(&hasher)
+}
+
+/// A hasher fed what every hash of an ingest's inputs starts with: the
+/// on-disk format, the skeleton revision, the profile spec and the corpus
+/// spec as it decides what is indexed (where versions are kept and how
+/// ingest pods run do not).
+fn specs_hasher(profile: &IndexProfileSpec, corpus: &CorpusSpec) -> blake3::Hasher {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&FORMAT_VERSION.to_le_bytes());
+    hasher.update(&crate::pipeline::SKELETON_REVISION.to_le_bytes());
+    hasher.update(&serde_json::to_vec(profile).unwrap_or_default());
+    hasher.update(&indexed_corpus_spec(corpus));
+    hasher
+}
+
+/// The first 16 hex digits of what `hasher` has been fed.
+fn short_hex(hasher: &blake3::Hasher) -> String {
     hasher.finalize().to_hex()[..16].to_string()
 }
