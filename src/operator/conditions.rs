@@ -132,7 +132,28 @@ impl Note {
             message: message.into(),
         }
     }
+
+    /// The message as an Event can carry it: the API server refuses an
+    /// Event whose note is longer than [`EVENT_NOTE_LIMIT`] bytes, and a
+    /// refused Event says nothing at all, so a longer message (a mount
+    /// failure quoting a whole API error) is cut at a character boundary
+    /// and marked. The condition keeps the whole message.
+    pub fn event_text(&self) -> String {
+        const MARK: &str = " …";
+        if self.message.len() <= EVENT_NOTE_LIMIT {
+            return self.message.clone();
+        }
+        let mut end = EVENT_NOTE_LIMIT - MARK.len();
+        while !self.message.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}{MARK}", &self.message[..end])
+    }
 }
+
+/// The longest note, in bytes, the API server accepts on an Event
+/// (`events.k8s.io/v1` validation).
+pub const EVENT_NOTE_LIMIT: usize = 1024;
 
 /// Reasons of a not-yet-ready state that is on its way, not a problem.
 const UNDER_WAY: &[&str] = &[
@@ -199,6 +220,20 @@ pub fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_text_fits_the_api_limit_at_a_character_boundary() {
+        let short = Note::warning("VolumeMountFailed", "secret \"late\" not found");
+        assert_eq!(short.event_text(), short.message);
+        // 'é' is two bytes, so a cut at an odd byte lands inside one.
+        let long = Note::warning("VolumeMountFailed", "é".repeat(EVENT_NOTE_LIMIT));
+        let text = long.event_text();
+        assert!(text.len() <= EVENT_NOTE_LIMIT, "{} bytes", text.len());
+        assert!(text.ends_with(" …"));
+        assert!(text.starts_with("éé"));
+        let exact = Note::normal("Ready", "x".repeat(EVENT_NOTE_LIMIT));
+        assert_eq!(exact.event_text(), exact.message);
+    }
 
     #[test]
     fn transition_time_moves_only_with_the_status() {

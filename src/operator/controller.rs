@@ -162,7 +162,7 @@ async fn publish<K: Resource<DynamicType = ()>>(ctx: &Context, object: &K, note:
             EventType::Normal
         },
         reason: note.reason.clone(),
-        note: Some(note.message.clone()),
+        note: Some(note.event_text()),
         action: "Reconcile".into(),
         secondary: None,
     };
