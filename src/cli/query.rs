@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use trellis::index::IndexVersion;
-use trellis::retrieve::{Filter, LoadedRoute};
+use trellis::retrieve::{Filter, LoadedRoute, opening};
 use trellis::spec;
 
 use super::{ModeArg, parse_key_value};
@@ -79,7 +79,12 @@ impl QueryArgs {
             route_spec.anchors.mode = mode.into();
         }
         let corpus = &route_spec.corpus_ref.name;
-        let index = IndexVersion::open(&data_dir, corpus, self.index_version.as_deref())?;
+        let index = IndexVersion::open_as(
+            &data_dir,
+            corpus,
+            self.index_version.as_deref(),
+            opening(&route_spec),
+        )?;
         // A mistyped document would otherwise read as "no results"; checked
         // before the model loads.
         for wanted in filter.documents.iter().flatten() {

@@ -9,7 +9,9 @@
 //! candidates than it needs, keeps those of its version, and asks again
 //! for more while the store had more to give and too few were kept.
 
-use super::{GraphError, GraphStore, Statement, Value, run_with_retries};
+use super::numbers::Numbers;
+use super::{GraphError, GraphStore, Statement, Value, cypher, run_with_retries};
+use crate::index::IndexVersion;
 
 /// What a store's search procedures are asked, and how they answer.
 #[derive(Clone, Copy)]
@@ -20,6 +22,8 @@ pub struct Search {
     /// Returns `id, version, indexed, score` of the `$candidates` best
     /// matches of `$query`, of every version.
     pub matching: &'static str,
+    /// As `matching`, over paragraphs (`indexed` is always true).
+    pub matching_paragraphs: &'static str,
     /// The cosine similarity a `nearest` score stands for.
     pub similarity: fn(f64) -> f32,
     /// The full-text query matching any of `words` (lower-case letters
@@ -52,17 +56,18 @@ pub fn redisearch_any(words: &[String]) -> String {
 /// many other versions, and the shorter list is the answer.
 const MAX_OVERSAMPLING: usize = 64;
 
-/// The `k` sentences of `version` nearest `vector`: ids and cosine
-/// similarities, best first.
+/// The `k` sentences of `version` that `keep` lets through nearest
+/// `vector`: ids and cosine similarities, best first.
 pub fn nearest(
     store: &mut dyn GraphStore,
     version: &str,
     vector: &[f32],
     k: usize,
     retries: u32,
+    keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(String, f32)>, GraphError> {
     let search = store.search();
-    let found = oversampled(store, version, k, retries, |candidates| {
+    let found = oversampled(store, version, k, retries, keep, |candidates| {
         Statement::new("nearest_sentences", search.nearest)
             .param("candidates", Value::Int(candidates as i64))
             .param("vector", Value::Vector(vector.to_vec()))
@@ -70,15 +75,24 @@ pub fn nearest(
     Ok(best_first(found, search.similarity))
 }
 
-/// The `k` indexed sentences of `version` best matching any word of
-/// `query`: ids and the store's relevance scores, best first. A query
-/// without a letter or digit matches nothing.
+/// What [`matching`] searches: sentences or paragraphs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matched {
+    Sentences,
+    Paragraphs,
+}
+
+/// The `k` indexed sentences (or paragraphs) of `version` that `keep`
+/// lets through best matching any word of `query`: ids and the store's
+/// relevance scores, best first. A query without a letter or digit
+/// matches nothing.
 pub fn matching(
     store: &mut dyn GraphStore,
     version: &str,
     query: &str,
-    k: usize,
+    (what, k): (Matched, usize),
     retries: u32,
+    keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(String, f32)>, GraphError> {
     let words = words(query);
     if words.is_empty() {
@@ -86,12 +100,141 @@ pub fn matching(
     }
     let search = store.search();
     let text = (search.any_word)(&words);
-    let found = oversampled(store, version, k, retries, |candidates| {
-        Statement::new("matching_sentences", search.matching)
+    let (name, statement) = match what {
+        Matched::Sentences => ("matching_sentences", search.matching),
+        Matched::Paragraphs => ("matching_paragraphs", search.matching_paragraphs),
+    };
+    let found = oversampled(store, version, k, retries, keep, |candidates| {
+        Statement::new(name, statement)
             .param("candidates", Value::Int(candidates as i64))
             .param("query", text.as_str())
     })?;
     Ok(best_first(found, |score| score as f32))
+}
+
+/// Stage 1 for a route whose anchors come from the store: [`nearest`]
+/// and [`matching`] over `index`'s version, as the version's sentence
+/// numbers, each list holding up to `k` sentences that `admits` lets
+/// through (access filters apply before the `k` are counted).
+pub struct VersionSearch<'a> {
+    index: &'a IndexVersion,
+    numbers: Numbers<'a>,
+    retries: u32,
+}
+
+impl<'a> VersionSearch<'a> {
+    pub fn new(index: &'a IndexVersion, retries: u32) -> Self {
+        Self {
+            index,
+            numbers: Numbers::new(index),
+            retries,
+        }
+    }
+
+    /// The `k` admitted sentences nearest `vector`, with cosine
+    /// similarities, best first.
+    pub fn nearest(
+        &self,
+        store: &mut dyn GraphStore,
+        vector: &[f32],
+        k: usize,
+        admits: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, GraphError> {
+        let keep = |id: &str| self.numbers.of(id).is_some_and(admits);
+        let found = nearest(store, self.version(), vector, k, self.retries, &keep)?;
+        Ok(self.numbered(found))
+    }
+
+    /// The admitted sentences the store's full-text indexes find for
+    /// `query`: its `k` best sentences and, `with_paragraphs`, every
+    /// admitted sentence of its `k` best paragraphs (as the embedded BM25
+    /// index matches a sentence by its paragraph's words too). The
+    /// caller ranks them; the store's engine only finds them.
+    pub fn matching(
+        &self,
+        store: &mut dyn GraphStore,
+        query: &str,
+        k: usize,
+        with_paragraphs: bool,
+        admits: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<u32>, GraphError> {
+        let keep = |id: &str| self.numbers.of(id).is_some_and(admits);
+        let wanted = (Matched::Sentences, k);
+        let found = matching(store, self.version(), query, wanted, self.retries, &keep)?;
+        let mut sentences: Vec<u32> = self.numbered(found).into_iter().map(|(i, _)| i).collect();
+        if with_paragraphs {
+            let skeleton = &self.index.store;
+            let members = |p: u32| {
+                let [start, end] = skeleton.paragraphs[p as usize].sentences;
+                (start..end).filter(|&i| admits(i))
+            };
+            let keep = |id: &str| {
+                self.numbers
+                    .paragraph(id)
+                    .is_some_and(|p| members(p).next().is_some())
+            };
+            let wanted = (Matched::Paragraphs, k);
+            let found = matching(store, self.version(), query, wanted, self.retries, &keep)?;
+            for (id, _) in found {
+                if let Some(p) = self.numbers.paragraph(&id) {
+                    sentences.extend(members(p));
+                }
+            }
+        }
+        sentences.sort_unstable();
+        sentences.dedup();
+        Ok(sentences)
+    }
+
+    /// The embeddings of `sentences` (indexed ones; others have none), in
+    /// one round trip.
+    pub fn vectors(
+        &self,
+        store: &mut dyn GraphStore,
+        sentences: &[u32],
+    ) -> Result<Vec<(u32, Vec<f32>)>, GraphError> {
+        if sentences.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Value> = sentences
+            .iter()
+            .map(|&i| self.index.store.sentences[i as usize].id.as_str().into())
+            .collect();
+        let statement = Statement::new("sentence_vectors", cypher::SENTENCE_VECTORS)
+            .param("version", self.version())
+            .param("ids", Value::List(ids));
+        let rows = run_with_retries(store, &statement, self.retries)?;
+        let mut vectors = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let reply = |reason: String| GraphError::Reply {
+                store: store.name(),
+                statement: statement.name.to_string(),
+                reason,
+            };
+            let [id, embedding] = row.as_slice() else {
+                return Err(reply(format!("expected id, embedding: {row:?}")));
+            };
+            let i = id
+                .as_str()
+                .and_then(|id| self.numbers.of(id))
+                .ok_or_else(|| reply(format!("not a sentence id: {id:?}")))?;
+            if let Some(v) = embedding.as_vector() {
+                vectors.push((i, v));
+            }
+        }
+        Ok(vectors)
+    }
+
+    fn version(&self) -> &'a str {
+        &self.index.manifest.version
+    }
+
+    fn numbered(&self, found: Vec<(String, f32)>) -> Vec<(u32, f32)> {
+        found
+            .into_iter()
+            .filter_map(|(id, score)| Some((self.numbers.of(&id)?, score)))
+            .collect()
+    }
 }
 
 /// `found` with each score as `score` makes it, highest first.
@@ -119,14 +262,16 @@ fn words(text: &str) -> Vec<String> {
 }
 
 /// Runs `statement(candidates)` for `k` candidates, then twice as many,
-/// and so on, until `k` indexed sentences of `version` came back, asking
-/// for more gave no more, or [`MAX_OVERSAMPLING`] is reached; those of the
-/// version with their raw scores, in the store's order, at most `k`.
+/// and so on, until `k` indexed sentences of `version` that `keep` lets
+/// through came back, asking for more gave no more, or
+/// [`MAX_OVERSAMPLING`] is reached; those with their raw scores, in the
+/// store's order, at most `k`.
 fn oversampled<'s>(
     store: &mut dyn GraphStore,
     version: &str,
     k: usize,
     retries: u32,
+    keep: &dyn Fn(&str) -> bool,
     statement: impl Fn(usize) -> Statement<'s>,
 ) -> Result<Vec<(String, f64)>, GraphError> {
     if k == 0 {
@@ -155,6 +300,9 @@ fn oversampled<'s>(
             let id = id
                 .as_str()
                 .ok_or_else(|| reply(format!("a sentence id that is not text: {id:?}")))?;
+            if !keep(id) {
+                continue;
+            }
             let score = score
                 .as_float()
                 .ok_or_else(|| reply(format!("a score that is not a number: {score:?}")))?;

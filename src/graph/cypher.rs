@@ -186,6 +186,13 @@ RETURN n.id AS id, n.text AS text, n.embedding AS embedding, n.page AS page,
        n.section_path AS section_path, n.prev_sentence_id AS prev,
        n.next_sentence_id AS next, n.parent_paragraph_id AS paragraph";
 
+/// Stage 3 of a route anchored in the store: the embeddings of the
+/// sentences `$ids` (indexed ones carry one).
+pub const SENTENCE_VECTORS: &str = "UNWIND $ids AS wanted
+MATCH (n:Sentence {id: wanted, index_version: $version})
+WHERE n.embedding IS NOT NULL
+RETURN n.id AS id, n.embedding AS embedding";
+
 /// Stage 2, window: the sentences within `window` `NEXT` steps of each of
 /// `$anchors`, before or after (a document's chain never crosses into
 /// another's). `window` is at least 1.
@@ -247,11 +254,16 @@ pub fn neo4j_schema(dims: usize) -> Vec<String> {
          `vector.similarity_function`: 'cosine', \
          `vector.quantization.enabled`: false}}}}"
     ));
-    statements.push(
-        "CREATE FULLTEXT INDEX trellis_sentence_text IF NOT EXISTS \
-         FOR (s:Sentence) ON EACH [s.text]"
-            .to_string(),
-    );
+    // Lucene's English analyzer (stop words, Porter stemming), as the
+    // embedded BM25 index analyses text with English stop words and
+    // stemming: "governs" finds "governed" in both.
+    for (label, name) in [(SENTENCE, "sentence"), (PARAGRAPH, "paragraph")] {
+        statements.push(format!(
+            "CREATE FULLTEXT INDEX trellis_{name}_words IF NOT EXISTS \
+             FOR (n:{label}) ON EACH [n.text] \
+             OPTIONS {{indexConfig: {{`fulltext.analyzer`: 'english'}}}}"
+        ));
+    }
     statements
 }
 
@@ -273,9 +285,23 @@ RETURN node.id AS id, node.index_version AS version, node.indexed AS indexed, sc
 /// Neo4j only: the `$candidates` best matches of `$query` (Lucene
 /// syntax) in the full-text index, of every version.
 pub const NEO4J_MATCHING: &str =
-    "CALL db.index.fulltext.queryNodes('trellis_sentence_text', $query, {limit: $candidates})
+    "CALL db.index.fulltext.queryNodes('trellis_sentence_words', $query, {limit: $candidates})
 YIELD node, score
 RETURN node.id AS id, node.index_version AS version, node.indexed AS indexed, score";
+
+/// Neo4j only: as [`NEO4J_MATCHING`], over paragraphs.
+pub const NEO4J_MATCHING_PARAGRAPHS: &str =
+    "CALL db.index.fulltext.queryNodes('trellis_paragraph_words', $query, {limit: $candidates})
+YIELD node, score
+RETURN node.id AS id, node.index_version AS version, true AS indexed, score";
+
+/// FalkorDB only: as [`NEO4J_MATCHING`], over paragraphs.
+pub const FALKORDB_MATCHING_PARAGRAPHS: &str =
+    "CALL db.idx.fulltext.queryNodes('Paragraph', $query)
+YIELD node, score
+RETURN node.id AS id, node.index_version AS version, true AS indexed, score
+ORDER BY score DESC
+LIMIT $candidates";
 
 /// FalkorDB only: as [`NEO4J_MATCHING`], `$query` in RediSearch syntax.
 pub const FALKORDB_MATCHING: &str = "CALL db.idx.fulltext.queryNodes('Sentence', $query)
@@ -298,7 +324,11 @@ pub fn falkordb_schema(dims: usize) -> Vec<String> {
         "CREATE VECTOR INDEX FOR (s:Sentence) ON (s.embedding) \
          OPTIONS {{dimension: {dims}, similarityFunction: 'cosine'}}"
     ));
-    statements.push("CALL db.idx.fulltext.createNodeIndex('Sentence', 'text')".to_string());
+    for label in [SENTENCE, PARAGRAPH] {
+        statements.push(format!(
+            "CALL db.idx.fulltext.createNodeIndex('{label}', 'text')"
+        ));
+    }
     statements
 }
 
@@ -330,30 +360,41 @@ mod tests {
             upsert_sentences(&neo4j_vector("row.embedding"))
                 .contains("n.embedding = row.embedding,")
         );
-        let vector = &schema[schema.len() - 2];
+        let vector = &schema[schema.len() - 3];
         assert!(vector.starts_with("CREATE VECTOR INDEX trellis_sentence_embedding IF NOT EXISTS"));
         assert!(vector.contains("FOR (s:Sentence) ON s.embedding"));
         assert!(vector.contains("`vector.dimensions`: 384"));
         assert!(vector.contains("`vector.similarity_function`: 'cosine'"));
-        assert!(
-            schema
-                .last()
-                .unwrap()
-                .starts_with("CREATE FULLTEXT INDEX trellis_sentence_text IF NOT EXISTS")
-        );
+        let words = &schema[schema.len() - 2..];
+        for (text, label) in words.iter().zip(["sentence", "paragraph"]) {
+            assert!(
+                text.starts_with(&format!(
+                    "CREATE FULLTEXT INDEX trellis_{label}_words IF NOT EXISTS"
+                )),
+                "{text}"
+            );
+            assert!(text.contains("`fulltext.analyzer`: 'english'"), "{text}");
+        }
         assert!(schema.iter().all(|s| s.contains("IF NOT EXISTS")));
     }
 
     #[test]
     fn falkordb_schema_uses_its_own_vector_index_syntax() {
         let schema = falkordb_schema(768);
-        assert_eq!(schema.len(), LABELS.len() + 2);
+        assert_eq!(schema.len(), LABELS.len() + 3);
         assert_eq!(
             schema[LABELS.len()],
             "CREATE VECTOR INDEX FOR (s:Sentence) ON (s.embedding) \
              OPTIONS {dimension: 768, similarityFunction: 'cosine'}"
         );
         assert!(schema.iter().all(|s| !s.contains("IF NOT EXISTS")));
+        assert_eq!(
+            schema[LABELS.len() + 1..],
+            [
+                "CALL db.idx.fulltext.createNodeIndex('Sentence', 'text')",
+                "CALL db.idx.fulltext.createNodeIndex('Paragraph', 'text')"
+            ]
+        );
         assert!(
             upsert_sentences(&falkordb_vector("row.embedding"))
                 .contains("n.embedding = vecf32(row.embedding),")

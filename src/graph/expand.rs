@@ -3,8 +3,9 @@
 //! (`crate::retrieve::expansion`), found by following `NEXT` and
 //! `RELATED_TO` relationships instead of array offsets.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
+use super::numbers::Numbers;
 use super::{GraphError, GraphStore, Statement, Value, cypher, run_with_retries};
 use crate::index::IndexVersion;
 use crate::spec::ExpansionSpec;
@@ -20,34 +21,6 @@ pub struct AnchorContext {
     pub section: String,
     /// The first chunk holding it.
     pub chunk: Option<String>,
-}
-
-/// Maps sentence ids (`<doc>:s<n>`) back to the index's global sentence
-/// numbers.
-struct Numbers<'a> {
-    index: &'a IndexVersion,
-    documents: HashMap<&'a str, u32>,
-}
-
-impl<'a> Numbers<'a> {
-    fn new(index: &'a IndexVersion) -> Self {
-        let documents = index
-            .store
-            .documents
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (d.id.as_str(), i as u32))
-            .collect();
-        Self { index, documents }
-    }
-
-    fn of(&self, id: &str) -> Option<u32> {
-        let (doc, n) = id.rsplit_once(":s")?;
-        let d = *self.documents.get(doc)?;
-        let [start, end] = self.index.store.documents[d as usize].sentences;
-        let i = start.checked_add(n.parse().ok()?)?;
-        (i < end).then_some(i)
-    }
 }
 
 fn reply_error(store: &dyn GraphStore, statement: &str, reason: String) -> GraphError {

@@ -50,6 +50,7 @@ pub fn link_key(link: Link) -> String {
 /// The skeleton's string ids, from the store's global numbers.
 pub struct Ids<'a> {
     index: &'a IndexVersion,
+    vectors: &'a crate::index::Vectors,
     /// Per document, its first section and paragraph numbers: the store's
     /// arrays are appended document by document.
     section_base: Vec<u32>,
@@ -57,7 +58,7 @@ pub struct Ids<'a> {
 }
 
 impl<'a> Ids<'a> {
-    fn new(index: &'a IndexVersion) -> Self {
+    fn new(index: &'a IndexVersion) -> Result<Self, GraphError> {
         let store = &index.store;
         let mut section_base = vec![u32::MAX; store.documents.len()];
         for (i, s) in store.sections.iter().enumerate().rev() {
@@ -67,11 +68,12 @@ impl<'a> Ids<'a> {
         for (i, p) in store.paragraphs.iter().enumerate().rev() {
             paragraph_base[store.sections[p.section as usize].document as usize] = i as u32;
         }
-        Self {
+        Ok(Self {
             index,
+            vectors: &index.search()?.vectors,
             section_base,
             paragraph_base,
-        }
+        })
     }
 
     fn store(&self) -> &'a SkeletonStore {
@@ -205,7 +207,7 @@ fn sentence_row(ids: &Ids<'_>, i: u32) -> Option<Value> {
     let s = &store.sentences[i as usize];
     let [start, _] = store.documents[s.document as usize].sentences;
     let embedding = if s.indexed {
-        Value::Vector(ids.index.vectors.row(i).to_vec())
+        Value::Vector(ids.vectors.row(i).to_vec())
     } else {
         Value::Null
     };
@@ -257,8 +259,12 @@ fn sentence_next(ids: &Ids<'_>, i: u32) -> Option<Value> {
 /// Everything the export writes for `index`, with `chunks` from its
 /// `chunks.json`; `embedding` is the store's expression for a sentence
 /// row's embedding ([`GraphStore::vector`]).
-pub fn rows<'a>(index: &'a IndexVersion, chunks: &[ChunkRecord], embedding: &str) -> GraphRows<'a> {
-    let ids = Ids::new(index);
+pub fn rows<'a>(
+    index: &'a IndexVersion,
+    chunks: &[ChunkRecord],
+    embedding: &str,
+) -> Result<GraphRows<'a>, GraphError> {
+    let ids = Ids::new(index)?;
     let store = &index.store;
 
     let documents = store
@@ -362,7 +368,7 @@ pub fn rows<'a>(index: &'a IndexVersion, chunks: &[ChunkRecord], embedding: &str
         })
         .collect();
 
-    GraphRows {
+    Ok(GraphRows {
         ids,
         nodes: vec![
             (
@@ -435,7 +441,7 @@ pub fn rows<'a>(index: &'a IndexVersion, chunks: &[ChunkRecord], embedding: &str
             (cypher::PARAGRAPH_NEXT, Rows::Made(paragraph_next)),
             (cypher::RELATED_TO, Rows::Made(related)),
         ],
-    }
+    })
 }
 
 /// The snake-case name of a source tag, as the skeleton serialises it.
@@ -458,7 +464,7 @@ pub fn export(
     let version = index.manifest.version.as_str();
     let _span = tracing::info_span!("graph_export", store = store.name(), version).entered();
     let chunks = index.chunks()?;
-    let rows = rows(index, &chunks, &store.vector("row.embedding"));
+    let rows = rows(index, &chunks, &store.vector("row.embedding"))?;
     let written = rows.counts();
     store.prepare(index.manifest.dims)?;
     let mut statements = 0;

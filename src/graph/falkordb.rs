@@ -113,6 +113,7 @@ impl GraphStore for FalkorStore {
         anchors::Search {
             nearest: cypher::FALKORDB_NEAREST,
             matching: cypher::FALKORDB_MATCHING,
+            matching_paragraphs: cypher::FALKORDB_MATCHING_PARAGRAPHS,
             similarity: anchors::falkordb_similarity,
             any_word: anchors::redisearch_any,
         }

@@ -24,6 +24,7 @@ pub mod expand;
 pub mod export;
 mod falkordb;
 mod neo4j;
+mod numbers;
 mod value;
 
 use std::path::{Path, PathBuf};
@@ -33,7 +34,9 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::index::IndexVersion;
-use crate::spec::{ExpansionSource, GraphSpec, GraphStoreKind, RetrievalRouteSpec, SecretKeyRef};
+use crate::spec::{
+    AnchorSource, ExpansionSource, GraphSpec, GraphStoreKind, RetrievalRouteSpec, SecretKeyRef,
+};
 
 pub use export::{ExportOptions, ExportReport, GraphCounts};
 pub use falkordb::FalkorStore;
@@ -214,21 +217,24 @@ fn password(
     Ok(Some(text.trim_end_matches(['\r', '\n']).to_string()))
 }
 
-/// The graph store `route` expands through, connected, when its expansion
-/// source is `graph`: the store of `index`'s profile, which must hold
-/// `index`'s version completely. `None` for routes that expand in the
-/// embedded index.
+/// The graph store `route` searches anchors or expands through, connected,
+/// when its anchor or expansion source is `graph`: the store of `index`'s
+/// profile, which must hold `index`'s version completely. `None` for
+/// routes that run both stages in the embedded index.
 pub fn for_route(
     route: &RetrievalRouteSpec,
     index: &IndexVersion,
 ) -> Result<Option<std::sync::Mutex<Box<dyn GraphStore>>>, GraphError> {
-    if route.expansion.source != ExpansionSource::Graph {
-        return Ok(None);
-    }
+    let stages = match (route.anchors.source, route.expansion.source) {
+        (AnchorSource::Graph, ExpansionSource::Graph) => "searches anchors and expands",
+        (AnchorSource::Graph, _) => "searches anchors",
+        (_, ExpansionSource::Graph) => "expands",
+        _ => return Ok(None),
+    };
     let spec = &index.profile.graph;
     let mut store = connect(spec)?.ok_or_else(|| {
         GraphError::Config(format!(
-            "the route expands through the graph store, but index version {} was built \
+            "the route {stages} through the graph store, but index version {} was built \
              with graph.store embedded",
             index.manifest.version
         ))
@@ -238,7 +244,7 @@ pub fn for_route(
         return Err(GraphError::Config(format!(
             "{} does not hold index version {version} completely (its export failed or \
              has not run); run `trellis ingest` again, or serve the route with \
-             expansion.source embedded",
+             anchors.source and expansion.source embedded",
             store.name()
         )));
     }

@@ -119,6 +119,7 @@ impl GraphStore for Neo4jStore {
         anchors::Search {
             nearest: cypher::NEO4J_NEAREST,
             matching: cypher::NEO4J_MATCHING,
+            matching_paragraphs: cypher::NEO4J_MATCHING_PARAGRAPHS,
             similarity: anchors::neo4j_similarity,
             any_word: anchors::lucene_any,
         }

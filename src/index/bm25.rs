@@ -37,11 +37,11 @@ use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term, doc};
 
 use super::IndexError;
 
-const TEXT_TOKENIZER: &str = "trellis_en";
-const ID_TOKENIZER: &str = "trellis_ids";
+pub(super) const TEXT_TOKENIZER: &str = "trellis_en";
+pub(super) const ID_TOKENIZER: &str = "trellis_ids";
 /// The text analyzer without the words that ask rather than say: what a
 /// query is about, for [`Bm25Index::document_share`].
-const TOPIC_TOKENIZER: &str = "trellis_topic";
+pub(super) const TOPIC_TOKENIZER: &str = "trellis_topic";
 /// Interrogatives, auxiliaries and pronouns, which every document uses and
 /// no question is about (the English stop words are left out already).
 const QUESTION_WORDS: &[&str] = &[
@@ -50,9 +50,9 @@ const QUESTION_WORDS: &[&str] = &[
     "been", "being", "were", "am", "i", "you", "we", "he", "she", "its", "any", "all",
 ];
 /// Weight of a section-path match relative to a text match.
-const SECTION_BOOST: f32 = 0.3;
+pub(super) const SECTION_BOOST: f32 = 0.3;
 /// Weight of a whole-identifier match relative to a text match.
-const ID_BOOST: f32 = 1.5;
+pub(super) const ID_BOOST: f32 = 1.5;
 
 struct Fields {
     sentence: Field,
@@ -93,7 +93,8 @@ fn schema() -> (Schema, Fields) {
     (builder.build(), fields)
 }
 
-fn register_tokenizers(index: &Index) -> Result<(), IndexError> {
+/// The three analyzers, by the names the schema gives them.
+fn analyzers() -> Result<[(&'static str, TextAnalyzer); 3], IndexError> {
     let stop_words = StopWordFilter::new(Language::English).ok_or_else(|| {
         IndexError::Bm25("no English stop-word list in this tantivy build".into())
     })?;
@@ -122,10 +123,56 @@ fn register_tokenizers(index: &Index) -> Result<(), IndexError> {
     )
     .filter(LowerCaser)
     .build();
-    index.tokenizers().register(TEXT_TOKENIZER, english);
-    index.tokenizers().register(ID_TOKENIZER, ids);
-    index.tokenizers().register(TOPIC_TOKENIZER, topic);
+    Ok([
+        (TEXT_TOKENIZER, english),
+        (ID_TOKENIZER, ids),
+        (TOPIC_TOKENIZER, topic),
+    ])
+}
+
+fn register_tokenizers(index: &Index) -> Result<(), IndexError> {
+    for (name, analyzer) in analyzers()? {
+        index.tokenizers().register(name, analyzer);
+    }
     Ok(())
+}
+
+pub(super) fn analyzer(name: &str) -> Result<TextAnalyzer, IndexError> {
+    analyzers()?
+        .into_iter()
+        .find_map(|(n, analyzer)| (n == name).then_some(analyzer))
+        .ok_or_else(|| IndexError::Bm25(format!("tokenizer {name} missing")))
+}
+
+/// The distinct tokens `analyzer` makes of `text`, in order of appearance.
+pub(super) fn distinct_words(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
+    let mut stream = analyzer.token_stream(text);
+    let mut words: Vec<String> = Vec::new();
+    while let Some(token) = stream.next() {
+        if !words.contains(&token.text) {
+            words.push(token.text.clone());
+        }
+    }
+    words
+}
+
+/// The mean over `words` (sorted, so that the sum and a share at a
+/// threshold come out the same on every run) of the share of the
+/// `documents` that use each, as `used_by` counts them.
+pub(super) fn mean_share(
+    mut words: Vec<String>,
+    documents: usize,
+    mut used_by: impl FnMut(&str) -> Result<u64, IndexError>,
+) -> Result<f32, IndexError> {
+    if documents == 0 || words.is_empty() {
+        return Ok(0.0);
+    }
+    words.sort();
+    let mut total = 0.0;
+    for word in &words {
+        total += (used_by(word)? as f32 / documents as f32).min(1.0);
+    }
+    Ok(total / words.len() as f32)
 }
 
 /// One sentence to index.
@@ -271,24 +318,12 @@ impl Bm25Index {
     /// that every document answers ("Which law governs the contract?" over
     /// a set of contracts) is made of words most of them use.
     pub fn document_share(&self, query: &str, documents: usize) -> Result<f32, IndexError> {
-        if documents == 0 {
-            return Ok(0.0);
-        }
-        // Sorted, so that the sum (and a share at a threshold) comes out
-        // the same on every run.
-        let mut words = self.words(TOPIC_TOKENIZER, query)?;
-        words.sort();
-        if words.is_empty() {
-            return Ok(0.0);
-        }
+        let words = self.words(TOPIC_TOKENIZER, query)?;
         let searcher = self.reader.searcher();
-        let mut total = 0.0;
-        for word in &words {
+        mean_share(words, documents, |word| {
             let term = Term::from_field_text(self.fields.document, word);
-            let used_by = searcher.doc_freq(&term).map_err(bm25_error)?;
-            total += (used_by as f32 / documents as f32).min(1.0);
-        }
-        Ok(total / words.len() as f32)
+            searcher.doc_freq(&term).map_err(bm25_error)
+        })
     }
 
     /// The distinct tokens `tokenizer` makes of `text`, in order of
@@ -299,14 +334,7 @@ impl Bm25Index {
             .tokenizers()
             .get(tokenizer)
             .ok_or_else(|| IndexError::Bm25(format!("tokenizer {tokenizer} missing")))?;
-        let mut stream = analyzer.token_stream(text);
-        let mut words: Vec<String> = Vec::new();
-        while let Some(token) = stream.next() {
-            if !words.contains(&token.text) {
-                words.push(token.text.clone());
-            }
-        }
-        Ok(words)
+        Ok(distinct_words(&mut analyzer, text))
     }
 
     /// The `limit` best sentences for `query`, best first, with scores.

@@ -10,6 +10,7 @@ pub mod bm25;
 pub mod checksums;
 pub mod current;
 pub mod files;
+pub mod lexical;
 pub mod links;
 pub mod manifest;
 pub mod store;
@@ -27,8 +28,8 @@ pub use links::RelatedEdge;
 pub use manifest::{Counts, DocumentNote, Timings, VersionManifest};
 pub use store::{ChunkRecord, SkeletonStore};
 pub use vectors::{HnswGraph, Vectors};
-pub use version::IndexVersion;
 pub(crate) use version::defined_terms;
+pub use version::{IndexVersion, Opening, SearchFiles, paragraph_centroid};
 
 #[derive(Debug, Error)]
 pub enum IndexError {
@@ -44,6 +45,8 @@ pub enum IndexError {
     Hnsw(String),
     #[error("index is corrupt: {0}")]
     Corrupt(String),
+    #[error("{0}")]
+    NotLoaded(String),
     #[error("no index for corpus {corpus:?} under {dir}; run `trellis ingest` first")]
     NotBuilt { corpus: String, dir: PathBuf },
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::files::{self, corpus_dir, read_json, read_manifest};
+use super::lexical::LexicalStats;
 use super::{
     ChunkRecord, HnswGraph, IndexError, READABLE_FORMATS, RelatedEdge, SkeletonStore, Vectors,
     VersionManifest, bm25, checksums, current_version,
@@ -16,29 +17,96 @@ pub struct IndexVersion {
     pub manifest: VersionManifest,
     pub profile: IndexProfileSpec,
     pub store: SkeletonStore,
-    pub vectors: Vectors,
     /// One vector per section: its heading path embedded (zeros when the
     /// path is empty).
     pub headings: Vectors,
-    /// One vector per paragraph: the normalised mean of its indexed
-    /// sentences' vectors, derived at load.
-    pub paragraphs: Vectors,
     /// One vector per defined term of an indexed sentence (the term
     /// embedded alone), and the sentence defining it.
     pub terms: Vectors,
     pub term_sentences: Vec<u32>,
-    pub graph: HnswGraph,
-    pub bm25: bm25::Bm25Index,
     /// Documents with at least one indexed sentence: those the BM25
     /// index's document field counts.
     pub indexed_documents: usize,
     /// `RELATED_TO` edges leaving each sentence.
     pub related: Vec<Vec<(u32, f32)>>,
+    /// What in-process search reads; `None` when the version was opened
+    /// [`Opening::WithoutSearch`].
+    search: Option<SearchFiles>,
+    /// Without the BM25 index: its statistics, counted at load.
+    lexical: Option<LexicalStats>,
+}
+
+/// How much of a version to load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opening {
+    /// Every file: what searching in process and exporting need.
+    Whole,
+    /// The skeleton, the heading and term vectors and the related links,
+    /// but not the sentence vectors, the HNSW graph or the BM25 index:
+    /// for a route whose anchors and sentence vectors come from a graph
+    /// store. These three are most of a loaded version's memory.
+    WithoutSearch,
+}
+
+/// The part of a version that searches in process: the sentence vectors
+/// and what is built over them.
+pub struct SearchFiles {
+    pub vectors: Vectors,
+    /// One vector per paragraph: the normalised mean of its indexed
+    /// sentences' vectors, derived at load.
+    pub paragraphs: Vectors,
+    pub graph: HnswGraph,
+    pub bm25: bm25::Bm25Index,
 }
 
 impl IndexVersion {
-    /// Loads `version` of `corpus`, or the current one.
+    /// Loads `version` of `corpus`, or the current one, whole.
     pub fn open(data_dir: &Path, corpus: &str, version: Option<&str>) -> Result<Self, IndexError> {
+        Self::open_as(data_dir, corpus, version, Opening::Whole)
+    }
+
+    /// The sentence vectors, HNSW graph and BM25 index; an error naming
+    /// the version when it was opened without them.
+    pub fn search(&self) -> Result<&SearchFiles, IndexError> {
+        self.search.as_ref().ok_or_else(|| {
+            IndexError::NotLoaded(format!(
+                "index version {} was opened without its sentence vectors, HNSW graph and \
+                 BM25 index (its route takes anchors from the graph store)",
+                self.manifest.version
+            ))
+        })
+    }
+
+    /// The mean share of the indexed documents that use the query's words
+    /// ([`bm25::Bm25Index::document_share`]), from the BM25 index or,
+    /// without it, from the words counted at load.
+    pub fn document_share(&self, query: &str) -> Result<f32, IndexError> {
+        match &self.search {
+            Some(search) => search.bm25.document_share(query, self.indexed_documents),
+            None => self
+                .lexical()?
+                .document_share(query, self.indexed_documents),
+        }
+    }
+
+    /// The BM25 index's statistics, counted at load, of a version opened
+    /// without the index.
+    pub fn lexical(&self) -> Result<&LexicalStats, IndexError> {
+        self.lexical.as_ref().ok_or_else(|| {
+            IndexError::NotLoaded(format!(
+                "index version {} was opened with its BM25 index: no statistics counted",
+                self.manifest.version
+            ))
+        })
+    }
+
+    /// Loads `version` of `corpus`, or the current one, as `opening` says.
+    pub fn open_as(
+        data_dir: &Path,
+        corpus: &str,
+        version: Option<&str>,
+        opening: Opening,
+    ) -> Result<Self, IndexError> {
         let version = match version {
             Some(v) => v.to_string(),
             None => current_version(data_dir, corpus)?,
@@ -68,19 +136,12 @@ impl IndexVersion {
         store.validate().map_err(|reason| {
             IndexError::Corrupt(format!("{}: {reason}", dir.join(files::SKELETON).display()))
         })?;
-        let vectors = read_rows(
-            &dir,
-            files::SENTENCE_VECTORS,
-            manifest.dims,
-            store.sentences.len(),
-        )?;
         let headings = read_rows(
             &dir,
             files::HEADING_VECTORS,
             manifest.dims,
             store.sections.len(),
         )?;
-        let paragraphs = paragraph_centroids(&store, &vectors);
         let term_sentences: Vec<u32> = defined_terms(&store).iter().map(|&(i, _)| i).collect();
         let terms = read_rows(
             &dir,
@@ -88,8 +149,27 @@ impl IndexVersion {
             manifest.dims,
             term_sentences.len(),
         )?;
-        let graph = HnswGraph::load(&dir)?;
-        let bm25 = bm25::Bm25Index::open(&dir.join(files::BM25_DIR))?;
+        let search = match opening {
+            Opening::Whole => {
+                let vectors = read_rows(
+                    &dir,
+                    files::SENTENCE_VECTORS,
+                    manifest.dims,
+                    store.sentences.len(),
+                )?;
+                Some(SearchFiles {
+                    paragraphs: paragraph_centroids(&store, &vectors),
+                    vectors,
+                    graph: HnswGraph::load(&dir)?,
+                    bm25: bm25::Bm25Index::open(&dir.join(files::BM25_DIR))?,
+                })
+            }
+            Opening::WithoutSearch => None,
+        };
+        let lexical = match opening {
+            Opening::Whole => None,
+            Opening::WithoutSearch => Some(LexicalStats::count(&store, &profile)?),
+        };
         let indexed_documents = store
             .documents
             .iter()
@@ -123,15 +203,13 @@ impl IndexVersion {
             manifest,
             profile,
             store,
-            vectors,
             headings,
-            paragraphs,
             terms,
             term_sentences,
-            graph,
-            bm25,
             indexed_documents,
             related,
+            search,
+            lexical,
         })
     }
 
@@ -142,23 +220,37 @@ impl IndexVersion {
     }
 }
 
-/// Each paragraph's centroid: the mean of its indexed sentences' vectors,
-/// normalised (zeros for a paragraph with none).
+/// Each paragraph's centroid (see [`paragraph_centroid`]).
 fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> Vectors {
     let dims = vectors.dims;
     let mut data = vec![0f32; store.paragraphs.len() * dims];
-    for (p, out) in store.paragraphs.iter().zip(data.chunks_exact_mut(dims)) {
-        let [start, end] = p.sentences;
-        for i in start..end {
-            if store.sentences[i as usize].indexed {
-                for (o, x) in out.iter_mut().zip(vectors.row(i)) {
-                    *o += x;
-                }
-            }
-        }
-        crate::embed::normalize(out);
+    for (p, out) in data.chunks_exact_mut(dims).enumerate() {
+        paragraph_centroid(store, p as u32, |i| Some(vectors.row(i)), out);
     }
     Vectors { dims, data }
+}
+
+/// Writes into `out` paragraph `p`'s centroid: the mean of its indexed
+/// sentences' vectors (as `vector_of` gives them), normalised; zeros for
+/// a paragraph with none.
+pub fn paragraph_centroid<'v>(
+    store: &SkeletonStore,
+    p: u32,
+    vector_of: impl Fn(u32) -> Option<&'v [f32]>,
+    out: &mut [f32],
+) {
+    out.fill(0.0);
+    let [start, end] = store.paragraphs[p as usize].sentences;
+    for i in start..end {
+        if store.sentences[i as usize].indexed
+            && let Some(v) = vector_of(i)
+        {
+            for (o, x) in out.iter_mut().zip(v) {
+                *o += x;
+            }
+        }
+    }
+    crate::embed::normalize(out);
 }
 
 /// Reads a vector file that must hold one row per sentence, section or

@@ -3,13 +3,25 @@
 //! paragraph's similarity) and the query's terms against BM25, each taking
 //! the top `candidates` sentences, fused by Reciprocal Rank Fusion. In full
 //! mode, definitions of terms close to the query join the anchors.
+//!
+//! With `anchors.source: graph` the two lists come from the graph store's
+//! vector and full-text indexes instead, and are fused the same way.
 
 use std::collections::HashMap;
 
 use crate::index::vectors;
-use crate::spec::{AnchorMode, RetrievalRouteSpec};
+use crate::spec::{AnchorMode, AnchorSource, RetrievalRouteSpec};
 
+use super::vectors::QueryVectors;
 use super::{Candidate, RetrieveError, Retriever, sorted};
+
+/// How many times `candidates` sentences (and paragraphs) a route
+/// anchored in a graph store asks its full-text index for. The store's
+/// engine ranks by its own formula (RediSearch's TF-IDF, Lucene's BM25 on
+/// its own fields); the version's statistics then rank what it found, and
+/// a sentence the BM25 index puts near the top can sit lower in the
+/// store's order.
+const STORE_RECALL: usize = 4;
 
 /// What stage 1 found.
 pub(super) struct Anchors {
@@ -32,30 +44,70 @@ impl Retriever<'_> {
         query: &str,
         query_vector: Option<&[f32]>,
         allowed: &dyn Fn(u32) -> bool,
+        vectors: &mut QueryVectors<'_>,
     ) -> Result<Anchors, RetrieveError> {
         let mode = route.anchors.mode;
         let c = route.anchors.candidates.max(1) as usize;
-        let dense = match query_vector {
-            Some(q) => self.with_paragraphs(
-                q,
-                vectors::nearest(
-                    &self.index.vectors,
-                    &self.index.graph,
-                    q,
-                    c,
-                    route.anchors.ef_search as usize,
-                    allowed,
-                ),
-                route.anchors.paragraph_mix,
-            ),
-            None => Vec::new(),
+        let wants_lexical = mode != AnchorMode::Dense;
+        let (dense, lexical) = match route.anchors.source {
+            AnchorSource::Embedded => {
+                let search = self.index.search()?;
+                let dense = match query_vector {
+                    Some(q) => vectors::nearest(
+                        &search.vectors,
+                        &search.graph,
+                        q,
+                        c,
+                        route.anchors.ef_search as usize,
+                        allowed,
+                    ),
+                    None => Vec::new(),
+                };
+                let lexical = match wants_lexical {
+                    true => search
+                        .bm25
+                        .search(query, c, route.anchors.paragraph_boost, allowed)?,
+                    false => Vec::new(),
+                };
+                (dense, lexical)
+            }
+            AnchorSource::Graph => {
+                let graph = self.graph_store()?;
+                let mut store = graph.lock();
+                let dense = match query_vector {
+                    Some(q) => graph.search.nearest(store.as_mut(), q, c, allowed)?,
+                    None => Vec::new(),
+                };
+                let lexical = match wants_lexical {
+                    // The store finds the candidates; the version's BM25
+                    // statistics rank them, as the embedded index would.
+                    true => {
+                        let boost = route.anchors.paragraph_boost;
+                        let found = graph.search.matching(
+                            store.as_mut(),
+                            query,
+                            c * STORE_RECALL,
+                            boost > 0.0 && self.index.profile.index.bm25_paragraph,
+                            allowed,
+                        )?;
+                        let mut ranked =
+                            self.index
+                                .lexical()?
+                                .score(&self.index.store, query, &found, boost);
+                        ranked.truncate(c);
+                        ranked
+                    }
+                    false => Vec::new(),
+                };
+                (dense, lexical)
+            }
         };
-        let lexical = if mode == AnchorMode::Dense {
-            Vec::new()
-        } else {
-            self.index
-                .bm25
-                .search(query, c, route.anchors.paragraph_boost, allowed)?
+        let dense = match query_vector {
+            Some(q) => {
+                self.read_vectors(vectors, dense.iter().map(|&(i, _)| i))?;
+                self.with_paragraphs(q, dense, route.anchors.paragraph_mix, vectors)
+            }
+            None => dense,
         };
 
         let mut candidates: HashMap<u32, Candidate> = HashMap::new();
@@ -116,7 +168,13 @@ impl Retriever<'_> {
     /// Mixes each dense hit's similarity with its paragraph's, `mix` of
     /// the way, and re-ranks: a sentence in a paragraph about the query
     /// rises above an equally similar one in an unrelated paragraph.
-    fn with_paragraphs(&self, q: &[f32], hits: Vec<(u32, f32)>, mix: f32) -> Vec<(u32, f32)> {
+    fn with_paragraphs(
+        &self,
+        q: &[f32],
+        hits: Vec<(u32, f32)>,
+        mix: f32,
+        vectors: &QueryVectors<'_>,
+    ) -> Vec<(u32, f32)> {
         let mix = mix.clamp(0.0, 1.0);
         if mix == 0.0 {
             return hits;
@@ -124,7 +182,9 @@ impl Retriever<'_> {
         let store = &self.index.store;
         sorted(hits.into_iter().map(|(i, score)| {
             let p = store.sentences[i as usize].paragraph;
-            let paragraph = crate::embed::dot(q, self.index.paragraphs.row(p));
+            let paragraph = vectors
+                .paragraph(p)
+                .map_or(0.0, |centroid| crate::embed::dot(q, centroid));
             (i, (1.0 - mix) * score + mix * paragraph)
         }))
     }

@@ -28,12 +28,8 @@ impl Retriever<'_> {
         let added = match spec.source {
             ExpansionSource::Embedded => expansion(self.index, &anchors, spec),
             ExpansionSource::Graph => {
-                let graph = self
-                    .graph
-                    .ok_or(RetrieveError::NoGraphStore(self.index.profile.graph.store))?;
-                // A poisoned lock only means another query panicked
-                // mid-statement; the connection itself is still usable.
-                let mut store = graph.lock().unwrap_or_else(|e| e.into_inner());
+                let graph = self.graph_store()?;
+                let mut store = graph.lock();
                 crate::graph::expand::expand(
                     store.as_mut(),
                     self.index,

@@ -28,13 +28,15 @@ mod filter;
 mod route;
 mod scoring;
 mod selection;
+mod vectors;
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::embed::{EmbedError, Embedder};
+use crate::graph::anchors::VersionSearch;
 use crate::graph::{GraphError, GraphStore};
 use crate::index::{IndexError, IndexVersion};
 use crate::skeleton::PageBox;
@@ -43,7 +45,7 @@ use crate::spec::{AnchorMode, RetrievalRouteSpec};
 pub use context::assemble_context;
 pub use expansion::expansion;
 pub use filter::Filter;
-pub use route::LoadedRoute;
+pub use route::{LoadedRoute, opening};
 
 #[derive(Debug, Error)]
 pub enum RetrieveError {
@@ -58,7 +60,7 @@ pub enum RetrieveError {
     #[error("{0}")]
     OpenGraph(GraphError),
     #[error(
-        "the route expands through the graph store, but none is connected \
+        "the route searches or expands through the graph store, but none is connected \
          (the index version's profile has graph.store {0:?})"
     )]
     NoGraphStore(crate::spec::GraphStoreKind),
@@ -127,9 +129,24 @@ pub struct Answer {
 pub struct Retriever<'a> {
     index: &'a IndexVersion,
     embedder: &'a dyn Embedder,
-    /// The graph store holding this version, for routes whose expansion
-    /// source is `graph`.
-    graph: Option<&'a Mutex<Box<dyn GraphStore>>>,
+    /// The graph store holding this version, for routes whose anchor or
+    /// expansion source is `graph`.
+    graph: Option<GraphAccess<'a>>,
+}
+
+/// The graph store a retriever reads, and how it searches the version
+/// there.
+struct GraphAccess<'a> {
+    store: &'a Mutex<Box<dyn GraphStore>>,
+    search: VersionSearch<'a>,
+}
+
+impl GraphAccess<'_> {
+    fn lock(&self) -> MutexGuard<'_, Box<dyn GraphStore>> {
+        // A poisoned lock only means another query panicked
+        // mid-statement; the connection itself is still usable.
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A candidate sentence and what is known of it.
@@ -156,11 +173,21 @@ impl<'a> Retriever<'a> {
         })
     }
 
-    /// Runs stage 2 in `graph` for routes whose expansion source is
-    /// `graph`.
+    /// Runs stage 1 or 2 in `graph` for routes whose anchor or expansion
+    /// source is `graph`.
     pub fn with_graph(mut self, graph: &'a Mutex<Box<dyn GraphStore>>) -> Self {
-        self.graph = Some(graph);
+        self.graph = Some(GraphAccess {
+            store: graph,
+            search: VersionSearch::new(self.index, self.index.profile.graph.retries()),
+        });
         self
+    }
+
+    /// The graph store, for a stage the route runs there.
+    fn graph_store(&self) -> Result<&GraphAccess<'a>, RetrieveError> {
+        self.graph
+            .as_ref()
+            .ok_or(RetrieveError::NoGraphStore(self.index.profile.graph.store))
     }
 
     pub fn index(&self) -> &IndexVersion {
@@ -205,12 +232,13 @@ impl<'a> Retriever<'a> {
                 Some(embedded.as_slice())
             }
         };
+        let mut vectors = self.query_vectors();
         let anchors::Anchors {
             mut candidates,
             dense,
             lexical,
             definitions,
-        } = self.anchors(route, query, query_vector, &allowed)?;
+        } = self.anchors(route, query, query_vector, &allowed, &mut vectors)?;
 
         // Full mode scores with query features; the other modes rank by
         // their anchor lists alone.
@@ -222,9 +250,12 @@ impl<'a> Retriever<'a> {
             AnchorMode::Full => {
                 self.expand(route, &mut candidates, &allowed)?;
                 let q = query_vector.unwrap_or(&[]);
+                if !q.is_empty() {
+                    self.read_vectors(&mut vectors, candidates.keys().copied())?;
+                }
                 for (&i, cand) in candidates.iter_mut() {
                     if cand.dense.is_none() && !q.is_empty() {
-                        cand.dense = Some(crate::embed::dot(q, self.index.vectors.row(i)));
+                        cand.dense = vectors.sentence(i).map(|v| crate::embed::dot(q, v));
                     }
                 }
                 let f = features.insert(scoring::QueryFeatures::new(
@@ -234,7 +265,7 @@ impl<'a> Retriever<'a> {
                     &candidates,
                     definitions,
                 ));
-                sorted(scoring::score(self.index, route, f, &candidates).into_iter())
+                sorted(scoring::score(self.index, &vectors, route, f, &candidates).into_iter())
             }
         };
 
@@ -259,12 +290,17 @@ impl<'a> Retriever<'a> {
         if common {
             selection.document_decay = selection.document_decay.max(selection.common_query_decay);
         }
-        let selected = scoring::select(self.index, &selection, &ranking, k, query_vector);
+        if selection.mmr_lambda < 1.0 && query_vector.is_some() {
+            // MMR compares the results with each other: a common query's
+            // ranking holds sentences its per-document searches read.
+            self.read_vectors(&mut vectors, ranking.iter().map(|&(i, _)| i))?;
+        }
+        let selected = scoring::select(self.index, &vectors, &selection, &ranking, k, query_vector);
         let hits: Vec<Hit> = selected
             .into_iter()
             .map(|(i, score)| {
                 let signals = match &features {
-                    Some(f) => scoring::signals(self.index, f, i, &candidates),
+                    Some(f) => scoring::signals(self.index, &vectors, f, i, &candidates),
                     None => signals_of(i),
                 };
                 self.hit(i, score, signals, route.selection.neighbours)

@@ -8,8 +8,8 @@ use std::sync::Mutex;
 
 use crate::embed::{self, Embedder};
 use crate::graph::GraphStore;
-use crate::index::IndexVersion;
-use crate::spec::RetrievalRouteSpec;
+use crate::index::{IndexVersion, Opening};
+use crate::spec::{AnchorSource, RetrievalRouteSpec};
 
 use super::{RetrieveError, Retriever};
 
@@ -30,7 +30,8 @@ impl LoadedRoute {
         route: &RetrievalRouteSpec,
         version: Option<&str>,
     ) -> Result<Self, RetrieveError> {
-        let index = IndexVersion::open(data_dir, &route.corpus_ref.name, version)?;
+        let index =
+            IndexVersion::open_as(data_dir, &route.corpus_ref.name, version, opening(route))?;
         Self::with_index(index, route)
     }
 
@@ -56,5 +57,15 @@ impl LoadedRoute {
             Some(graph) => retriever.with_graph(graph),
             None => retriever,
         })
+    }
+}
+
+/// How much of a version `route` needs: a route that searches anchors in
+/// the graph store reads sentence vectors from there too, and leaves the
+/// version's vectors, HNSW graph and BM25 index on disk.
+pub fn opening(route: &RetrievalRouteSpec) -> Opening {
+    match route.anchors.source {
+        AnchorSource::Graph => Opening::WithoutSearch,
+        AnchorSource::Embedded => Opening::Whole,
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::vectors::QueryVectors;
 use super::{Candidate, Signals};
 use crate::embed::dot;
 use crate::index::IndexVersion;
@@ -92,6 +93,7 @@ impl<'q> QueryFeatures<'q> {
 /// Signals of one candidate.
 pub(super) fn signals(
     index: &IndexVersion,
+    vectors: &QueryVectors<'_>,
     query: &QueryFeatures<'_>,
     i: u32,
     candidates: &HashMap<u32, Candidate>,
@@ -182,7 +184,9 @@ pub(super) fn signals(
     let paragraph = if query.vector.is_empty() {
         0.0
     } else {
-        dot(query.vector, index.paragraphs.row(s.paragraph)).max(0.0)
+        vectors
+            .paragraph(s.paragraph)
+            .map_or(0.0, |centroid| dot(query.vector, centroid).max(0.0))
     };
 
     // Definition: the query against the terms the sentence defines.
@@ -224,6 +228,7 @@ fn is_iso_date(entity: &str) -> bool {
 /// The composite score of every candidate.
 pub(super) fn score(
     index: &IndexVersion,
+    vectors: &QueryVectors<'_>,
     route: &RetrievalRouteSpec,
     query: &QueryFeatures<'_>,
     candidates: &HashMap<u32, Candidate>,
@@ -232,7 +237,7 @@ pub(super) fn score(
     candidates
         .keys()
         .map(|&i| {
-            let s = signals(index, query, i, candidates);
+            let s = signals(index, vectors, query, i, candidates);
             let composite = w.fusion * s.fusion
                 + w.dense * s.dense
                 + w.lexical * s.lexical
@@ -253,6 +258,7 @@ pub(super) fn score(
 /// decay, MMR diversity (when `mmrLambda` < 1).
 pub(super) fn select(
     index: &IndexVersion,
+    vectors: &QueryVectors<'_>,
     spec: &SelectionSpec,
     ranking: &[(u32, f32)],
     k: usize,
@@ -291,7 +297,10 @@ pub(super) fn select(
                     // already chosen.
                     let redundancy = chosen
                         .iter()
-                        .map(|&(j, _)| dot(index.vectors.row(i), index.vectors.row(j)))
+                        .map(|&(j, _)| match (vectors.sentence(i), vectors.sentence(j)) {
+                            (Some(a), Some(b)) => dot(a, b),
+                            _ => 0.0,
+                        })
                         .fold(0.0, f32::max);
                     (n, lambda * s - (1.0 - lambda) * redundancy)
                 })

@@ -41,10 +41,7 @@ impl Retriever<'_> {
             .take(COMMON_QUERY_PLACES)
             .filter(|r| document(r) == first)
             .count();
-        let share = self
-            .index
-            .bm25
-            .document_share(query, self.index.indexed_documents)?;
+        let share = self.index.document_share(query)?;
         tracing::debug!(share, lead, "how common the query is");
         Ok(share >= spec.common_query_share && 2 * lead <= COMMON_QUERY_PLACES)
     }

@@ -110,6 +110,27 @@ pub struct AnchorSpec {
     /// defined concept reaches its definition even when the definition
     /// shares no word with it. Above 1 turns it off. Default 0.5.
     pub definition_similarity: f32,
+    /// Where the anchors are searched: `embedded` (default; the index
+    /// version's HNSW graph and BM25 index, loaded into the retrieval
+    /// process) or `graph` (the vector and full-text indexes of the index
+    /// profile's graph store, which must hold the served version; the
+    /// process then loads neither, nor the sentence vectors, and reads
+    /// the vectors of the sentences a query touches from the store).
+    pub source: AnchorSource,
+}
+
+/// Where stage 1 (anchors) searches.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, utoipa::ToSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum AnchorSource {
+    /// The index version's HNSW graph and BM25 index.
+    #[default]
+    Embedded,
+    /// The graph store's vector and full-text indexes
+    /// (`IndexProfile.spec.graph`).
+    Graph,
 }
 
 impl Default for AnchorSpec {
@@ -121,6 +142,7 @@ impl Default for AnchorSpec {
             paragraph_boost: 1.5,
             paragraph_mix: 0.4,
             definition_similarity: 0.5,
+            source: AnchorSource::Embedded,
         }
     }
 }

@@ -18,9 +18,10 @@ use std::sync::Mutex;
 
 use trellis::graph::{self, GraphError, GraphStore, Statement, Value, cypher, export};
 use trellis::index::IndexVersion;
-use trellis::retrieve::{self, Filter, Retriever};
+use trellis::retrieve::{self, Filter, LoadedRoute, Retriever};
 use trellis::spec::{
-    self, ExpansionSource, ExpansionSpec, FalkorDbSpec, GraphSpec, GraphStoreKind, Neo4jSpec,
+    self, AnchorSource, ExpansionSource, ExpansionSpec, FalkorDbSpec, GraphSpec, GraphStoreKind,
+    Neo4jSpec,
 };
 
 /// A FalkorDB server on a free port, stopped on drop.
@@ -234,7 +235,7 @@ fn export_suite(spec: &GraphSpec) {
         assert_eq!(row[1].as_str(), Some(sentence.text.as_str()));
         if sentence.indexed {
             let read = row[2].as_vector().expect("an embedding");
-            let want = index.vectors.row(i as u32);
+            let want = index.search().unwrap().vectors.row(i as u32);
             assert_eq!(read.len(), want.len());
             assert!(
                 read.iter()
@@ -341,6 +342,7 @@ fn export_suite(spec: &GraphSpec) {
 /// sentences an exact search of the version finds, with the same cosine
 /// similarities; its full-text index finds sentences holding the words.
 fn store_anchors_agree(store: &mut dyn GraphStore, index: &IndexVersion) {
+    const SENTENCES: (graph::anchors::Matched, usize) = (graph::anchors::Matched::Sentences, 10);
     let version = index.manifest.version.as_str();
     let sentences = &index.store.sentences;
     let indexed: Vec<u32> = (0..sentences.len() as u32)
@@ -348,11 +350,11 @@ fn store_anchors_agree(store: &mut dyn GraphStore, index: &IndexVersion) {
         .collect();
     let k = 5;
     for &i in indexed.iter().step_by(4) {
-        let q = index.vectors.row(i);
-        let found = graph::anchors::nearest(store, version, q, k, 0).unwrap();
+        let q = index.search().unwrap().vectors.row(i);
+        let found = graph::anchors::nearest(store, version, q, k, 0, &|_| true).unwrap();
         let mut exact: Vec<f32> = indexed
             .iter()
-            .map(|&j| trellis::embed::dot(q, index.vectors.row(j)))
+            .map(|&j| trellis::embed::dot(q, index.search().unwrap().vectors.row(j)))
             .collect();
         exact.sort_by(|a, b| b.total_cmp(a));
         assert_eq!(found.len(), k, "{found:?}");
@@ -370,7 +372,11 @@ fn store_anchors_agree(store: &mut dyn GraphStore, index: &IndexVersion) {
         let distinct: std::collections::HashSet<&String> = found.iter().map(|(id, _)| id).collect();
         assert_eq!(distinct.len(), k, "each sentence once: {found:?}");
     }
-    let found = graph::anchors::matching(store, version, "Terminate, NOTICE?", 10, 0).unwrap();
+    let found =
+        graph::anchors::matching(store, version, "Terminate, NOTICE?", SENTENCES, 0, &|_| {
+            true
+        })
+        .unwrap();
     assert!(!found.is_empty());
     for (id, _) in &found {
         let s = sentences
@@ -388,7 +394,7 @@ fn store_anchors_agree(store: &mut dyn GraphStore, index: &IndexVersion) {
     let ids: std::collections::HashSet<&String> = found.iter().map(|(id, _)| id).collect();
     assert_eq!(ids.len(), found.len(), "each sentence once: {found:?}");
     assert!(
-        graph::anchors::matching(store, version, "?!", 10, 0)
+        graph::anchors::matching(store, version, "?!", SENTENCES, 0, &|_| true)
             .unwrap()
             .is_empty()
     );
@@ -493,6 +499,147 @@ fn expansion_suite(spec: &GraphSpec) {
         .retrieve(&graph_route, "law", None, &Filter::default())
         .unwrap_err();
     assert!(err.to_string().contains("graph store"), "{err}");
+}
+
+/// A route whose anchors come from the store: loaded without the
+/// version's sentence vectors, HNSW graph and BM25 index, it finds the
+/// same dense anchors as the embedded route, the same first lexical
+/// anchor (the store's full-text index finds, the version's BM25
+/// statistics rank), tells common queries by the same document shares,
+/// answers the quick start's questions with the same first hit, and
+/// keeps to the caller's access filters.
+fn anchored_suite(spec: &GraphSpec) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let quickstart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart");
+    let documents = dir.join("documents");
+    std::fs::create_dir_all(&documents).unwrap();
+    for entry in std::fs::read_dir(quickstart.join("documents")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, documents.join(path.file_name().unwrap())).unwrap();
+    }
+    let manifests = std::fs::read_to_string(quickstart.join("trellis.yaml")).unwrap();
+    let report = ingest(dir, &manifests, spec, &[]);
+    assert!(!report.graph.as_ref().unwrap().failed(), "{report:?}");
+
+    let origin = dir.join("trellis.yaml");
+    let loaded = spec::parse_str(&manifests, &origin).unwrap();
+    let (route, _) = spec::select_route(&loaded, None, &origin).unwrap();
+    // The test ingest names its corpus `c`.
+    let mut embedded_route = route.spec.clone();
+    embedded_route.corpus_ref.name = "c".into();
+    let mut graph_route = embedded_route.clone();
+    graph_route.anchors.source = AnchorSource::Graph;
+    let data = dir.join("data");
+    let embedded = LoadedRoute::open(&data, &embedded_route, None).unwrap();
+    let anchored = LoadedRoute::open(&data, &graph_route, None).unwrap();
+    assert!(embedded.graph.is_none());
+    assert!(
+        anchored.index.search().is_err(),
+        "the graph-anchored route loaded the search files"
+    );
+    let (plain, through_graph) = (embedded.retriever().unwrap(), anchored.retriever().unwrap());
+    let questions = std::fs::read_to_string(quickstart.join("queries.txt")).unwrap();
+    let questions: Vec<&str> = questions.lines().filter(|q| !q.trim().is_empty()).collect();
+    let ids = |answer: &retrieve::Answer| {
+        answer
+            .hits
+            .iter()
+            .map(|h| h.citation.sentence_id.clone())
+            .collect::<Vec<_>>()
+    };
+    // The embedded route's answer and the graph route's, in `mode` or
+    // the routes' own.
+    let both = |question: &str, mode: Option<spec::AnchorMode>| {
+        let answer = |retriever: &Retriever<'_>, route: &spec::RetrievalRouteSpec| {
+            let mut route = route.clone();
+            route.anchors.mode = mode.unwrap_or(route.anchors.mode);
+            retriever
+                .retrieve(&route, question, None, &Filter::default())
+                .unwrap()
+        };
+        (
+            answer(&plain, &embedded_route),
+            answer(&through_graph, &graph_route),
+        )
+    };
+    for &question in &questions {
+        // Counted from the documents' words at load, as the BM25 index
+        // counts them.
+        assert_eq!(
+            embedded.index.document_share(question).unwrap(),
+            anchored.index.document_share(question).unwrap(),
+            "{question}"
+        );
+        // The dense list is the store's vector index's, mixed with
+        // paragraph centroids made of vectors read from the store.
+        let (a, b) = both(question, Some(spec::AnchorMode::Dense));
+        assert_eq!(ids(&a), ids(&b), "dense: {question}");
+        // The lexical list: the store finds, the version's BM25
+        // statistics rank.
+        let (a, b) = both(question, Some(spec::AnchorMode::Bm25));
+        assert_eq!(ids(&a).first(), ids(&b).first(), "bm25: {question}");
+        let (a, b) = both(question, None);
+        assert!(!a.hits.is_empty(), "{question}");
+        assert_eq!(
+            ids(&a).first(),
+            ids(&b).first(),
+            "{question}: embedded {:?}, graph {:?}",
+            ids(&a),
+            ids(&b)
+        );
+    }
+
+    // Access filters apply before the anchors: a caller holding no tag
+    // of the corpus sees nothing, and a document filter keeps to it.
+    let nobody = Filter {
+        acl: Some(vec!["nobody".into()]),
+        ..Filter::default()
+    };
+    let answer = through_graph
+        .retrieve(&graph_route, "Who conquered England?", None, &nobody)
+        .unwrap();
+    assert!(answer.hits.is_empty(), "{:?}", ids(&answer));
+    let hosting = anchored
+        .index
+        .store
+        .documents
+        .iter()
+        .find(|d| d.key.contains("hosting"))
+        .expect("the hosting agreement")
+        .key
+        .clone();
+    let only = Filter {
+        documents: Some(vec![hosting.clone()]),
+        ..Filter::default()
+    };
+    let answer = through_graph
+        .retrieve(&graph_route, "Who conquered England?", None, &only)
+        .unwrap();
+    assert!(!answer.hits.is_empty());
+    assert!(
+        answer.hits.iter().all(|h| h.citation.document == hosting),
+        "{:?}",
+        answer
+            .hits
+            .iter()
+            .map(|h| &h.citation.document)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn falkordb_graph_anchors_answer_as_the_embedded_route() {
+    let server = FalkorServer::start();
+    anchored_suite(&server.spec("anchored"));
+}
+
+#[test]
+fn neo4j_graph_anchors_answer_as_the_embedded_route() {
+    with_neo4j(
+        "graph::neo4j_graph_anchors_answer_as_the_embedded_route",
+        anchored_suite,
+    );
 }
 
 #[test]

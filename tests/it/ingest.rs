@@ -36,12 +36,7 @@ spec:
 
 fn setup(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
     common::write_two_documents(dir);
-    let loaded = spec::parse_str(MANIFESTS, &dir.join("trellis.yaml")).unwrap();
-    let origin = dir.join("trellis.yaml");
-    let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
-    let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
-    let (route, _) = spec::select_route(&loaded, None, &origin).unwrap();
-    (corpus.clone(), profile.clone(), route.clone())
+    setup_manifests(dir)
 }
 
 fn ingest(dir: &Path, corpus: &Corpus, profile: &IndexProfile) -> trellis::ingest::IngestReport {
@@ -91,7 +86,10 @@ fn ingest_query_reingest() {
     let version = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
     // The reloaded graph holds every indexed sentence (its size decides
     // between exact and graph search).
-    assert_eq!(version.graph.len(), m.counts.indexed_sentences);
+    assert_eq!(
+        version.search().unwrap().graph.len(),
+        m.counts.indexed_sentences
+    );
     let embedder = embed::from_spec(&version.profile.embedding, None).unwrap();
     let retriever = Retriever::new(&version, embedder.as_ref()).unwrap();
     let answer = retriever
@@ -545,4 +543,68 @@ fn a_question_every_document_answers_is_answered_in_each() {
         ),
         sentences(&retriever.retrieve(&off, question, Some(3), &only).unwrap())
     );
+}
+
+/// A version opened without its BM25 index (a route anchored in a graph
+/// store) counts the index's statistics from the skeleton: over every
+/// indexed sentence, they rank a query's matches as the index does, with
+/// scores within the index's one-byte length rounding, and give the
+/// same document shares.
+#[test]
+fn statistics_counted_from_the_skeleton_score_as_the_bm25_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let examples = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/corpus");
+    for entry in std::fs::read_dir(examples).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, docs.join(path.file_name().unwrap())).unwrap();
+    }
+    let (corpus, profile, _) = setup_manifests(dir);
+    ingest(dir, &corpus, &profile);
+    let data = dir.join("data");
+    let whole = IndexVersion::open(&data, "c", None).unwrap();
+    let counted = IndexVersion::open_as(&data, "c", None, index::Opening::WithoutSearch).unwrap();
+    assert!(counted.search().is_err());
+    let bm25 = &whole.search().unwrap().bm25;
+    let stats = counted.lexical().unwrap();
+    let everything: Vec<u32> = (0..whole.store.sentences.len() as u32)
+        .filter(|&i| whole.store.sentences[i as usize].indexed)
+        .collect();
+    for query in [
+        "Which law governs the agreement?",
+        "termination for convenience with 30 days notice",
+        "What does section 5.1 say about TK-421?",
+        "personal data processed by the sub-processor",
+        "revenue growth in 2024",
+    ] {
+        for boost in [0.0, 1.5] {
+            let index = bm25.search(query, 10, boost, &|_| true).unwrap();
+            let skeleton = stats.score(&whole.store, query, &everything, boost);
+            assert!(!index.is_empty(), "{query}");
+            for (n, (&(i, a), &(j, b))) in index.iter().zip(&skeleton).enumerate() {
+                // Near-equal scores may swap places.
+                if i != j {
+                    assert!((a - b).abs() <= 0.02 * a, "{query} #{n}: {i} {a} / {j} {b}");
+                }
+                let own = skeleton.iter().find(|&&(k, _)| k == i).unwrap().1;
+                assert!((a - own).abs() <= 0.02 * a, "{query}: {i} {a} / {own}");
+            }
+        }
+        assert_eq!(
+            whole.document_share(query).unwrap(),
+            counted.document_share(query).unwrap(),
+            "{query}"
+        );
+    }
+}
+
+fn setup_manifests(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
+    let loaded = spec::parse_str(MANIFESTS, &dir.join("trellis.yaml")).unwrap();
+    let origin = dir.join("trellis.yaml");
+    let (corpus, _) = spec::select_corpus(&loaded, None, &origin).unwrap();
+    let (profile, _) = spec::select_profile(&loaded, None, &origin).unwrap();
+    let (route, _) = spec::select_route(&loaded, None, &origin).unwrap();
+    (corpus.clone(), profile.clone(), route.clone())
 }

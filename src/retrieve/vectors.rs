@@ -1,0 +1,106 @@
+//! The sentence and paragraph vectors one query reads: the loaded
+//! version's own, or, on a route whose anchors come from the graph store,
+//! those of the sentences the query touches, read from the store as the
+//! stages reach them (a paragraph's centroid from its sentences, as the
+//! version derives it at load).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::index::{SearchFiles, paragraph_centroid};
+
+use super::{RetrieveError, Retriever};
+
+/// Where one query's vectors come from.
+pub(super) enum QueryVectors<'a> {
+    /// The version's, loaded with it.
+    Loaded(&'a SearchFiles),
+    /// Read from the graph store, sentence by sentence.
+    Fetched(Fetched),
+}
+
+/// The vectors read so far from the graph store.
+#[derive(Default)]
+pub(super) struct Fetched {
+    sentences: HashMap<u32, Vec<f32>>,
+    paragraphs: HashMap<u32, Vec<f32>>,
+}
+
+impl QueryVectors<'_> {
+    /// Sentence `i`'s vector; `None` for one not indexed or not read.
+    pub(super) fn sentence(&self, i: u32) -> Option<&[f32]> {
+        match self {
+            QueryVectors::Loaded(search) => Some(search.vectors.row(i)),
+            QueryVectors::Fetched(fetched) => fetched.sentences.get(&i).map(Vec::as_slice),
+        }
+    }
+
+    /// Paragraph `p`'s centroid; `None` for one not read.
+    pub(super) fn paragraph(&self, p: u32) -> Option<&[f32]> {
+        match self {
+            QueryVectors::Loaded(search) => Some(search.paragraphs.row(p)),
+            QueryVectors::Fetched(fetched) => fetched.paragraphs.get(&p).map(Vec::as_slice),
+        }
+    }
+}
+
+impl<'a> Retriever<'a> {
+    /// The vectors a query starts with: the version's when it was loaded
+    /// whole, else none yet.
+    pub(super) fn query_vectors(&self) -> QueryVectors<'a> {
+        match self.index.search() {
+            Ok(search) => QueryVectors::Loaded(search),
+            Err(_) => QueryVectors::Fetched(Fetched::default()),
+        }
+    }
+
+    /// Makes sure `vectors` holds the vectors of `sentences` and the
+    /// centroids of their paragraphs, reading what is missing from the
+    /// graph store in one round trip.
+    pub(super) fn read_vectors(
+        &self,
+        vectors: &mut QueryVectors<'_>,
+        sentences: impl IntoIterator<Item = u32>,
+    ) -> Result<(), RetrieveError> {
+        let QueryVectors::Fetched(fetched) = vectors else {
+            return Ok(());
+        };
+        let store = &self.index.store;
+        let mut wanted: HashSet<u32> = HashSet::new();
+        let mut paragraphs: Vec<u32> = Vec::new();
+        for i in sentences {
+            let p = store.sentences[i as usize].paragraph;
+            if !fetched.paragraphs.contains_key(&p) && !paragraphs.contains(&p) {
+                paragraphs.push(p);
+                let [start, end] = store.paragraphs[p as usize].sentences;
+                wanted.extend((start..end).filter(|&j| store.sentences[j as usize].indexed));
+            }
+            wanted.insert(i);
+        }
+        let mut missing: Vec<u32> = wanted
+            .into_iter()
+            .filter(|i| !fetched.sentences.contains_key(i))
+            .collect();
+        if missing.is_empty() && paragraphs.is_empty() {
+            return Ok(());
+        }
+        missing.sort_unstable();
+        let graph = self.graph_store()?;
+        let read = {
+            let mut store = graph.lock();
+            graph.search.vectors(store.as_mut(), &missing)?
+        };
+        fetched.sentences.extend(read);
+        let dims = self.index.manifest.dims;
+        for p in paragraphs {
+            let mut centroid = vec![0.0; dims];
+            paragraph_centroid(
+                store,
+                p,
+                |i| fetched.sentences.get(&i).map(Vec::as_slice),
+                &mut centroid,
+            );
+            fetched.paragraphs.insert(p, centroid);
+        }
+        Ok(())
+    }
+}
