@@ -10,7 +10,7 @@
 //! for more while the store had more to give and too few were kept.
 
 use super::numbers::Numbers;
-use super::{GraphError, GraphStore, Statement, Value, cypher, run_with_retries};
+use super::{GraphError, GraphStore, Statement, Value, cypher, reply_error, run_with_retries};
 use crate::index::IndexVersion;
 
 /// What a store's search procedures are asked, and how they answer.
@@ -206,11 +206,7 @@ impl<'a> VersionSearch<'a> {
         let rows = run_with_retries(store, &statement, self.retries)?;
         let mut vectors = Vec::with_capacity(rows.len());
         for row in &rows {
-            let reply = |reason: String| GraphError::Reply {
-                store: store.name(),
-                statement: statement.name.to_string(),
-                reason,
-            };
+            let reply = |reason: String| reply_error(store, statement.name, reason);
             let [id, embedding] = row.as_slice() else {
                 return Err(reply(format!("expected id, embedding: {row:?}")));
             };
@@ -284,11 +280,7 @@ fn oversampled<'s>(
         let rows = run_with_retries(store, &statement, retries)?;
         let mut found = Vec::with_capacity(rows.len());
         for row in &rows {
-            let reply = |reason: String| GraphError::Reply {
-                store: store.name(),
-                statement: statement.name.to_string(),
-                reason,
-            };
+            let reply = |reason: String| reply_error(store, statement.name, reason);
             let [id, row_version, indexed, score] = row.as_slice() else {
                 return Err(reply(format!(
                     "expected id, version, indexed, score: {row:?}"

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::numbers::Numbers;
-use super::{GraphError, GraphStore, Statement, Value, cypher, run_with_retries};
+use super::{GraphError, GraphStore, Statement, Value, cypher, reply_error, run_with_retries};
 use crate::index::IndexVersion;
 use crate::spec::ExpansionSpec;
 
@@ -21,14 +21,6 @@ pub struct AnchorContext {
     pub section: String,
     /// The first chunk holding it.
     pub chunk: Option<String>,
-}
-
-fn reply_error(store: &dyn GraphStore, statement: &str, reason: String) -> GraphError {
-    GraphError::Reply {
-        store: store.name(),
-        statement: statement.to_string(),
-        reason,
-    }
 }
 
 /// The anchor ids of `anchors`, as a parameter.

@@ -137,6 +137,16 @@ pub trait GraphStore: Send {
     fn run(&mut self, statement: &Statement<'_>) -> Result<Rows, GraphError>;
 }
 
+/// A reply of `store` to `statement` that is not what the statement
+/// returns.
+fn reply_error(store: &dyn GraphStore, statement: &str, reason: String) -> GraphError {
+    GraphError::Reply {
+        store: store.name(),
+        statement: statement.to_string(),
+        reason,
+    }
+}
+
 /// Runs `statement`, trying again up to `retries` times with backoff when
 /// it fails for a reason that may pass. Every write Trellis makes is an
 /// idempotent `MERGE`, so running one twice is harmless.

@@ -29,11 +29,16 @@ pub struct IndexVersion {
     pub indexed_documents: usize,
     /// `RELATED_TO` edges leaving each sentence.
     pub related: Vec<Vec<(u32, f32)>>,
-    /// What in-process search reads; `None` when the version was opened
-    /// [`Opening::WithoutSearch`].
-    search: Option<SearchFiles>,
-    /// Without the BM25 index: its statistics, counted at load.
-    lexical: Option<LexicalStats>,
+    /// How the version searches, as it was opened.
+    searching: Searching,
+}
+
+/// What a version searches with: its own files, or, opened
+/// [`Opening::WithoutSearch`], the BM25 index's statistics counted at
+/// load.
+enum Searching {
+    InProcess(SearchFiles),
+    Counted(LexicalStats),
 }
 
 /// How much of a version to load.
@@ -68,36 +73,38 @@ impl IndexVersion {
     /// The sentence vectors, HNSW graph and BM25 index; an error naming
     /// the version when it was opened without them.
     pub fn search(&self) -> Result<&SearchFiles, IndexError> {
-        self.search.as_ref().ok_or_else(|| {
-            IndexError::NotLoaded(format!(
+        match &self.searching {
+            Searching::InProcess(search) => Ok(search),
+            Searching::Counted(_) => Err(IndexError::NotLoaded(format!(
                 "index version {} was opened without its sentence vectors, HNSW graph and \
                  BM25 index (its route takes anchors from the graph store)",
                 self.manifest.version
-            ))
-        })
+            ))),
+        }
     }
 
     /// The mean share of the indexed documents that use the query's words
     /// ([`bm25::Bm25Index::document_share`]), from the BM25 index or,
     /// without it, from the words counted at load.
     pub fn document_share(&self, query: &str) -> Result<f32, IndexError> {
-        match &self.search {
-            Some(search) => search.bm25.document_share(query, self.indexed_documents),
-            None => self
-                .lexical()?
-                .document_share(query, self.indexed_documents),
+        match &self.searching {
+            Searching::InProcess(search) => {
+                search.bm25.document_share(query, self.indexed_documents)
+            }
+            Searching::Counted(stats) => stats.document_share(query, self.indexed_documents),
         }
     }
 
     /// The BM25 index's statistics, counted at load, of a version opened
     /// without the index.
     pub fn lexical(&self) -> Result<&LexicalStats, IndexError> {
-        self.lexical.as_ref().ok_or_else(|| {
-            IndexError::NotLoaded(format!(
+        match &self.searching {
+            Searching::Counted(stats) => Ok(stats),
+            Searching::InProcess(_) => Err(IndexError::NotLoaded(format!(
                 "index version {} was opened with its BM25 index: no statistics counted",
                 self.manifest.version
-            ))
-        })
+            ))),
+        }
     }
 
     /// Loads `version` of `corpus`, or the current one, as `opening` says.
@@ -149,7 +156,7 @@ impl IndexVersion {
             manifest.dims,
             term_sentences.len(),
         )?;
-        let search = match opening {
+        let searching = match opening {
             Opening::Whole => {
                 let vectors = read_rows(
                     &dir,
@@ -157,18 +164,14 @@ impl IndexVersion {
                     manifest.dims,
                     store.sentences.len(),
                 )?;
-                Some(SearchFiles {
+                Searching::InProcess(SearchFiles {
                     paragraphs: paragraph_centroids(&store, &vectors),
                     vectors,
                     graph: HnswGraph::load(&dir)?,
                     bm25: bm25::Bm25Index::open(&dir.join(files::BM25_DIR))?,
                 })
             }
-            Opening::WithoutSearch => None,
-        };
-        let lexical = match opening {
-            Opening::Whole => None,
-            Opening::WithoutSearch => Some(LexicalStats::count(&store, &profile)?),
+            Opening::WithoutSearch => Searching::Counted(LexicalStats::count(&store, &profile)?),
         };
         let indexed_documents = store
             .documents
@@ -208,8 +211,7 @@ impl IndexVersion {
             term_sentences,
             indexed_documents,
             related,
-            search,
-            lexical,
+            searching,
         })
     }
 

@@ -73,27 +73,32 @@ impl Retriever<'_> {
             }
             AnchorSource::Graph => {
                 let graph = self.graph_store()?;
-                let mut store = graph.lock();
-                let dense = match query_vector {
-                    Some(q) => graph.search.nearest(store.as_mut(), q, c, allowed)?,
-                    None => Vec::new(),
-                };
-                let lexical = match wants_lexical {
-                    // The store finds the candidates; the version's BM25
-                    // statistics rank them, as the embedded index would.
-                    true => {
-                        let boost = route.anchors.paragraph_boost;
-                        let found = graph.search.matching(
+                let boost = route.anchors.paragraph_boost;
+                let (dense, found) = {
+                    let mut store = graph.lock();
+                    let dense = match query_vector {
+                        Some(q) => graph.search.nearest(store.as_mut(), q, c, allowed)?,
+                        None => Vec::new(),
+                    };
+                    let found = match wants_lexical {
+                        true => graph.search.matching(
                             store.as_mut(),
                             query,
                             c * STORE_RECALL,
                             boost > 0.0 && self.index.profile.index.bm25_paragraph,
                             allowed,
-                        )?;
-                        let mut ranked =
-                            self.index
-                                .lexical()?
-                                .score(&self.index.store, query, &found, boost);
+                        )?,
+                        false => Vec::new(),
+                    };
+                    (dense, found)
+                };
+                // The store found the candidates; the version's BM25
+                // statistics rank them, as the embedded index would, with
+                // the store free for other queries.
+                let lexical = match wants_lexical {
+                    true => {
+                        let stats = self.index.lexical()?;
+                        let mut ranked = stats.score(&self.index.store, query, &found, boost);
                         ranked.truncate(c);
                         ranked
                     }

@@ -66,11 +66,10 @@ impl<'a> Retriever<'a> {
         };
         let store = &self.index.store;
         let mut wanted: HashSet<u32> = HashSet::new();
-        let mut paragraphs: Vec<u32> = Vec::new();
+        let mut paragraphs: HashSet<u32> = HashSet::new();
         for i in sentences {
             let p = store.sentences[i as usize].paragraph;
-            if !fetched.paragraphs.contains_key(&p) && !paragraphs.contains(&p) {
-                paragraphs.push(p);
+            if !fetched.paragraphs.contains_key(&p) && paragraphs.insert(p) {
                 let [start, end] = store.paragraphs[p as usize].sentences;
                 wanted.extend((start..end).filter(|&j| store.sentences[j as usize].indexed));
             }
