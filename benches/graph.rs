@@ -1,27 +1,38 @@
-//! Graph export throughput: sentences/s written to each graph store, per
-//! batch size, against one row per statement (batch size 1) in the same
-//! run.
+//! Graph stores measured, each against its baseline in the same run.
 //!
 //! ```text
-//! cargo bench --bench graph
+//! cargo bench --bench graph                 # both parts
+//! cargo bench --bench graph -- export       # export throughput
+//! cargo bench --bench graph -- routes       # routes anchored in each store
 //! ```
 //!
-//! The index is SQuAD part 1 (24 articles; `../shared/eval/squad`, or
-//! `$TRELLIS_EVAL_DIR`), built once with the default profile. FalkorDB and
-//! Neo4j 5 Community are started from `scripts/falkordb-test-server.sh` and
-//! `scripts/neo4j-test-server.sh` on free ports, one after the other. Each
-//! export goes to an empty graph.
+//! - **export**: sentences/s written to each graph store, per batch size,
+//!   against one row per statement (batch size 1). The index is SQuAD
+//!   part 1 (24 articles), built once with the default profile; each
+//!   export goes to an empty graph.
+//! - **routes**: a route with `anchors.source: graph` on each store against
+//!   the embedded route, on the SQuAD part 1 and SciFact development sets:
+//!   every quality metric over all queries, then the route served by
+//!   `trellis serve` (the release binary) and queried by one client:
+//!   latency p50/p99 and the service's resident memory ([`routes`]).
+//!
+//! Evaluation data: `../shared/eval`, or `$TRELLIS_EVAL_DIR`. FalkorDB and
+//! Neo4j 5 Community are started from `scripts/falkordb-test-server.sh`
+//! and `scripts/neo4j-test-server.sh` on free ports.
 
 #[path = "../tests/it/common/mod.rs"]
 mod common;
 
-use std::time::Instant;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use trellis::eval::{DatasetKind, EvalSet, Evaluation};
+use common::service::{self, Server};
+use trellis::eval::{DatasetKind, EvalSet, Evaluation, Metrics};
 use trellis::graph::{self, ExportOptions, GraphStore, export};
 use trellis::index::IndexVersion;
 use trellis::spec::{
-    AnchorMode, FalkorDbSpec, GraphSpec, GraphStoreKind, IndexProfileSpec, Neo4jSpec,
+    AnchorMode, AnchorSource, FalkorDbSpec, GraphSpec, GraphStoreKind, IndexProfileSpec, Neo4jSpec,
     RetrievalRouteSpec,
 };
 
@@ -32,12 +43,57 @@ const BATCH_SIZES: [usize; 6] = [1, 50, 200, 500, 1000, 2000];
 const NEO4J_PASSWORD: &str = "trellis-test-password";
 const NEO4J_PASSWORD_ENV: &str = "TRELLIS_BENCH_NEO4J_PASSWORD";
 
+/// How long one client queries each served route.
+const ROUTE_LOAD_SECONDS: u64 = 30;
+
 fn main() {
     // SAFETY: the first statement of `main`, before any other thread runs.
     unsafe { std::env::set_var(NEO4J_PASSWORD_ENV, NEO4J_PASSWORD) };
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wants = |part: &str| args.is_empty() || args.iter().any(|a| a == part);
     let tmp = std::env::temp_dir().join(format!("trellis-bench-graph-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    let index = build_index(&tmp);
+    if wants("export") {
+        export_throughput(&tmp.join("export"));
+    }
+    if wants("routes") {
+        routes(&tmp.join("routes"));
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+fn falkordb_spec(port: u16, graph: &str) -> GraphSpec {
+    GraphSpec {
+        store: GraphStoreKind::Falkordb,
+        falkordb: Some(FalkorDbSpec {
+            url: format!("falkor://127.0.0.1:{port}"),
+            graph: graph.to_string(),
+            password_secret_ref: None,
+            password_env: None,
+        }),
+        ..GraphSpec::default()
+    }
+}
+
+fn neo4j_spec(port: u16) -> GraphSpec {
+    GraphSpec {
+        store: GraphStoreKind::Neo4j,
+        neo4j: Some(Neo4jSpec {
+            uri: format!("bolt://127.0.0.1:{port}"),
+            database: None,
+            username: "neo4j".into(),
+            password_secret_ref: None,
+            password_env: Some(NEO4J_PASSWORD_ENV.into()),
+        }),
+        ..GraphSpec::default()
+    }
+}
+
+fn export_throughput(tmp: &Path) {
+    let index = build_index(tmp);
     println!(
         "graph export: SQuAD part 1, {} documents, {} sentences, {} RELATED_TO links",
         index.manifest.counts.documents,
@@ -46,37 +102,19 @@ fn main() {
     );
 
     let falkordb = common::ScriptServer::start("falkordb-test-server.sh");
-    measure("falkordb", &index, |graph| GraphSpec {
-        store: GraphStoreKind::Falkordb,
-        falkordb: Some(FalkorDbSpec {
-            url: format!("falkor://127.0.0.1:{}", falkordb.port),
-            graph: graph.to_string(),
-            password_secret_ref: None,
-            password_env: None,
-        }),
-        ..GraphSpec::default()
+    measure("falkordb", &index, |graph| {
+        falkordb_spec(falkordb.port, graph)
     });
     drop(falkordb);
 
     let neo4j = common::ScriptServer::start("neo4j-test-server.sh");
     // Community has one user database: every batch size shares it, emptied
     // before each export.
-    measure("neo4j", &index, |_| GraphSpec {
-        store: GraphStoreKind::Neo4j,
-        neo4j: Some(Neo4jSpec {
-            uri: format!("bolt://127.0.0.1:{}", neo4j.port),
-            database: None,
-            username: "neo4j".into(),
-            password_secret_ref: None,
-            password_env: Some(NEO4J_PASSWORD_ENV.into()),
-        }),
-        ..GraphSpec::default()
-    });
+    measure("neo4j", &index, |_| neo4j_spec(neo4j.port));
     drop(neo4j);
-    let _ = std::fs::remove_dir_all(&tmp);
 }
 
-fn build_index(dir: &std::path::Path) -> IndexVersion {
+fn build_index(dir: &Path) -> IndexVersion {
     let path = common::eval_dir().join("squad/dev-v1.1-part1.json");
     let set = EvalSet::load(DatasetKind::Squad, &path, None).expect("SQuAD part 1");
     let profile = IndexProfileSpec::default();
@@ -140,5 +178,110 @@ fn measure(name: &str, index: &IndexVersion, spec_for: impl Fn(&str) -> GraphSpe
             "{name}: best batch size {size}: {rate:.0} sentences/s ({:.1}× one row per statement)",
             rate / base
         );
+    }
+}
+
+/// The SQuAD and SciFact development sets through three routes in one
+/// run: anchors from the embedded index (the baseline) and from each
+/// store's vector and full-text indexes. Each route is evaluated whole
+/// (every query, every metric), then served by `trellis serve` and queried
+/// by one client for [`ROUTE_LOAD_SECONDS`]: latency per request (query
+/// embedded by the service, as in a pod) and the service's resident
+/// memory.
+fn routes(tmp: &Path) {
+    let falkordb = common::ScriptServer::start("falkordb-test-server.sh");
+    let neo4j = common::ScriptServer::start("neo4j-test-server.sh");
+    let stores = [
+        ("embedded", GraphSpec::default()),
+        ("falkordb", falkordb_spec(falkordb.port, "routes")),
+        ("neo4j", neo4j_spec(neo4j.port)),
+    ];
+    let eval = common::eval_dir();
+    let sets = [
+        (
+            "SQuAD part 1",
+            DatasetKind::Squad,
+            eval.join("squad/dev-v1.1-part1.json"),
+        ),
+        ("SciFact", DatasetKind::Beir, eval.join("scifact")),
+    ];
+    for (name, kind, path) in sets {
+        let set = EvalSet::load(kind, &path, None).expect(name);
+        let corpus = format!("eval-{}-{}", kind.as_str(), set.content_hash());
+        let queries = Arc::new(
+            set.queries
+                .iter()
+                .map(|q| q.text.clone())
+                .collect::<Vec<_>>(),
+        );
+        println!("{name}: {} queries", set.queries.len());
+        let mut baseline: Option<(f64, u64)> = None;
+        for (store, graph) in &stores {
+            let profile = IndexProfileSpec {
+                graph: graph.clone(),
+                ..IndexProfileSpec::default()
+            };
+            let mut route = RetrievalRouteSpec::for_corpus("evaluation");
+            if graph.store != GraphStoreKind::Embedded {
+                route.anchors.source = AnchorSource::Graph;
+            }
+            let report = Evaluation {
+                set: &set,
+                dataset: name.to_string(),
+                profile: &profile,
+                profile_base: tmp,
+                route: &route,
+                data_dir: tmp,
+            }
+            .run(&|_, _, _| {})
+            .unwrap_or_else(|e| panic!("{name} through {store}: {e}"));
+            let metrics = |label: &str, m: &Option<Metrics>| match m {
+                Some(m) => format!(
+                    "{label} R@1 {:.4} R@5 {:.4} R@10 {:.4} nDCG@10 {:.4} MRR {:.4}",
+                    m.recall_1, m.recall_5, m.recall_10, m.ndcg_10, m.mrr
+                ),
+                None => format!("{label} –"),
+            };
+            println!(
+                "  {store:<8} quality: {} · {} ({:.1} s for all queries, 2 threads)",
+                metrics("sentence", &report.sentence),
+                metrics("document", &report.document),
+                report.query_seconds
+            );
+
+            let source = if graph.store == GraphStoreKind::Embedded {
+                "embedded"
+            } else {
+                "graph"
+            };
+            let manifest = format!(
+                "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: bench}}\n\
+                 spec:\n  corpusRef: {{name: {corpus}}}\n  anchors: {{source: {source}}}\n"
+            );
+            let server = Server::start(
+                &manifest,
+                tmp,
+                &["--index-version", &report.index_version, "--max-k", "10"],
+            );
+            let ready = server.resident();
+            let time = Duration::from_secs(ROUTE_LOAD_SECONDS);
+            let run = service::load(&server, &queries, 1, time, None);
+            let resident = server.resident();
+            server.stop();
+            let p50 = run.percentile(0.5);
+            let (base_p50, base_resident) = *baseline.get_or_insert((p50, resident));
+            println!(
+                "  {store:<8} served, 1 client {ROUTE_LOAD_SECONDS} s: {} requests, errors {}, \
+                 p50 {p50:.1} ms ({:.2}× embedded), p99 {:.1} ms; resident {:.0} MiB when ready, \
+                 {:.0} MiB after ({:.2}× embedded)",
+                run.latencies.len(),
+                run.errors,
+                p50 / base_p50,
+                run.percentile(0.99),
+                service::mib(ready),
+                service::mib(resident),
+                resident as f64 / base_resident as f64
+            );
+        }
     }
 }

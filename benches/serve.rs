@@ -23,12 +23,11 @@
 #[path = "../tests/it/common/mod.rs"]
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use common::service::{Run, Server, load, mib};
 
 use trellis::embed;
 use trellis::eval::{DatasetKind, EvalSet, Evaluation};
@@ -65,7 +64,11 @@ fn main() {
         baseline.latencies.len()
     );
 
-    let server = Server::start(&data, &corpus);
+    let manifest = format!(
+        "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: bench}}\n\
+         spec:\n  corpusRef: {{name: {corpus}}}\n  anchors: {{mode: full}}\n"
+    );
+    let server = Server::start(&manifest, &data, &["--concurrency", "128", "--max-k", "10"]);
     println!(
         "server: trellis serve on {} (pid {}), resident {:.0} MiB when ready",
         server.addr,
@@ -111,10 +114,6 @@ fn main() {
     server.stop();
 }
 
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
 /// The SciFact index's corpus name, building the index when it is missing.
 fn ensure_index(set: &EvalSet, data: &Path) -> String {
     let corpus = format!("eval-beir-{}", set.content_hash());
@@ -135,28 +134,6 @@ fn ensure_index(set: &EvalSet, data: &Path) -> String {
         .expect("SciFact evaluation");
     }
     corpus
-}
-
-struct Run {
-    latencies: Vec<f64>,
-    errors: usize,
-    elapsed: Duration,
-}
-
-impl Run {
-    fn qps(&self) -> f64 {
-        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
-    }
-
-    fn percentile(&self, p: f64) -> f64 {
-        let mut sorted = self.latencies.clone();
-        sorted.sort_by(f64::total_cmp);
-        let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-        sorted
-            .get(at.min(sorted.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(f64::NAN)
-    }
 }
 
 fn route() -> RetrievalRouteSpec {
@@ -188,148 +165,4 @@ fn in_process(data: &Path, corpus: &str, queries: &[String]) -> Run {
         errors: 0,
         elapsed: started.elapsed(),
     }
-}
-
-struct Server {
-    child: Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Server {
-    fn start(data: &Path, corpus: &str) -> Self {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let manifest = dir.path().join("route.yaml");
-        let mut file = std::fs::File::create(&manifest).expect("route manifest");
-        write!(
-            file,
-            "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: bench}}\n\
-             spec:\n  corpusRef: {{name: {corpus}}}\n  anchors: {{mode: full}}\n"
-        )
-        .expect("route manifest");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let addr = format!("127.0.0.1:{port}");
-        let child = Command::new(env!("CARGO_BIN_EXE_trellis"))
-            .args(["serve", "-f"])
-            .arg(&manifest)
-            .arg("--data-dir")
-            .arg(data)
-            .args(["--listen", &addr, "--concurrency", "128", "--max-k", "10"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting trellis serve");
-        let server = Self {
-            child,
-            addr,
-            _dir: dir,
-        };
-        let client = reqwest::blocking::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let ready = client
-                .get(format!("http://{}/readyz", server.addr))
-                .send()
-                .is_ok_and(|r| r.status().is_success());
-            if ready {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "trellis serve not ready after 120 s"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        server
-    }
-
-    fn resident(&self) -> u64 {
-        common::resident_bytes(&self.child.id().to_string())
-    }
-
-    fn stop(mut self) {
-        // SIGTERM, as Kubernetes stops a pod; then wait for the drain.
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-/// `clients` threads posting queries for `time`; with `samples`, the
-/// server's resident memory every 5 s after a 10 s warm-up.
-fn load(
-    server: &Server,
-    queries: &Arc<Vec<String>>,
-    clients: usize,
-    time: Duration,
-    samples: Option<Arc<Mutex<Vec<u64>>>>,
-) -> Run {
-    let url = format!("http://{}/v1/retrieve", server.addr);
-    let stop = Arc::new(AtomicBool::new(false));
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let workers: Vec<_> = (0..clients)
-        .map(|_| {
-            let (url, stop, next, queries) = (
-                url.clone(),
-                Arc::clone(&stop),
-                Arc::clone(&next),
-                Arc::clone(queries),
-            );
-            std::thread::spawn(move || {
-                let client = reqwest::blocking::Client::builder()
-                    .timeout(Duration::from_secs(60))
-                    .build()
-                    .expect("HTTP client");
-                let mut latencies = Vec::new();
-                let mut errors = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let n = next.fetch_add(1, Ordering::Relaxed) % queries.len();
-                    let body = serde_json::json!({"query": queries[n], "k": 10});
-                    let t = Instant::now();
-                    let ok = client
-                        .post(&url)
-                        .json(&body)
-                        .send()
-                        .and_then(|r| r.error_for_status())
-                        .and_then(|r| r.bytes())
-                        .is_ok();
-                    if ok {
-                        latencies.push(t.elapsed().as_secs_f64() * 1000.0);
-                    } else {
-                        errors += 1;
-                    }
-                }
-                (latencies, errors)
-            })
-        })
-        .collect();
-    let warm_up = Duration::from_secs(10).min(time / 2);
-    while started.elapsed() < time {
-        std::thread::sleep(Duration::from_secs(5).min(time.saturating_sub(started.elapsed())));
-        if let Some(samples) = &samples
-            && started.elapsed() >= warm_up
-            && let Ok(mut samples) = samples.lock()
-        {
-            samples.push(server.resident());
-        }
-    }
-    stop.store(true, Ordering::Relaxed);
-    let mut run = Run {
-        latencies: Vec::new(),
-        errors: 0,
-        elapsed: Duration::ZERO,
-    };
-    for worker in workers {
-        let (latencies, errors) = worker.join().expect("client thread");
-        run.latencies.extend(latencies);
-        run.errors += errors;
-    }
-    run.elapsed = started.elapsed();
-    run
 }

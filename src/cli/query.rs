@@ -101,7 +101,7 @@ impl QueryArgs {
                 );
             }
         }
-        let loaded = LoadedRoute::with_index(index, &route_spec)?;
+        let loaded = LoadedRoute::with_index(index, &route_spec, 1)?;
         let answer = loaded
             .retriever()?
             .retrieve(&route_spec, &self.question, k, &filter)?;

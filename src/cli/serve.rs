@@ -73,6 +73,7 @@ pub struct ServeArgs {
 impl ServeArgs {
     pub fn run(&self) -> Result<ExitCode> {
         let drain_timeout = self.drain_timeout;
+        let concurrency = self.concurrency;
         let limits = Limits {
             body_bytes: self.max_body_bytes,
             query_chars: self.max_query_chars,
@@ -130,7 +131,13 @@ impl ServeArgs {
             // Load in the background: the port answers liveness probes at once.
             let loading = Arc::clone(&service);
             let loader = tokio::task::spawn_blocking(move || -> Result<()> {
-                let loaded = LoadedRoute::open(&data_dir, &route_spec, index_version.as_deref())?;
+                // One graph store connection per retrieval that may run.
+                let loaded = LoadedRoute::open(
+                    &data_dir,
+                    &route_spec,
+                    index_version.as_deref(),
+                    concurrency,
+                )?;
                 let version = loaded.index.manifest.version.clone();
                 loading.set_loaded(loaded)?;
                 tracing::info!(%version, "index loaded and query embedder warm; ready");

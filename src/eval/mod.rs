@@ -194,8 +194,16 @@ impl Evaluation<'_> {
         };
         let mut route = self.route.clone();
         route.corpus_ref.name = corpus_name.clone();
-        let loaded = LoadedRoute::open(self.data_dir, &route, Some(&report.manifest.version))
-            .map_err(EvalError::Open)?;
+        // Queries run on rayon's threads, each with a connection of its
+        // own when the route reads a graph store.
+        let queries = rayon::current_num_threads();
+        let loaded = LoadedRoute::open(
+            self.data_dir,
+            &route,
+            Some(&report.manifest.version),
+            queries,
+        )
+        .map_err(EvalError::Open)?;
         let retriever = loaded.retriever().map_err(EvalError::Open)?;
         let (index, embedder) = (&loaded.index, &loaded.embedder);
         let relevance = Judgements::resolve(self.set, index);

@@ -9,9 +9,9 @@
 //! candidates than it needs, keeps those of its version, and asks again
 //! for more while the store had more to give and too few were kept.
 
-use super::numbers::Numbers;
 use super::{GraphError, GraphStore, Statement, Value, cypher, reply_error, run_with_retries};
 use crate::index::IndexVersion;
+use crate::index::ids::IdNumbers;
 
 /// What a store's search procedures are asked, and how they answer.
 #[derive(Clone, Copy)]
@@ -118,7 +118,7 @@ pub fn matching(
 /// through (access filters apply before the `k` are counted).
 pub struct VersionSearch<'a> {
     index: &'a IndexVersion,
-    numbers: Numbers<'a>,
+    numbers: &'a IdNumbers,
     retries: u32,
 }
 
@@ -126,7 +126,7 @@ impl<'a> VersionSearch<'a> {
     pub fn new(index: &'a IndexVersion, retries: u32) -> Self {
         Self {
             index,
-            numbers: Numbers::new(index),
+            numbers: index.ids(),
             retries,
         }
     }
@@ -140,7 +140,7 @@ impl<'a> VersionSearch<'a> {
         k: usize,
         admits: &dyn Fn(u32) -> bool,
     ) -> Result<Vec<(u32, f32)>, GraphError> {
-        let keep = |id: &str| self.numbers.of(id).is_some_and(admits);
+        let keep = |id: &str| self.numbers.sentence(id).is_some_and(admits);
         let found = nearest(store, self.version(), vector, k, self.retries, &keep)?;
         Ok(self.numbered(found))
     }
@@ -158,7 +158,7 @@ impl<'a> VersionSearch<'a> {
         with_paragraphs: bool,
         admits: &dyn Fn(u32) -> bool,
     ) -> Result<Vec<u32>, GraphError> {
-        let keep = |id: &str| self.numbers.of(id).is_some_and(admits);
+        let keep = |id: &str| self.numbers.sentence(id).is_some_and(admits);
         let wanted = (Matched::Sentences, k);
         let found = matching(store, self.version(), query, wanted, self.retries, &keep)?;
         let mut sentences: Vec<u32> = self.numbered(found).into_iter().map(|(i, _)| i).collect();
@@ -212,7 +212,7 @@ impl<'a> VersionSearch<'a> {
             };
             let i = id
                 .as_str()
-                .and_then(|id| self.numbers.of(id))
+                .and_then(|id| self.numbers.sentence(id))
                 .ok_or_else(|| reply(format!("not a sentence id: {id:?}")))?;
             if let Some(v) = embedding.as_vector() {
                 vectors.push((i, v));
@@ -228,7 +228,7 @@ impl<'a> VersionSearch<'a> {
     fn numbered(&self, found: Vec<(String, f32)>) -> Vec<(u32, f32)> {
         found
             .into_iter()
-            .filter_map(|(id, score)| Some((self.numbers.of(&id)?, score)))
+            .filter_map(|(id, score)| Some((self.numbers.sentence(&id)?, score)))
             .collect()
     }
 }

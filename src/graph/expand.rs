@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::numbers::Numbers;
 use super::{GraphError, GraphStore, Statement, Value, cypher, reply_error, run_with_retries};
 use crate::index::IndexVersion;
 use crate::spec::ExpansionSpec;
@@ -45,7 +44,7 @@ pub fn expand(
     retries: u32,
 ) -> Result<BTreeSet<u32>, GraphError> {
     let _span = tracing::debug_span!("graph_expansion", anchors = anchors.len()).entered();
-    let numbers = Numbers::new(index);
+    let numbers = index.ids();
     let version = index.manifest.version.as_str();
     let ids = anchor_ids(index, anchors);
     let mut added: BTreeSet<u32> = anchors.iter().copied().collect();
@@ -61,7 +60,7 @@ pub fn expand(
     let number = |store: &dyn GraphStore, name: &str, value: Option<&Value>| {
         value
             .and_then(Value::as_str)
-            .and_then(|id| numbers.of(id))
+            .and_then(|id| numbers.sentence(id))
             .ok_or_else(|| reply_error(store, name, format!("not a sentence id: {value:?}")))
     };
 
@@ -114,7 +113,7 @@ pub fn context(
     anchors: &[u32],
     retries: u32,
 ) -> Result<BTreeMap<u32, AnchorContext>, GraphError> {
-    let numbers = Numbers::new(index);
+    let numbers = index.ids();
     let statement = Statement::new("expand context", cypher::EXPAND_CONTEXT)
         .param("version", index.manifest.version.as_str())
         .param("anchors", anchor_ids(index, anchors));
@@ -124,7 +123,7 @@ pub fn context(
             return Err(reply_error(store, "expand context", format!("{row:?}")));
         };
         let (Some(anchor), Some(paragraph), Some(section)) = (
-            anchor.as_str().and_then(|a| numbers.of(a)),
+            anchor.as_str().and_then(|a| numbers.sentence(a)),
             paragraph.as_str(),
             section.as_str(),
         ) else {

@@ -24,7 +24,7 @@ pub mod expand;
 pub mod export;
 mod falkordb;
 mod neo4j;
-mod numbers;
+mod pool;
 mod value;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +41,7 @@ use crate::spec::{
 pub use export::{ExportOptions, ExportReport, GraphCounts};
 pub use falkordb::FalkorStore;
 pub use neo4j::Neo4jStore;
+pub use pool::{Pool, Pooled};
 pub use value::Value;
 
 #[derive(Debug, Error)]
@@ -227,14 +228,16 @@ fn password(
     Ok(Some(text.trim_end_matches(['\r', '\n']).to_string()))
 }
 
-/// The graph store `route` searches anchors or expands through, connected,
-/// when its anchor or expansion source is `graph`: the store of `index`'s
-/// profile, which must hold `index`'s version completely. `None` for
-/// routes that run both stages in the embedded index.
+/// The graph store `route` searches anchors or expands through, when its
+/// anchor or expansion source is `graph`: a pool of up to `connections`
+/// connections to the store of `index`'s profile, which must hold
+/// `index`'s version completely. `None` for routes that run both stages
+/// in the embedded index.
 pub fn for_route(
     route: &RetrievalRouteSpec,
     index: &IndexVersion,
-) -> Result<Option<std::sync::Mutex<Box<dyn GraphStore>>>, GraphError> {
+    connections: usize,
+) -> Result<Option<Pool>, GraphError> {
     let stages = match (route.anchors.source, route.expansion.source) {
         (AnchorSource::Graph, ExpansionSource::Graph) => "searches anchors and expands",
         (AnchorSource::Graph, _) => "searches anchors",
@@ -258,7 +261,7 @@ pub fn for_route(
             store.name()
         )));
     }
-    Ok(Some(std::sync::Mutex::new(store)))
+    Ok(Some(Pool::new(store, spec.clone(), connections)))
 }
 
 /// What the graph store step of an ingest did.

@@ -10,6 +10,7 @@ pub mod bm25;
 pub mod checksums;
 pub mod current;
 pub mod files;
+pub mod ids;
 pub mod lexical;
 pub mod links;
 pub mod manifest;

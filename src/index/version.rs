@@ -2,8 +2,10 @@
 //! the others.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use super::files::{self, corpus_dir, read_json, read_manifest};
+use super::ids::IdNumbers;
 use super::lexical::LexicalStats;
 use super::{
     ChunkRecord, HnswGraph, IndexError, READABLE_FORMATS, RelatedEdge, SkeletonStore, Vectors,
@@ -31,6 +33,9 @@ pub struct IndexVersion {
     pub related: Vec<Vec<(u32, f32)>>,
     /// How the version searches, as it was opened.
     searching: Searching,
+    /// Its ids to numbers, built when a graph store's answer is first
+    /// read.
+    ids: OnceLock<IdNumbers>,
 }
 
 /// What a version searches with: its own files, or, opened
@@ -212,7 +217,13 @@ impl IndexVersion {
             indexed_documents,
             related,
             searching,
+            ids: OnceLock::new(),
         })
+    }
+
+    /// The version's sentence and paragraph ids mapped to their numbers.
+    pub fn ids(&self) -> &IdNumbers {
+        self.ids.get_or_init(|| IdNumbers::new(&self.store))
     }
 
     /// The version's chunks (`chunks.json`), read on demand: only the

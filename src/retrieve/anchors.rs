@@ -75,14 +75,14 @@ impl Retriever<'_> {
                 let graph = self.graph_store()?;
                 let boost = route.anchors.paragraph_boost;
                 let (dense, found) = {
-                    let mut store = graph.lock();
+                    let mut store = graph.connection()?;
                     let dense = match query_vector {
-                        Some(q) => graph.search.nearest(store.as_mut(), q, c, allowed)?,
+                        Some(q) => graph.search.nearest(&mut *store, q, c, allowed)?,
                         None => Vec::new(),
                     };
                     let found = match wants_lexical {
                         true => graph.search.matching(
-                            store.as_mut(),
+                            &mut *store,
                             query,
                             c * STORE_RECALL,
                             boost > 0.0 && self.index.profile.index.bm25_paragraph,

@@ -29,9 +29,9 @@ impl Retriever<'_> {
             ExpansionSource::Embedded => expansion(self.index, &anchors, spec),
             ExpansionSource::Graph => {
                 let graph = self.graph_store()?;
-                let mut store = graph.lock();
+                let mut store = graph.connection()?;
                 crate::graph::expand::expand(
-                    store.as_mut(),
+                    &mut *store,
                     self.index,
                     &anchors,
                     spec,

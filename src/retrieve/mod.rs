@@ -30,14 +30,12 @@ mod scoring;
 mod selection;
 mod vectors;
 
-use std::sync::{Mutex, MutexGuard};
-
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::embed::{EmbedError, Embedder};
 use crate::graph::anchors::VersionSearch;
-use crate::graph::{GraphError, GraphStore};
+use crate::graph::{GraphError, Pool, Pooled};
 use crate::index::{IndexError, IndexVersion};
 use crate::skeleton::PageBox;
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
@@ -137,15 +135,14 @@ pub struct Retriever<'a> {
 /// The graph store a retriever reads, and how it searches the version
 /// there.
 struct GraphAccess<'a> {
-    store: &'a Mutex<Box<dyn GraphStore>>,
+    pool: &'a Pool,
     search: VersionSearch<'a>,
 }
 
 impl GraphAccess<'_> {
-    fn lock(&self) -> MutexGuard<'_, Box<dyn GraphStore>> {
-        // A poisoned lock only means another query panicked
-        // mid-statement; the connection itself is still usable.
-        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    /// A connection of this query's own, for one stage's statements.
+    fn connection(&self) -> Result<Pooled<'_>, GraphError> {
+        self.pool.get()
     }
 }
 
@@ -175,9 +172,9 @@ impl<'a> Retriever<'a> {
 
     /// Runs stage 1 or 2 in `graph` for routes whose anchor or expansion
     /// source is `graph`.
-    pub fn with_graph(mut self, graph: &'a Mutex<Box<dyn GraphStore>>) -> Self {
+    pub fn with_graph(mut self, pool: &'a Pool) -> Self {
         self.graph = Some(GraphAccess {
-            store: graph,
+            pool,
             search: VersionSearch::new(self.index, self.index.profile.graph.retries()),
         });
         self

@@ -4,10 +4,9 @@
 //! answer from a [`LoadedRoute`].
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use crate::embed::{self, Embedder};
-use crate::graph::GraphStore;
+use crate::graph::Pool;
 use crate::index::{IndexVersion, Opening};
 use crate::spec::{AnchorSource, RetrievalRouteSpec};
 
@@ -17,31 +16,36 @@ use super::{RetrieveError, Retriever};
 pub struct LoadedRoute {
     pub index: IndexVersion,
     pub embedder: Box<dyn Embedder>,
-    /// The graph store holding the version, for a route that expands
-    /// there ([`crate::graph::for_route`]).
-    pub graph: Option<Mutex<Box<dyn GraphStore>>>,
+    /// Connections to the graph store holding the version, for a route
+    /// that runs a stage there ([`crate::graph::for_route`]).
+    pub graph: Option<Pool>,
 }
 
 impl LoadedRoute {
     /// Opens index version `version` (the current one when `None`) of the
-    /// route's corpus under `data_dir`, and what the route needs with it.
+    /// route's corpus under `data_dir`, and what the route needs with it,
+    /// for up to `queries` queries at once.
     pub fn open(
         data_dir: &Path,
         route: &RetrievalRouteSpec,
         version: Option<&str>,
+        queries: usize,
     ) -> Result<Self, RetrieveError> {
         let index =
             IndexVersion::open_as(data_dir, &route.corpus_ref.name, version, opening(route))?;
-        Self::with_index(index, route)
+        Self::with_index(index, route, queries)
     }
 
-    /// The query embedder and graph store `route` needs over `index`.
+    /// The query embedder and graph store `route` needs over `index`: a
+    /// connection per query that may run at once, opened as they come.
     pub fn with_index(
         index: IndexVersion,
         route: &RetrievalRouteSpec,
+        queries: usize,
     ) -> Result<Self, RetrieveError> {
         let embedder = embed::from_spec(&index.profile.embedding, None)?;
-        let graph = crate::graph::for_route(route, &index).map_err(RetrieveError::OpenGraph)?;
+        let graph =
+            crate::graph::for_route(route, &index, queries).map_err(RetrieveError::OpenGraph)?;
         Ok(Self {
             index,
             embedder,

@@ -85,8 +85,8 @@ impl<'a> Retriever<'a> {
         missing.sort_unstable();
         let graph = self.graph_store()?;
         let read = {
-            let mut store = graph.lock();
-            graph.search.vectors(store.as_mut(), &missing)?
+            let mut store = graph.connection()?;
+            graph.search.vectors(&mut *store, &missing)?
         };
         fetched.sentences.extend(read);
         let dims = self.index.manifest.dims;

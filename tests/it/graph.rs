@@ -14,7 +14,6 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use trellis::graph::{self, GraphError, GraphStore, Statement, Value, cypher, export};
 use trellis::index::IndexVersion;
@@ -469,7 +468,7 @@ fn expansion_suite(spec: &GraphSpec) {
     let embedded_route = spec::RetrievalRouteSpec::for_corpus("c");
     let mut graph_route = embedded_route.clone();
     graph_route.expansion.source = ExpansionSource::Graph;
-    let shared = Mutex::new(store);
+    let shared = graph::Pool::new(store, spec.clone(), 1);
     let plain = Retriever::new(&index, embedder.as_ref()).unwrap();
     let through_graph = Retriever::new(&index, embedder.as_ref())
         .unwrap()
@@ -531,8 +530,8 @@ fn anchored_suite(spec: &GraphSpec) {
     let mut graph_route = embedded_route.clone();
     graph_route.anchors.source = AnchorSource::Graph;
     let data = dir.join("data");
-    let embedded = LoadedRoute::open(&data, &embedded_route, None).unwrap();
-    let anchored = LoadedRoute::open(&data, &graph_route, None).unwrap();
+    let embedded = LoadedRoute::open(&data, &embedded_route, None, 1).unwrap();
+    let anchored = LoadedRoute::open(&data, &graph_route, None, 3).unwrap();
     assert!(embedded.graph.is_none());
     assert!(
         anchored.index.search().is_err(),
@@ -589,6 +588,37 @@ fn anchored_suite(spec: &GraphSpec) {
             ids(&b)
         );
     }
+
+    // Queries at once each take a connection of the route's pool, and
+    // answer as they did one at a time.
+    let alone: Vec<Vec<String>> = questions.iter().map(|q| ids(&both(q, None).1)).collect();
+    let at_once: Vec<Vec<String>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = questions
+            .iter()
+            .map(|&question| {
+                let (route, retriever) = (&graph_route, &through_graph);
+                scope.spawn(move || {
+                    let mut last = Vec::new();
+                    for _ in 0..3 {
+                        let answer = retriever.retrieve(route, question, None, &Filter::default());
+                        last = ids(&answer.unwrap());
+                    }
+                    last
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    assert_eq!(alone, at_once);
+    // The pool opens real connections up to its size, and each answers.
+    let pool = anchored.graph.as_ref().unwrap();
+    let mut lent: Vec<_> = (0..pool.size()).map(|_| pool.get().unwrap()).collect();
+    assert_eq!(pool.open(), 3);
+    for store in &mut lent {
+        let ping = graph::Statement::new("ping", "RETURN 1");
+        assert_eq!(store.run(&ping).unwrap(), vec![vec![graph::Value::Int(1)]]);
+    }
+    drop(lent);
 
     // Access filters apply before the anchors: a caller holding no tag
     // of the corpus sees nothing, and a document filter keeps to it.
