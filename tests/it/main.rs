@@ -23,6 +23,7 @@ mod golden_rules;
 mod graph;
 mod html;
 mod ingest;
+mod layout;
 mod operator;
 mod pdf;
 mod segment_props;
