@@ -40,7 +40,9 @@ pub struct ServeArgs {
     /// Time one retrieval may take, in milliseconds (then 504).
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
-    /// Retrievals running at once (more get 503 with Retry-After).
+    /// Retrievals running at once (more get 503 with Retry-After); on a
+    /// route that runs a stage in the graph store, also the most
+    /// connections to it.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
     /// Bearer tokens, one line each: `TOKEN TAG[,TAG…]` (the ACL tags
