@@ -29,6 +29,12 @@ pub struct Search {
     /// The full-text query matching any of `words` (lower-case letters
     /// and digits only, so nothing needs escaping).
     pub any_word: fn(&[String]) -> String,
+    /// Whether the full-text score weighs a word by how rare it is, so
+    /// that the first matches of a query are those its rare words find.
+    /// Lucene's BM25 does; FalkorDB's score does not (a word held by one
+    /// sentence scores below one held by ninety), and a query is then
+    /// asked for its rarest words only ([`crate::index::lexical::LexicalStats::rarest_words`]).
+    pub weighs_rarity: bool,
 }
 
 /// Neo4j's cosine score is (1 + cos) / 2.

@@ -116,6 +116,7 @@ impl GraphStore for FalkorStore {
             matching_paragraphs: cypher::FALKORDB_MATCHING_PARAGRAPHS,
             similarity: anchors::falkordb_similarity,
             any_word: anchors::redisearch_any,
+            weighs_rarity: false,
         }
     }
 

@@ -122,6 +122,7 @@ impl GraphStore for Neo4jStore {
             matching_paragraphs: cypher::NEO4J_MATCHING_PARAGRAPHS,
             similarity: anchors::neo4j_similarity,
             any_word: anchors::lucene_any,
+            weighs_rarity: true,
         }
     }
 

@@ -183,6 +183,49 @@ impl LexicalStats {
         })
     }
 
+    /// The words of `query` a full-text engine that ignores how rare a
+    /// word is should be asked for, so that what it finds holds the
+    /// sentences BM25 ranks first: the words that weigh most (the fewest
+    /// indexed sentences use them), rarest first, while the sentences
+    /// using them add up to at most `budget`, and at least the rarest.
+    /// A word BM25 ignores (a stop word) is never asked for. Words are
+    /// the query's own runs of letters and digits, lower-cased, as the
+    /// engine reads them.
+    pub fn rarest_words(&self, query: &str, budget: usize) -> Vec<String> {
+        let mut english = self.english.clone();
+        let mut weighed: Vec<(u32, usize, String)> = Vec::new();
+        let raw = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase);
+        for (order, word) in raw.enumerate() {
+            if weighed.iter().any(|(_, _, w)| *w == word) {
+                continue;
+            }
+            let mut used_by = None;
+            let mut stream = english.token_stream(&word);
+            while let Some(token) = stream.next() {
+                let n = self.text.used_by.get(&token.text).copied().unwrap_or(0);
+                used_by = Some(used_by.map_or(n, |m: u32| m.max(n)));
+            }
+            drop(stream);
+            if let Some(used_by) = used_by {
+                weighed.push((used_by, order, word));
+            }
+        }
+        weighed.sort_unstable();
+        let mut total = 0usize;
+        let mut chosen = Vec::new();
+        for (used_by, _, word) in weighed {
+            total += used_by as usize;
+            if total > budget && !chosen.is_empty() {
+                break;
+            }
+            chosen.push(word);
+        }
+        chosen
+    }
+
     /// The scores the BM25 index gives `sentences` of `store` for `query`
     /// (with `paragraph_boost`, as [`super::bm25::Bm25Index::search`]),
     /// best first, ties by sentence; sentences that match nothing are

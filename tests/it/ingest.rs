@@ -600,6 +600,44 @@ fn statistics_counted_from_the_skeleton_score_as_the_bm25_index() {
     }
 }
 
+#[test]
+fn the_rarest_words_of_a_query_fill_the_budget_rarest_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    // "zebra" in one sentence, "apples" in three, "river" in five.
+    std::fs::write(
+        dir.join("docs/field.txt"),
+        "A zebra stood by the river. Apples fell into the river. The river was cold today. \
+         Apples were sold near the river. Nobody swam in the river. Apples are red.\n",
+    )
+    .unwrap();
+    let (corpus, profile, _) = setup_manifests(dir);
+    ingest(dir, &corpus, &profile);
+    let data = dir.join("data");
+    let counted = IndexVersion::open_as(&data, "c", None, index::Opening::WithoutSearch).unwrap();
+    let stats = counted.lexical().unwrap();
+    let query = "The river, the apple and the zebra?";
+    // Stop words weigh nothing in BM25 and are never asked for; a word
+    // weighs as its stem ("apple" as "apples").
+    assert_eq!(
+        stats.rarest_words(query, usize::MAX),
+        ["zebra", "apple", "river"].map(String::from)
+    );
+    assert_eq!(
+        stats.rarest_words(query, 4),
+        ["zebra", "apple"].map(String::from)
+    );
+    // The rarest word is asked for whatever the budget.
+    assert_eq!(stats.rarest_words(query, 0), ["zebra"].map(String::from));
+    // A word no sentence uses finds nothing and costs nothing.
+    assert_eq!(
+        stats.rarest_words("zebra unicorn", 1),
+        ["unicorn", "zebra"].map(String::from)
+    );
+    assert!(stats.rarest_words("the of and", 10).is_empty());
+}
+
 fn setup_manifests(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
     let loaded = spec::parse_str(MANIFESTS, &dir.join("trellis.yaml")).unwrap();
     let origin = dir.join("trellis.yaml");
