@@ -12,6 +12,7 @@
 use super::{GraphError, GraphStore, Statement, Value, cypher, reply_error, run_with_retries};
 use crate::index::IndexVersion;
 use crate::index::ids::IdNumbers;
+use crate::index::lexical::query_words;
 
 /// What a store's search procedures are asked, and how they answer.
 #[derive(Clone, Copy)]
@@ -89,23 +90,21 @@ pub enum Matched {
 }
 
 /// The `k` indexed sentences (or paragraphs) of `version` that `keep`
-/// lets through best matching any word of `query`: ids and the store's
-/// relevance scores, best first. A query without a letter or digit
-/// matches nothing.
+/// lets through best matching any of `words` ([`query_words`]): ids and
+/// the store's relevance scores, best first. No words match nothing.
 pub fn matching(
     store: &mut dyn GraphStore,
     version: &str,
-    query: &str,
+    words: &[String],
     (what, k): (Matched, usize),
     retries: u32,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(String, f32)>, GraphError> {
-    let words = words(query);
     if words.is_empty() {
         return Ok(Vec::new());
     }
     let search = store.search();
-    let text = (search.any_word)(&words);
+    let text = (search.any_word)(words);
     let (name, statement) = match what {
         Matched::Sentences => ("matching_sentences", search.matching),
         Matched::Paragraphs => ("matching_paragraphs", search.matching_paragraphs),
@@ -155,7 +154,9 @@ impl<'a> VersionSearch<'a> {
     /// `query`: its `k` best sentences and, `with_paragraphs`, every
     /// admitted sentence of its `k` best paragraphs (as the embedded BM25
     /// index matches a sentence by its paragraph's words too). The
-    /// caller ranks them; the store's engine only finds them.
+    /// caller ranks them; the store's engine only finds them. A store
+    /// whose score does not weigh rarity ([`Search::weighs_rarity`]) is
+    /// asked for the query's rarest words, as many as `k` sentences use.
     pub fn matching(
         &self,
         store: &mut dyn GraphStore,
@@ -164,9 +165,15 @@ impl<'a> VersionSearch<'a> {
         with_paragraphs: bool,
         admits: &dyn Fn(u32) -> bool,
     ) -> Result<Vec<u32>, GraphError> {
+        let words = match store.search().weighs_rarity {
+            true => query_words(query),
+            // The engine's first matches would be those of the common
+            // words: it is asked for the words BM25 weighs most.
+            false => self.index.lexical()?.rarest_words(query, k),
+        };
         let keep = |id: &str| self.numbers.sentence(id).is_some_and(admits);
         let wanted = (Matched::Sentences, k);
-        let found = matching(store, self.version(), query, wanted, self.retries, &keep)?;
+        let found = matching(store, self.version(), &words, wanted, self.retries, &keep)?;
         let mut sentences: Vec<u32> = self.numbered(found).into_iter().map(|(i, _)| i).collect();
         if with_paragraphs {
             let skeleton = &self.index.store;
@@ -180,7 +187,7 @@ impl<'a> VersionSearch<'a> {
                     .is_some_and(|p| members(p).next().is_some())
             };
             let wanted = (Matched::Paragraphs, k);
-            let found = matching(store, self.version(), query, wanted, self.retries, &keep)?;
+            let found = matching(store, self.version(), &words, wanted, self.retries, &keep)?;
             for (id, _) in found {
                 if let Some(p) = self.numbers.paragraph(&id) {
                     sentences.extend(members(p));
@@ -246,23 +253,6 @@ fn best_first(found: Vec<(String, f64)>, score: impl Fn(f64) -> f32) -> Vec<(Str
     ranked
 }
 
-/// The words of `text` as the full-text queries take them: runs of
-/// letters and digits, lower-cased (Lucene's `AND`, `OR` and `NOT` are
-/// operators only in capitals), each once.
-fn words(text: &str) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
-    for word in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        let word = word.to_lowercase();
-        if !words.contains(&word) {
-            words.push(word);
-        }
-    }
-    words
-}
-
 /// Runs `statement(candidates)` for `k` candidates, then twice as many,
 /// and so on, until `k` indexed sentences of `version` that `keep` lets
 /// through came back, asking for more gave no more, or
@@ -324,16 +314,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn words_are_lower_case_runs_of_letters_and_digits_once_each() {
-        assert_eq!(
-            words("What did the Seller OR \"buyer\" pay in 2019? pay-out: AND"),
-            [
-                "what", "did", "the", "seller", "or", "buyer", "pay", "in", "2019", "out", "and"
-            ]
-        );
-        assert!(words("?! …").is_empty());
-        assert_eq!(lucene_any(&words("a b")), "a b");
-        assert_eq!(redisearch_any(&words("a b")), "a|b");
+    fn any_word_queries_join_the_words_as_each_engine_reads_them() {
+        assert_eq!(lucene_any(&query_words("a b")), "a b");
+        assert_eq!(redisearch_any(&query_words("a b")), "a|b");
     }
 
     #[test]

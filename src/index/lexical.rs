@@ -189,19 +189,11 @@ impl LexicalStats {
     /// indexed sentences use them), rarest first, while the sentences
     /// using them add up to at most `budget`, and at least the rarest.
     /// A word BM25 ignores (a stop word) is never asked for. Words are
-    /// the query's own runs of letters and digits, lower-cased, as the
-    /// engine reads them.
+    /// the query's own ([`query_words`]), as the engine reads them.
     pub fn rarest_words(&self, query: &str, budget: usize) -> Vec<String> {
         let mut english = self.english.clone();
         let mut weighed: Vec<(u32, usize, String)> = Vec::new();
-        let raw = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase);
-        for (order, word) in raw.enumerate() {
-            if weighed.iter().any(|(_, _, w)| *w == word) {
-                continue;
-            }
+        for (order, word) in query_words(query).into_iter().enumerate() {
             let mut used_by = None;
             let mut stream = english.token_stream(&word);
             while let Some(token) = stream.next() {
@@ -273,5 +265,39 @@ impl LexicalStats {
         }
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored
+    }
+}
+
+/// The words of `text` as a full-text engine is asked for them: runs of
+/// letters and digits, lower-cased (Lucene's `AND`, `OR` and `NOT` are
+/// operators only in capitals, and nothing else needs escaping), each
+/// once, in order.
+pub fn query_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let word = word.to_lowercase();
+        if !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_words_are_lower_case_runs_of_letters_and_digits_once_each() {
+        assert_eq!(
+            query_words("What did the Seller OR \"buyer\" pay in 2019? pay-out: AND"),
+            [
+                "what", "did", "the", "seller", "or", "buyer", "pay", "in", "2019", "out", "and"
+            ]
+        );
+        assert!(query_words("?! …").is_empty());
     }
 }

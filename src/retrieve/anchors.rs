@@ -81,25 +81,13 @@ impl Retriever<'_> {
                         None => Vec::new(),
                     };
                     let found = match wants_lexical {
-                        true => {
-                            let budget = c * STORE_RECALL;
-                            // An engine that ranks without weighing rarity
-                            // fills its first matches with common words:
-                            // it is asked for the words BM25 weighs most.
-                            let finding = match store.search().weighs_rarity {
-                                true => query.to_string(),
-                                false => {
-                                    self.index.lexical()?.rarest_words(query, budget).join(" ")
-                                }
-                            };
-                            graph.search.matching(
-                                &mut *store,
-                                &finding,
-                                budget,
-                                boost > 0.0 && self.index.profile.index.bm25_paragraph,
-                                allowed,
-                            )?
-                        }
+                        true => graph.search.matching(
+                            &mut *store,
+                            query,
+                            c * STORE_RECALL,
+                            boost > 0.0 && self.index.profile.index.bm25_paragraph,
+                            allowed,
+                        )?,
                         false => Vec::new(),
                     };
                     (dense, found)

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use trellis::graph::{self, GraphError, GraphStore, Statement, Value, cypher, export};
 use trellis::index::IndexVersion;
+use trellis::index::lexical::query_words;
 use trellis::retrieve::{self, Filter, LoadedRoute, Retriever};
 use trellis::spec::{
     self, AnchorSource, ExpansionSource, ExpansionSpec, FalkorDbSpec, GraphSpec, GraphStoreKind,
@@ -371,11 +372,15 @@ fn store_anchors_agree(store: &mut dyn GraphStore, index: &IndexVersion) {
         let distinct: std::collections::HashSet<&String> = found.iter().map(|(id, _)| id).collect();
         assert_eq!(distinct.len(), k, "each sentence once: {found:?}");
     }
-    let found =
-        graph::anchors::matching(store, version, "Terminate, NOTICE?", SENTENCES, 0, &|_| {
-            true
-        })
-        .unwrap();
+    let found = graph::anchors::matching(
+        store,
+        version,
+        &query_words("Terminate, NOTICE?"),
+        SENTENCES,
+        0,
+        &|_| true,
+    )
+    .unwrap();
     assert!(!found.is_empty());
     for (id, _) in &found {
         let s = sentences
@@ -393,7 +398,7 @@ fn store_anchors_agree(store: &mut dyn GraphStore, index: &IndexVersion) {
     let ids: std::collections::HashSet<&String> = found.iter().map(|(id, _)| id).collect();
     assert_eq!(ids.len(), found.len(), "each sentence once: {found:?}");
     assert!(
-        graph::anchors::matching(store, version, "?!", SENTENCES, 0, &|_| true)
+        graph::anchors::matching(store, version, &query_words("?!"), SENTENCES, 0, &|_| true)
             .unwrap()
             .is_empty()
     );
