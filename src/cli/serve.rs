@@ -28,6 +28,13 @@ pub struct ServeArgs {
     /// Serve this index version instead of the current one.
     #[arg(long)]
     index_version: Option<String>,
+    /// Read the index version from the graph store this file describes
+    /// (YAML or JSON: an IndexProfile's `graph` section) into
+    /// `--data-dir`, instead of from a volume holding it. For a route
+    /// with `anchors.source: graph`, whose store holds the rest; needs
+    /// `--index-version`.
+    #[arg(long, value_name = "FILE", requires = "index_version")]
+    index_from_graph: Option<PathBuf>,
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = 65_536)]
     max_body_bytes: usize,
@@ -106,9 +113,23 @@ impl ServeArgs {
             tokens,
         ));
         let corpus = route.spec.corpus_ref.name.clone();
+        let corpus_name = corpus.clone();
         let data_dir = data_dir(self.data_dir.as_deref());
         let index_version = self.index_version.clone();
         let route_spec = route.spec.clone();
+        let fetch_from = match &self.index_from_graph {
+            Some(path) => {
+                if route_spec.anchors.source != spec::AnchorSource::Graph {
+                    anyhow::bail!(
+                        "--index-from-graph: route {route_name} takes anchors from the \
+                         embedded index (anchors.source: embedded), which the graph store \
+                         does not hold; serve it from a volume"
+                    );
+                }
+                Some(read_graph_spec(path)?)
+            }
+            None => None,
+        };
 
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -133,6 +154,9 @@ impl ServeArgs {
             // Load in the background: the port answers liveness probes at once.
             let loading = Arc::clone(&service);
             let loader = tokio::task::spawn_blocking(move || -> Result<()> {
+                if let (Some(store), Some(version)) = (&fetch_from, &index_version) {
+                    trellis::graph::fetch_version(store, &data_dir, &corpus_name, version)?;
+                }
                 // One graph store connection per retrieval that may run.
                 let loaded = LoadedRoute::open(
                     &data_dir,
@@ -176,6 +200,18 @@ impl ServeArgs {
             Ok(ExitCode::SUCCESS)
         })
     }
+}
+
+/// The graph store `path` describes: a GraphSpec in YAML or JSON.
+fn read_graph_spec(path: &std::path::Path) -> Result<spec::GraphSpec> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--index-from-graph {}", path.display()))?;
+    serde_yaml::from_str(&text).with_context(|| {
+        format!(
+            "--index-from-graph {}: not a graph store section",
+            path.display()
+        )
+    })
 }
 
 /// Completes on SIGTERM (Kubernetes stopping the pod) or Ctrl-C.

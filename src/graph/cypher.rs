@@ -13,12 +13,15 @@ pub const SECTION: &str = "Section";
 pub const PARAGRAPH: &str = "Paragraph";
 pub const CHUNK: &str = "TextChunk";
 pub const SENTENCE: &str = "Sentence";
+/// A part of a file of the version: what a retrieval pod without the
+/// index volume loads (`version_files`). Its id is `<file>#<part>`.
+pub const FILE: &str = "IndexFile";
 /// One node per exported version, written last: its presence says the
 /// export completed.
 pub const VERSION: &str = "IndexVersion";
 
 /// Every label Trellis writes.
-pub const LABELS: [&str; 6] = [DOCUMENT, SECTION, PARAGRAPH, CHUNK, SENTENCE, VERSION];
+pub const LABELS: [&str; 7] = [DOCUMENT, SECTION, PARAGRAPH, CHUNK, SENTENCE, FILE, VERSION];
 
 /// A relationship type and the labels it joins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -115,6 +118,17 @@ pub fn falkordb_vector(list: &str) -> String {
 /// Marks `$version` as completely exported.
 pub const MARK_VERSION: &str = "MERGE (n:IndexVersion {id: $version, index_version: $version})
 SET n.corpus = $corpus, n.sentences = $sentences, n.complete = true";
+
+/// Writes one part of a version file: `$id` (`<file>#<part>`), its
+/// `$name`, `$part` and `$parts` numbers and its bytes in base64,
+/// `$data`.
+pub const UPSERT_FILE_PART: &str = "MERGE (n:IndexFile {id: $id, index_version: $version})
+SET n.corpus = $corpus, n.name = $name, n.part = $part, n.parts = $parts, n.data = $data";
+
+/// Reads one part of a version file: how many the file has, and its
+/// bytes in base64.
+pub const READ_FILE_PART: &str = "MATCH (n:IndexFile {id: $id, index_version: $version})
+RETURN n.parts AS parts, n.data AS data";
 
 /// Whether `$version` was completely exported.
 pub const VERSION_COMPLETE: &str =

@@ -453,7 +453,8 @@ fn source_name(tag: crate::skeleton::SourceTag) -> String {
 }
 
 /// Writes `index` to `store`: schema first, then nodes, then
-/// relationships, in batches, and last the version's marker node. Safe to
+/// relationships, in batches, then the version's serving files
+/// ([`super::version_files`]), and last the version's marker node. Safe to
 /// run again: every write is a `MERGE` on `(id, index_version)`.
 pub fn export(
     store: &mut dyn GraphStore,
@@ -465,7 +466,7 @@ pub fn export(
     let _span = tracing::info_span!("graph_export", store = store.name(), version).entered();
     let chunks = index.chunks()?;
     let rows = rows(index, &chunks, &store.vector("row.embedding"))?;
-    let written = rows.counts();
+    let mut written = rows.counts();
     store.prepare(index.manifest.dims)?;
     let mut statements = 0;
     let mut write = |store: &mut dyn GraphStore, name: &str, text: &str, table: &Rows| {
@@ -490,6 +491,11 @@ pub fn export(
             table,
         )?;
     }
+    // The files a pod without the index volume serves from; before the
+    // marker, so that a complete version has them.
+    let parts = super::version_files::write(store, index, options.retries)?;
+    written.nodes.insert(cypher::FILE.to_string(), parts);
+    statements += parts;
     let mark = Statement::new("mark version", cypher::MARK_VERSION)
         .param("version", version)
         .param("corpus", index.manifest.corpus.as_str())
@@ -568,10 +574,10 @@ pub fn remove_versions(
             continue;
         }
         // The marker first, so that a half-deleted version is never taken
-        // for a complete one; then sentences, which hold most
-        // relationships, up to documents.
-        for label in
-            std::iter::once(cypher::VERSION).chain(cypher::LABELS[..5].iter().rev().copied())
+        // for a complete one; then its files, and its nodes from
+        // sentences, which hold most relationships, up to documents.
+        for label in std::iter::once(cypher::VERSION)
+            .chain((cypher::LABELS.iter().rev().copied()).filter(|&l| l != cypher::VERSION))
         {
             let text = cypher::delete_batch(label, options.batch_size.max(1) * 10);
             loop {

@@ -26,6 +26,7 @@ mod falkordb;
 mod neo4j;
 mod pool;
 mod value;
+pub mod version_files;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -262,6 +263,24 @@ pub fn for_route(
         )));
     }
     Ok(Some(Pool::new(store, spec.clone(), connections)))
+}
+
+/// Reads version `version` of `corpus` from the store `spec` names into
+/// `data_dir` ([`version_files::fetch`]), for a retrieval pod that mounts
+/// no index volume; returns the version's directory.
+pub fn fetch_version(
+    spec: &GraphSpec,
+    data_dir: &Path,
+    corpus: &str,
+    version: &str,
+) -> Result<PathBuf, GraphError> {
+    let mut store = connect(spec)?.ok_or_else(|| {
+        GraphError::Config(
+            "the index version is to be read from the graph store, but graph.store is embedded"
+                .into(),
+        )
+    })?;
+    version_files::fetch(store.as_mut(), data_dir, corpus, version, spec.retries())
 }
 
 /// What the graph store step of an ingest did.

@@ -69,6 +69,17 @@ pub fn write(dir: &Path) -> Result<(), IndexError> {
 /// when the version has no checksums file (the caller decides whether it
 /// should have had one).
 pub fn verify(dir: &Path) -> Result<bool, IndexError> {
+    verify_listed(dir, None)
+}
+
+/// Checks the files `names` against the hashes `checksums.json` holds for
+/// them: each must be listed. For a version opened without some of its
+/// files, which need not be present. `Ok(false)` as for [`verify`].
+pub fn verify_files(dir: &Path, names: &[&str]) -> Result<bool, IndexError> {
+    verify_listed(dir, Some(names))
+}
+
+fn verify_listed(dir: &Path, only: Option<&[&str]>) -> Result<bool, IndexError> {
     let path = dir.join(CHECKSUMS_FILE);
     if !path.exists() {
         return Ok(false);
@@ -80,7 +91,16 @@ pub fn verify(dir: &Path) -> Result<bool, IndexError> {
             path.display()
         )));
     }
-    for (relative, hash) in &expected {
+    if let Some(names) = only
+        && let Some(unlisted) = names.iter().find(|n| !expected.contains_key(**n))
+    {
+        return Err(IndexError::Corrupt(format!(
+            "{}: lists no checksum for {unlisted}",
+            path.display()
+        )));
+    }
+    let wanted = |relative: &str| only.is_none_or(|names| names.contains(&relative));
+    for (relative, hash) in expected.iter().filter(|(r, _)| wanted(r)) {
         if relative
             .split('/')
             .any(|part| part == ".." || part.is_empty())
@@ -140,6 +160,14 @@ mod tests {
         std::fs::write(root.join("vectors.f32"), [2u8; 64]).unwrap();
         let err = verify(root).unwrap_err().to_string();
         assert!(err.contains("vectors.f32: damaged"), "{err}");
+        // Checking some files leaves the others alone.
+        assert!(verify_files(root, &["bm25/meta.json"]).unwrap());
+        let err = verify_files(root, &["vectors.f32"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("vectors.f32: damaged"), "{err}");
+        let err = verify_files(root, &["terms.f32"]).unwrap_err().to_string();
+        assert!(err.contains("lists no checksum for terms.f32"), "{err}");
         std::fs::remove_file(root.join("vectors.f32")).unwrap();
         let err = verify(root).unwrap_err().to_string();
         assert!(err.contains("vectors.f32: missing"), "{err}");

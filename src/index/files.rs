@@ -71,6 +71,18 @@ pub const CHUNKS: &str = "chunks.json";
 /// BLAKE3 hashes of every other file ([`super::checksums`]).
 pub const CHECKSUMS: &str = "checksums.json";
 
+/// The files a version opened [`super::Opening::WithoutSearch`] reads: what
+/// a graph store keeps of a version, beside its nodes, for retrieval pods
+/// that mount no index volume (`graph::version_files`).
+pub const SERVING_FILES: [&str; 6] = [
+    MANIFEST,
+    PROFILE,
+    SKELETON,
+    HEADING_VECTORS,
+    TERM_VECTORS,
+    RELATED,
+];
+
 /// The embedding cache, under the data directory; corpora share it (a
 /// vector depends on the model and the text only).
 pub const CACHE_DIR: &str = "cache/embeddings";

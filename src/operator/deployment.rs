@@ -27,7 +27,7 @@ use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL,
     SECRETS_ANNOTATION, Settings, common_labels, object_name, paths, short_hash,
 };
-use crate::spec::{Corpus, IndexVersionStatus, RetrievalRoute};
+use crate::spec::{AnchorSource, Corpus, IndexVersionStatus, RetrievalRoute};
 
 /// The port `trellis serve` listens on inside the pod.
 const CONTAINER_PORT: i32 = 8080;
@@ -62,6 +62,11 @@ fn selector(route: &str) -> BTreeMap<String, String> {
 /// comes from the index version itself (the profile it was built with),
 /// so pods serving an older version after a profile change still embed
 /// queries with that version's model.
+/// The key of a route's ConfigMap holding, for a route anchored in the
+/// graph store, that store's section of the version's profile (JSON, which
+/// the manifest loader passes over).
+pub const GRAPH_STORE_FILE: &str = "graph-store.json";
+
 pub fn render_manifest(route: &RetrievalRoute) -> Result<String, Error> {
     let route_doc = serde_json::json!({
         "apiVersion": crate::spec::API_VERSION,
@@ -153,13 +158,32 @@ pub fn route_objects(
     };
 
     let manifests = render_manifest(route)?;
-    let config_hash = short_hash(&[manifests.as_bytes()]);
+    // A route anchored in the graph store reads the version from the
+    // store that holds it, as the ingest recorded it.
+    let graph_store = match route.spec.anchors.source {
+        AnchorSource::Graph => Some(
+            serde_json::to_string(active.graph.as_ref().ok_or(Error::MissingField {
+                kind: "index version status",
+                field: "graph",
+            })?)
+            .map_err(|e| Error::Render(e.to_string()))?,
+        ),
+        AnchorSource::Embedded => None,
+    };
+    let config_hash = short_hash(&[
+        manifests.as_bytes(),
+        graph_store.as_deref().unwrap_or_default().as_bytes(),
+    ]);
     let config_name = object_name(&name, &format!("config-{}", &config_hash[..8]));
     let mut config_labels = labels.clone();
     config_labels.insert(CONFIG_HASH_ANNOTATION.into(), config_hash.clone());
     let config = ConfigMap {
         metadata: meta(config_name.clone(), config_labels),
-        data: Some(BTreeMap::from([("route.yaml".to_string(), manifests)])),
+        data: Some(
+            std::iter::once(("route.yaml".to_string(), manifests))
+                .chain(graph_store.map(|json| (GRAPH_STORE_FILE.to_string(), json)))
+                .collect(),
+        ),
         immutable: Some(true),
         ..Default::default()
     };
@@ -182,10 +206,23 @@ pub fn route_objects(
     ]
     .map(String::from)
     .to_vec();
+    let access = if config
+        .data
+        .as_ref()
+        .is_some_and(|d| d.contains_key(GRAPH_STORE_FILE))
+    {
+        args.extend([
+            "--index-from-graph".into(),
+            format!("{}/{GRAPH_STORE_FILE}", paths::MANIFESTS),
+        ]);
+        DataAccess::ServeFromGraph
+    } else {
+        DataAccess::Serve
+    };
     let (mut volumes, mut mounts) = pod_volumes(
         &corpus.spec.storage.claim_name,
         &corpus.name_any(),
-        DataAccess::Serve,
+        access,
         &config_name,
     );
     if let Some(secret) = &serving.token_secret {

@@ -21,11 +21,16 @@ pub(super) enum DataAccess {
     Ingest,
     /// Retrieval pods: the corpus' versions, read-only.
     Serve,
+    /// Retrieval pods of a route anchored in the graph store: no claim,
+    /// but an empty directory the version's serving files are read into
+    /// from the store (`trellis serve --index-from-graph`).
+    ServeFromGraph,
 }
 
-/// The volumes every Trellis pod has: the data claim, the rendered
-/// manifests and a scratch directory under the read-only root filesystem;
-/// and their mounts.
+/// The volumes every Trellis pod has: the data claim (an empty directory
+/// for [`DataAccess::ServeFromGraph`]), the rendered manifests and a
+/// scratch directory under the read-only root filesystem; and their
+/// mounts.
 ///
 /// The claim is shared by the corpora of a namespace, but a pod mounts
 /// only its corpus' directory (`indexes/<corpus>`, by `subPath`) and, to
@@ -39,8 +44,13 @@ pub(super) fn pod_volumes(
     manifests: &str,
 ) -> (Vec<Volume>, Vec<VolumeMount>) {
     let read_only = access == DataAccess::Serve;
-    let volumes = vec![
-        Volume {
+    let data = match access {
+        DataAccess::ServeFromGraph => Volume {
+            name: "data".into(),
+            empty_dir: Some(Default::default()),
+            ..Default::default()
+        },
+        DataAccess::Ingest | DataAccess::Serve => Volume {
             name: "data".into(),
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
                 claim_name: claim.to_string(),
@@ -48,6 +58,9 @@ pub(super) fn pod_volumes(
             }),
             ..Default::default()
         },
+    };
+    let volumes = vec![
+        data,
         Volume {
             name: "manifests".into(),
             config_map: Some(ConfigMapVolumeSource {
@@ -63,7 +76,10 @@ pub(super) fn pod_volumes(
         },
     ];
     let versions = format!("indexes/{corpus}");
-    let mut mounts = vec![data_mount(&versions, read_only)];
+    let mut mounts = vec![match access {
+        DataAccess::ServeFromGraph => mount("data", paths::DATA, false),
+        DataAccess::Ingest | DataAccess::Serve => data_mount(&versions, read_only),
+    }];
     if access == DataAccess::Ingest {
         mounts.push(data_mount("cache", false));
     }

@@ -32,6 +32,11 @@ pub fn version_status(
         profile_hash: Some(m.profile_hash.clone()),
         format: Some(m.format_version),
         secrets: profile.secret_names(),
+        graph: report
+            .graph
+            .as_ref()
+            .is_some_and(|outcome| !outcome.failed())
+            .then(|| profile.graph.clone()),
         job: None,
         ingest_spec: None,
         documents: m.counts.documents as u64,

@@ -22,7 +22,7 @@ use super::deployment::{Objects, route_objects};
 use super::{
     CONFIG_HASH_ANNOTATION, Error, INDEX_VERSION_ANNOTATION, SECRETS_ANNOTATION, Settings,
 };
-use crate::spec::{Corpus, IndexVersionStatus, RetrievalRoute, RetrievalRouteStatus};
+use crate::spec::{AnchorSource, Corpus, IndexVersionStatus, RetrievalRoute, RetrievalRouteStatus};
 
 /// What the controller observed around a route.
 #[derive(Clone, Debug, Default)]
@@ -339,8 +339,39 @@ fn plan_serving(
         }
         return Ok(plan);
     }
+    let anchored_in_store = route.spec.anchors.source == AnchorSource::Graph;
+    if anchored_in_store && active.graph.is_none() {
+        // The pods that run keep serving the version they have; none roll
+        // onto one they could not read.
+        let message = format!(
+            "the route takes anchors from the graph store, but index version {} of Corpus {} \
+             is in none: it was built with graph.store embedded, or its export failed (see \
+             the Corpus' ingest report); set the IndexProfile's graph section, or serve the \
+             route with anchors.source embedded",
+            active.version,
+            corpus.name_any()
+        );
+        set(
+            &mut plan,
+            Set::new("Progressing", false, "NotInGraphStore", message.clone()),
+        );
+        if observed.deployment.is_none() {
+            set(
+                &mut plan,
+                Set::new("Available", false, "NotInGraphStore", message),
+            );
+        }
+        return Ok(plan);
+    }
     let mut objects = route_objects(route, corpus, active, settings, &observed.secret_versions)?;
-    if let Some(spec) = objects.deployment.spec.as_mut() {
+    // Pods that read the version from the graph store mount no claim: no
+    // placement follows from one.
+    if let Some(spec) = objects
+        .deployment
+        .spec
+        .as_mut()
+        .filter(|_| !anchored_in_store)
+    {
         super::storage::place(
             &mut spec.template,
             &corpus.spec.storage.claim_name,

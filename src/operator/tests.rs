@@ -1627,3 +1627,88 @@ fn a_rotated_secret_rolls_the_route_pods() {
         stamp(&first.deployment)
     );
 }
+
+#[test]
+fn a_route_anchored_in_the_graph_store_mounts_no_claim() {
+    let mut r = route();
+    r.spec.anchors.source = crate::spec::AnchorSource::Graph;
+    // A version in no graph store: nothing is built, and the route says
+    // why.
+    let plan = plan_over(&r, Some(active_corpus("v1")), None);
+    assert!(plan.objects.is_none());
+    let progressing = conditions::get(&plan.status.conditions, "Progressing").unwrap();
+    assert_eq!(progressing.reason, "NotInGraphStore");
+    assert!(
+        progressing.message.contains("v1"),
+        "{}",
+        progressing.message
+    );
+
+    let store = crate::spec::GraphSpec {
+        store: crate::spec::GraphStoreKind::Neo4j,
+        neo4j: Some(crate::spec::Neo4jSpec {
+            uri: "bolt+s://neo4j.graph:7687".into(),
+            database: None,
+            username: "neo4j".into(),
+            password_secret_ref: Some(crate::spec::SecretKeyRef {
+                name: "neo4j-auth".into(),
+                key: "password".into(),
+            }),
+            password_env: None,
+        }),
+        ..Default::default()
+    };
+    let mut corpus = active_corpus("v1");
+    if let Some(active) = corpus.status.as_mut().and_then(|s| s.active_index.as_mut()) {
+        active.graph = Some(store.clone());
+        active.secrets = vec!["neo4j-auth".into()];
+    }
+    let plan = route_plan(
+        &r,
+        &route::Observed {
+            corpus: Some(corpus),
+            data_claim: Some(k8s_openapi::api::core::v1::PersistentVolumeClaim {
+                spec: Some(k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
+                    access_modes: Some(vec!["ReadWriteOnce".into()]),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    let objects = plan.objects.expect("objects");
+    // The store's section reaches the pods whole (TLS scheme included),
+    // beside the route, and the password's Secret is mounted.
+    let data = objects.config.data.as_ref().unwrap();
+    let json = &data[deployment::GRAPH_STORE_FILE];
+    let read: crate::spec::GraphSpec = serde_yaml::from_str(json).unwrap();
+    assert_eq!(read, store);
+    let template = objects.deployment.spec.unwrap().template;
+    let pod = template.spec.unwrap();
+    let args = pod.containers[0].args.clone().unwrap().join(" ");
+    assert!(
+        args.contains("--index-from-graph /etc/trellis/manifests/graph-store.json"),
+        "{args}"
+    );
+    assert!(args.contains("--index-version v1"), "{args}");
+    let volumes = pod.volumes.clone().unwrap();
+    assert!(volumes.iter().all(|v| v.persistent_volume_claim.is_none()));
+    let data_volume = volumes.iter().find(|v| v.name == "data").unwrap();
+    assert!(data_volume.empty_dir.is_some());
+    assert_eq!(
+        data_mounts(&pod.containers[0]),
+        [(None, "/var/lib/trellis", Some(false))]
+    );
+    assert!(deployment::referenced_secrets(&pod).contains(&"neo4j-auth".to_string()));
+    // A single-node claim places nothing: the pods have no claim.
+    assert!(pod.affinity.is_none());
+    assert!(
+        !template
+            .metadata
+            .unwrap()
+            .labels
+            .unwrap()
+            .contains_key(crate::operator::storage::DATA_CLAIM_LABEL)
+    );
+}

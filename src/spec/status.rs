@@ -68,6 +68,12 @@ pub struct IndexVersionStatus {
     /// password): the route's pods mount them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
+    /// The graph store holding the version completely, as its profile
+    /// names it: where the pods of a route with `anchors.source: graph`
+    /// read it from. Unset when the version was built with the embedded
+    /// store, or its export failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<super::GraphSpec>,
     /// The ingest Job building it (pending versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,

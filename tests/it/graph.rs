@@ -625,6 +625,70 @@ fn anchored_suite(spec: &GraphSpec) {
     }
     drop(lent);
 
+    // A pod without the index volume: the version's serving files read
+    // back from the store into an empty data directory answer as the
+    // volume's. Nothing of the search files comes along.
+    let version = anchored.index.manifest.version.clone();
+    let empty = tempfile::tempdir().unwrap();
+    let fetched = graph::fetch_version(spec, empty.path(), "c", &version).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&fetched)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "checksums.json",
+            "headings.f32",
+            "manifest.json",
+            "profile.json",
+            "related.json",
+            "skeleton.json",
+            "terms.f32"
+        ]
+    );
+    for name in &names {
+        let original = std::fs::read(anchored.index.dir.join(name)).unwrap();
+        assert!(
+            std::fs::read(fetched.join(name)).unwrap() == original,
+            "{name} differs"
+        );
+    }
+    let remote = LoadedRoute::open(empty.path(), &graph_route, Some(&version), 1).unwrap();
+    let from_store = remote.retriever().unwrap();
+    for &question in &questions {
+        let answer = from_store
+            .retrieve(&graph_route, question, None, &Filter::default())
+            .unwrap();
+        assert_eq!(ids(&answer), ids(&both(question, None).1), "{question}");
+    }
+    // A part damaged in the store is named when the version opens.
+    let mut store = connect(spec);
+    let damage = graph::Statement::new(
+        "damage",
+        "MATCH (n:IndexFile {id: 'skeleton.json#0', index_version: $version}) \
+         SET n.data = 'e30=' RETURN n.id AS id",
+    )
+    .param("version", version.as_str());
+    assert_eq!(store.run(&damage).unwrap().len(), 1);
+    let other = tempfile::tempdir().unwrap();
+    graph::fetch_version(spec, other.path(), "c", &version).unwrap();
+    let err = LoadedRoute::open(other.path(), &graph_route, Some(&version), 1)
+        .err()
+        .expect("a damaged skeleton");
+    let err: Vec<String> =
+        std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
+            .map(ToString::to_string)
+            .collect();
+    assert!(
+        err.iter().any(|e| e.contains("skeleton.json: damaged")),
+        "{err:?}"
+    );
+    // A version the store does not hold is refused by name.
+    let err = graph::fetch_version(spec, other.path(), "c", "0000000000000000").unwrap_err();
+    assert!(err.to_string().contains("0000000000000000"), "{err}");
+
     // Access filters apply before the anchors: a caller holding no tag
     // of the corpus sees nothing, and a document filter keeps to it.
     let nobody = Filter {

@@ -3,6 +3,7 @@
 
 mod chart;
 mod corpus;
+mod graph;
 mod health;
 mod leader;
 mod lifecycle;
@@ -95,6 +96,10 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "pod troubles reach the Corpus; more memory retries the ingest",
             lifecycle::pod_troubles_surface_and_ingest_edits_retry
+        ),
+        scenario!(
+            "a route anchored in FalkorDB serves with no index volume",
+            graph::anchored_in_store
         ),
         scenario!(
             "a ReadWriteOnce data claim keeps its pods on one node",
