@@ -206,29 +206,59 @@ impl<'a> VersionSearch<'a> {
         store: &mut dyn GraphStore,
         sentences: &[u32],
     ) -> Result<Vec<(u32, Vec<f32>)>, GraphError> {
-        if sentences.is_empty() {
+        let ids = sentences
+            .iter()
+            .map(|&i| self.index.store.sentences[i as usize].id.clone())
+            .collect();
+        let statement = Statement::new("sentence_vectors", cypher::SENTENCE_VECTORS);
+        self.vectors_by_id(store, statement, ids, |id| self.numbers.sentence(id))
+    }
+
+    /// The centroids of `paragraphs` written by the export (paragraphs
+    /// with an indexed sentence have one), in one round trip.
+    pub fn centroids(
+        &self,
+        store: &mut dyn GraphStore,
+        paragraphs: &[u32],
+    ) -> Result<Vec<(u32, Vec<f32>)>, GraphError> {
+        let skeleton = &self.index.store;
+        let ids = paragraphs
+            .iter()
+            .filter_map(|&p| self.numbers.paragraph_id(skeleton, p))
+            .collect();
+        let statement = Statement::new("paragraph_centroids", cypher::PARAGRAPH_CENTROIDS);
+        self.vectors_by_id(store, statement, ids, |id| self.numbers.paragraph(id))
+    }
+
+    /// Runs `statement`, which returns an id and a vector (or null) for
+    /// each of `$ids`, and numbers its rows by `number`.
+    fn vectors_by_id(
+        &self,
+        store: &mut dyn GraphStore,
+        statement: Statement<'_>,
+        ids: Vec<String>,
+        number: impl Fn(&str) -> Option<u32>,
+    ) -> Result<Vec<(u32, Vec<f32>)>, GraphError> {
+        if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<Value> = sentences
-            .iter()
-            .map(|&i| self.index.store.sentences[i as usize].id.as_str().into())
-            .collect();
-        let statement = Statement::new("sentence_vectors", cypher::SENTENCE_VECTORS)
+        let ids = ids.into_iter().map(Value::from).collect();
+        let statement = statement
             .param("version", self.version())
             .param("ids", Value::List(ids));
         let rows = run_with_retries(store, &statement, self.retries)?;
         let mut vectors = Vec::with_capacity(rows.len());
         for row in &rows {
             let reply = |reason: String| reply_error(store, statement.name, reason);
-            let [id, embedding] = row.as_slice() else {
-                return Err(reply(format!("expected id, embedding: {row:?}")));
+            let [id, vector] = row.as_slice() else {
+                return Err(reply(format!("expected an id and a vector: {row:?}")));
             };
-            let i = id
+            let n = id
                 .as_str()
-                .and_then(|id| self.numbers.sentence(id))
-                .ok_or_else(|| reply(format!("not a sentence id: {id:?}")))?;
-            if let Some(v) = embedding.as_vector() {
-                vectors.push((i, v));
+                .and_then(&number)
+                .ok_or_else(|| reply(format!("not an id of the version: {id:?}")))?;
+            if let Some(v) = vector.as_vector() {
+                vectors.push((n, v));
             }
         }
         Ok(vectors)

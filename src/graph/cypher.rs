@@ -75,10 +75,18 @@ MERGE (n:Section {id: row.id, index_version: $version})
 SET n.heading = row.heading, n.numbering = row.numbering, n.level = row.level,
     n.section_path = row.section_path, n.document_id = row.document_id";
 
-/// Writes `$rows` of paragraphs.
-pub const UPSERT_PARAGRAPHS: &str = "UNWIND $rows AS row
-MERGE (n:Paragraph {id: row.id, index_version: $version})
-SET n.text = row.text, n.position = row.position, n.document_id = row.document_id";
+/// Writes `$rows` of paragraphs, each with its centroid (the normalised
+/// mean of its indexed sentences' vectors, null for a paragraph with
+/// none); `centroid` is the store's expression for `row.centroid` as a
+/// vector.
+pub fn upsert_paragraphs(centroid: &str) -> String {
+    format!(
+        "UNWIND $rows AS row
+MERGE (n:Paragraph {{id: row.id, index_version: $version}})
+SET n.text = row.text, n.position = row.position, n.document_id = row.document_id,
+    n.centroid = {centroid}"
+    )
+}
 
 /// Writes `$rows` of chunks.
 pub const UPSERT_CHUNKS: &str = "UNWIND $rows AS row
@@ -115,9 +123,10 @@ pub fn falkordb_vector(list: &str) -> String {
     format!("vecf32({list})")
 }
 
-/// Marks `$version` as completely exported.
+/// Marks `$version` as completely exported, in export format `$format`.
 pub const MARK_VERSION: &str = "MERGE (n:IndexVersion {id: $version, index_version: $version})
-SET n.corpus = $corpus, n.sentences = $sentences, n.complete = true";
+SET n.corpus = $corpus, n.sentences = $sentences, n.complete = true,
+    n.export_format = $format";
 
 /// Writes one part of a version file: `$id` (`<file>#<part>`), its
 /// `$name`, `$part` and `$parts` numbers and its bytes in base64,
@@ -131,8 +140,8 @@ pub const READ_FILE_PART: &str = "MATCH (n:IndexFile {id: $id, index_version: $v
 RETURN n.parts AS parts, n.data AS data";
 
 /// Whether `$version` was completely exported.
-pub const VERSION_COMPLETE: &str =
-    "MATCH (n:IndexVersion {id: $version, index_version: $version}) RETURN n.complete AS complete";
+pub const VERSION_COMPLETE: &str = "MATCH (n:IndexVersion {id: $version, index_version: $version})
+RETURN n.complete AS complete, n.export_format AS format";
 
 /// The versions of `$corpus` with nodes in the store (complete or not).
 /// Several corpora may share a graph; each removes only its own versions.
@@ -206,6 +215,13 @@ pub const SENTENCE_VECTORS: &str = "UNWIND $ids AS wanted
 MATCH (n:Sentence {id: wanted, index_version: $version})
 WHERE n.embedding IS NOT NULL
 RETURN n.id AS id, n.embedding AS embedding";
+
+/// Stage 1 and 3 of a route anchored in the store: the centroids of the
+/// paragraphs `$ids` (those with an indexed sentence carry one).
+pub const PARAGRAPH_CENTROIDS: &str = "UNWIND $ids AS wanted
+MATCH (n:Paragraph {id: wanted, index_version: $version})
+WHERE n.centroid IS NOT NULL
+RETURN n.id AS id, n.centroid AS centroid";
 
 /// Stage 2, window: the sentences within `window` `NEXT` steps of each of
 /// `$anchors`, before or after (a document's chain never crosses into

@@ -10,6 +10,11 @@ use super::cypher::{self, Link};
 use super::{GraphError, GraphStore, Statement, Value, run_with_retries};
 use crate::index::{ChunkRecord, IndexVersion, SkeletonStore};
 
+/// What an export writes, numbered: 2 added the version's serving files
+/// ([`super::version_files`]) and the paragraphs' centroids to the nodes
+/// and links of 1. Recorded on the version's marker.
+pub const EXPORT_FORMAT: i64 = 2;
+
 /// How an export writes.
 #[derive(Clone, Copy, Debug)]
 pub struct ExportOptions {
@@ -257,15 +262,16 @@ fn sentence_next(ids: &Ids<'_>, i: u32) -> Option<Value> {
 }
 
 /// Everything the export writes for `index`, with `chunks` from its
-/// `chunks.json`; `embedding` is the store's expression for a sentence
-/// row's embedding ([`GraphStore::vector`]).
+/// `chunks.json`; `vector` makes the store's expression for a row's list
+/// of floats as a vector ([`GraphStore::vector`]).
 pub fn rows<'a>(
     index: &'a IndexVersion,
     chunks: &[ChunkRecord],
-    embedding: &str,
+    vector: impl Fn(&str) -> String,
 ) -> Result<GraphRows<'a>, GraphError> {
     let ids = Ids::new(index)?;
     let store = &index.store;
+    let centroids = &index.search()?.paragraphs;
 
     let documents = store
         .documents
@@ -324,6 +330,7 @@ pub fn rows<'a>(
                     (i - ids.paragraph_base[document as usize]).into(),
                 ),
                 ("document_id", ids.document(document).into()),
+                ("centroid", centroid(centroids.row(i))),
             ])
         })
         .collect();
@@ -383,7 +390,7 @@ pub fn rows<'a>(
             ),
             (
                 cypher::PARAGRAPH,
-                cypher::UPSERT_PARAGRAPHS.to_string(),
+                cypher::upsert_paragraphs(&vector("row.centroid")),
                 Rows::Made(paragraphs),
             ),
             (
@@ -393,7 +400,7 @@ pub fn rows<'a>(
             ),
             (
                 cypher::SENTENCE,
-                cypher::upsert_sentences(embedding),
+                cypher::upsert_sentences(&vector("row.embedding")),
                 Rows::PerSentence {
                     row: sentence_row,
                     every: true,
@@ -444,6 +451,16 @@ pub fn rows<'a>(
     })
 }
 
+/// A paragraph's centroid as written: null for the zero vector of a
+/// paragraph with no indexed sentence.
+fn centroid(row: &[f32]) -> Value {
+    if row.iter().all(|&x| x == 0.0) {
+        Value::Null
+    } else {
+        Value::Vector(row.to_vec())
+    }
+}
+
 /// The snake-case name of a source tag, as the skeleton serialises it.
 fn source_name(tag: crate::skeleton::SourceTag) -> String {
     serde_json::to_value(tag)
@@ -465,7 +482,7 @@ pub fn export(
     let version = index.manifest.version.as_str();
     let _span = tracing::info_span!("graph_export", store = store.name(), version).entered();
     let chunks = index.chunks()?;
-    let rows = rows(index, &chunks, &store.vector("row.embedding"))?;
+    let rows = rows(index, &chunks, |list| store.vector(list))?;
     let mut written = rows.counts();
     store.prepare(index.manifest.dims)?;
     let mut statements = 0;
@@ -499,7 +516,8 @@ pub fn export(
     let mark = Statement::new("mark version", cypher::MARK_VERSION)
         .param("version", version)
         .param("corpus", index.manifest.corpus.as_str())
-        .param("sentences", Value::Int(index.store.sentences.len() as i64));
+        .param("sentences", Value::Int(index.store.sentences.len() as i64))
+        .param("format", Value::Int(EXPORT_FORMAT));
     run_with_retries(store, &mark, options.retries)?;
     statements += 1;
     let seconds = started.elapsed().as_secs_f64();
@@ -539,15 +557,18 @@ pub fn counts(store: &mut dyn GraphStore, version: &str) -> Result<GraphCounts, 
     Ok(counts)
 }
 
-/// Whether `version` was completely exported to `store`.
+/// Whether `version` was completely exported to `store` in this build's
+/// [`EXPORT_FORMAT`]. An export in another format is not: the next ingest
+/// writes it again (every write a `MERGE`, so it completes what is
+/// there).
 pub fn is_complete(store: &mut dyn GraphStore, version: &str) -> Result<bool, GraphError> {
     let rows = store.run(
         &Statement::new("version complete", cypher::VERSION_COMPLETE).param("version", version),
     )?;
-    Ok(rows
-        .first()
-        .and_then(|row| row.first())
-        .is_some_and(|v| *v == Value::Bool(true)))
+    Ok(rows.first().is_some_and(|row| {
+        row.first() == Some(&Value::Bool(true))
+            && row.get(1).and_then(Value::as_int) == Some(EXPORT_FORMAT)
+    }))
 }
 
 /// Deletes every version of `corpus` in `store` not in `keep`, in

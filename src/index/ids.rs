@@ -49,6 +49,19 @@ impl IdNumbers {
         Self::within(&self.paragraphs, self.document(id, ":p")?)
     }
 
+    /// The id of paragraph `p` of `store` (`<doc>:p<n>`), as the graph
+    /// export writes it.
+    pub fn paragraph_id(&self, store: &SkeletonStore, p: u32) -> Option<String> {
+        let paragraph = store.paragraphs.get(p as usize)?;
+        let d = store.sections.get(paragraph.section as usize)?.document as usize;
+        let [start, _] = *self.paragraphs.get(d)?;
+        Some(format!(
+            "{}:p{}",
+            store.documents.get(d)?.id,
+            p.checked_sub(start)?
+        ))
+    }
+
     /// The document number and the number after `mark` in `id`.
     fn document(&self, id: &str, mark: &str) -> Option<(u32, u32)> {
         let (doc, n) = id.rsplit_once(mark)?;

@@ -30,7 +30,7 @@ pub use manifest::{Counts, DocumentNote, Timings, VersionManifest};
 pub use store::{ChunkRecord, SkeletonStore};
 pub use vectors::{HnswGraph, Vectors};
 pub(crate) use version::defined_terms;
-pub use version::{IndexVersion, Opening, SearchFiles, paragraph_centroid};
+pub use version::{IndexVersion, Opening, SearchFiles};
 
 #[derive(Debug, Error)]
 pub enum IndexError {

@@ -236,37 +236,23 @@ impl IndexVersion {
     }
 }
 
-/// Each paragraph's centroid (see [`paragraph_centroid`]).
+/// Each paragraph's centroid: the mean of its indexed sentences'
+/// vectors, normalised; zeros for a paragraph with none.
 fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> Vectors {
     let dims = vectors.dims;
     let mut data = vec![0f32; store.paragraphs.len() * dims];
     for (p, out) in data.chunks_exact_mut(dims).enumerate() {
-        paragraph_centroid(store, p as u32, |i| Some(vectors.row(i)), out);
-    }
-    Vectors { dims, data }
-}
-
-/// Writes into `out` paragraph `p`'s centroid: the mean of its indexed
-/// sentences' vectors (as `vector_of` gives them), normalised; zeros for
-/// a paragraph with none.
-pub fn paragraph_centroid<'v>(
-    store: &SkeletonStore,
-    p: u32,
-    vector_of: impl Fn(u32) -> Option<&'v [f32]>,
-    out: &mut [f32],
-) {
-    out.fill(0.0);
-    let [start, end] = store.paragraphs[p as usize].sentences;
-    for i in start..end {
-        if store.sentences[i as usize].indexed
-            && let Some(v) = vector_of(i)
-        {
-            for (o, x) in out.iter_mut().zip(v) {
-                *o += x;
+        let [start, end] = store.paragraphs[p].sentences;
+        for i in start..end {
+            if store.sentences[i as usize].indexed {
+                for (o, x) in out.iter_mut().zip(vectors.row(i)) {
+                    *o += x;
+                }
             }
         }
+        crate::embed::normalize(out);
     }
-    crate::embed::normalize(out);
+    Vectors { dims, data }
 }
 
 /// Reads a vector file that must hold one row per sentence, section or

@@ -1,12 +1,12 @@
 //! The sentence and paragraph vectors one query reads: the loaded
 //! version's own, or, on a route whose anchors come from the graph store,
-//! those of the sentences the query touches, read from the store as the
-//! stages reach them (a paragraph's centroid from its sentences, as the
-//! version derives it at load).
+//! those of the sentences the query touches and of their paragraphs'
+//! centroids, read from the store as the stages reach them (the export
+//! writes each paragraph's centroid as the version derives it at load).
 
 use std::collections::{HashMap, HashSet};
 
-use crate::index::{SearchFiles, paragraph_centroid};
+use crate::index::SearchFiles;
 
 use super::{RetrieveError, Retriever};
 
@@ -55,7 +55,7 @@ impl<'a> Retriever<'a> {
 
     /// Makes sure `vectors` holds the vectors of `sentences` and the
     /// centroids of their paragraphs, reading what is missing from the
-    /// graph store in one round trip.
+    /// graph store in two statements.
     pub(super) fn read_vectors(
         &self,
         vectors: &mut QueryVectors<'_>,
@@ -65,41 +65,40 @@ impl<'a> Retriever<'a> {
             return Ok(());
         };
         let store = &self.index.store;
-        let mut wanted: HashSet<u32> = HashSet::new();
+        let mut missing: HashSet<u32> = HashSet::new();
         let mut paragraphs: HashSet<u32> = HashSet::new();
         for i in sentences {
             let p = store.sentences[i as usize].paragraph;
-            if !fetched.paragraphs.contains_key(&p) && paragraphs.insert(p) {
-                let [start, end] = store.paragraphs[p as usize].sentences;
-                wanted.extend((start..end).filter(|&j| store.sentences[j as usize].indexed));
+            if !fetched.paragraphs.contains_key(&p) {
+                paragraphs.insert(p);
             }
-            wanted.insert(i);
+            if !fetched.sentences.contains_key(&i) {
+                missing.insert(i);
+            }
         }
-        let mut missing: Vec<u32> = wanted
-            .into_iter()
-            .filter(|i| !fetched.sentences.contains_key(i))
-            .collect();
         if missing.is_empty() && paragraphs.is_empty() {
             return Ok(());
         }
+        let mut missing: Vec<u32> = missing.into_iter().collect();
         missing.sort_unstable();
+        let mut paragraphs: Vec<u32> = paragraphs.into_iter().collect();
+        paragraphs.sort_unstable();
         let graph = self.graph_store()?;
-        let read = {
+        let (sentence_vectors, centroids) = {
             let mut store = graph.connection()?;
-            graph.search.vectors(&mut *store, &missing)?
+            (
+                graph.search.vectors(&mut *store, &missing)?,
+                graph.search.centroids(&mut *store, &paragraphs)?,
+            )
         };
-        fetched.sentences.extend(read);
+        fetched.sentences.extend(sentence_vectors);
+        // A paragraph with no indexed sentence has no centroid in the
+        // store: the zero vector, as the version derives it.
         let dims = self.index.manifest.dims;
         for p in paragraphs {
-            let mut centroid = vec![0.0; dims];
-            paragraph_centroid(
-                store,
-                p,
-                |i| fetched.sentences.get(&i).map(Vec::as_slice),
-                &mut centroid,
-            );
-            fetched.paragraphs.insert(p, centroid);
+            fetched.paragraphs.insert(p, vec![0.0; dims]);
         }
+        fetched.paragraphs.extend(centroids);
         Ok(())
     }
 }

@@ -249,6 +249,37 @@ fn export_suite(spec: &GraphSpec) {
         }
     }
     assert_eq!(exact, c.indexed_sentences);
+    // Each paragraph's centroid, as the version derives it, bit for bit;
+    // none for a paragraph without an indexed sentence.
+    let rows = store
+        .run(
+            &Statement::new(
+                "centroids",
+                "MATCH (n:Paragraph {index_version: $version}) RETURN n.id AS id, n.centroid AS c",
+            )
+            .param("version", v1.as_str()),
+        )
+        .unwrap();
+    assert_eq!(rows.len(), c.paragraphs);
+    let mut with_centroid = 0;
+    for row in &rows {
+        let id = row[0].as_str().unwrap();
+        let p = index.ids().paragraph(id).expect("a paragraph id");
+        let want = index.search().unwrap().paragraphs.row(p);
+        match row[1].as_vector() {
+            Some(read) => {
+                assert!(
+                    read.iter()
+                        .zip(want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{id}: centroid differs"
+                );
+                with_centroid += 1;
+            }
+            None => assert!(want.iter().all(|&x| x == 0.0), "{id}: no centroid"),
+        }
+    }
+    assert!(with_centroid > 0);
     let quoted = index
         .store
         .sentences
@@ -289,6 +320,24 @@ fn export_suite(spec: &GraphSpec) {
     // And an ingest of the unchanged corpus finds it exported.
     let unchanged = ingest(dir, &manifests, spec, &[]);
     assert!(unchanged.graph.as_ref().unwrap().already_exported);
+    // An export an earlier release wrote, in another format, is not
+    // complete: the next ingest writes it again, to the same counts.
+    let earlier = Statement::new(
+        "earlier format",
+        "MATCH (n:IndexVersion {id: $version, index_version: $version}) \
+         SET n.export_format = 1 RETURN n.id AS id",
+    )
+    .param("version", v1.as_str());
+    assert_eq!(store.run(&earlier).unwrap().len(), 1);
+    assert!(!export::is_complete(store.as_mut(), &v1).unwrap());
+    let rewritten = ingest(dir, &manifests, spec, &[]);
+    let outcome = rewritten.graph.as_ref().unwrap();
+    assert!(
+        !outcome.already_exported && !outcome.failed(),
+        "{outcome:?}"
+    );
+    assert!(export::is_complete(store.as_mut(), &v1).unwrap());
+    assert_eq!(export::counts(store.as_mut(), &v1).unwrap(), written);
 
     // A changed corpus: a new version; the old one, which no route
     // serves, leaves the store.
