@@ -58,15 +58,15 @@ fn selector(route: &str) -> BTreeMap<String, String> {
     ])
 }
 
-/// The manifest a retrieval pod reads: the route alone. The embedder
-/// comes from the index version itself (the profile it was built with),
-/// so pods serving an older version after a profile change still embed
-/// queries with that version's model.
 /// The key of a route's ConfigMap holding, for a route anchored in the
 /// graph store, that store's section of the version's profile (JSON, which
 /// the manifest loader passes over).
 pub const GRAPH_STORE_FILE: &str = "graph-store.json";
 
+/// The manifest a retrieval pod reads: the route alone. The embedder
+/// comes from the index version itself (the profile it was built with),
+/// so pods serving an older version after a profile change still embed
+/// queries with that version's model.
 pub fn render_manifest(route: &RetrievalRoute) -> Result<String, Error> {
     let route_doc = serde_json::json!({
         "apiVersion": crate::spec::API_VERSION,
@@ -170,6 +170,7 @@ pub fn route_objects(
         ),
         AnchorSource::Embedded => None,
     };
+    let from_graph = graph_store.is_some();
     let config_hash = short_hash(&[
         manifests.as_bytes(),
         graph_store.as_deref().unwrap_or_default().as_bytes(),
@@ -206,11 +207,7 @@ pub fn route_objects(
     ]
     .map(String::from)
     .to_vec();
-    let access = if config
-        .data
-        .as_ref()
-        .is_some_and(|d| d.contains_key(GRAPH_STORE_FILE))
-    {
+    let access = if from_graph {
         args.extend([
             "--index-from-graph".into(),
             format!("{}/{GRAPH_STORE_FILE}", paths::MANIFESTS),
