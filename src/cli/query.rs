@@ -112,6 +112,11 @@ impl QueryArgs {
         if answer.hits.is_empty() {
             outln!("no results")?;
         }
+        if answer.rerank.is_some_and(|r| !r.reranked) {
+            outln!(
+                "(not reranked: the reranker failed or missed reranker.budgetMs; stage 3's order)\n"
+            )?;
+        }
         let bold = console_bold();
         for (n, hit) in answer.hits.iter().enumerate() {
             let display = match hit.display.find(&hit.text) {

@@ -14,7 +14,11 @@
 //!
 //! Weights are read from a `model.safetensors` in the Hugging Face BERT
 //! layout (`embeddings.*`, `encoder.layer.N.*`, optionally prefixed with
-//! `bert.`), in f32, f16 or bf16.
+//! `bert.` or `roberta.`), in f32, f16 or bf16. RoBERTa-family encoders
+//! (`roberta`, `xlm-roberta`: bge-reranker-base and its kin) are the same
+//! network with position ids that start after the padding id; a
+//! sequence-classification checkpoint also carries its head
+//! ([`ClassificationHead`]), which cross-encoders score pairs with.
 
 use std::path::Path;
 
@@ -39,6 +43,13 @@ pub struct BertConfig {
     pub hidden_act: String,
     #[serde(default)]
     pub model_type: Option<String>,
+    /// The padding token's id: RoBERTa-family position ids start after it.
+    #[serde(default = "default_pad")]
+    pub pad_token_id: usize,
+}
+
+fn default_pad() -> usize {
+    1
 }
 
 fn default_type_vocab() -> usize {
@@ -78,6 +89,9 @@ struct Layer {
 /// The loaded encoder.
 pub struct BertModel {
     config: BertConfig,
+    /// Position id of a sequence's first token: 0 for BERT, the padding
+    /// id + 1 for the RoBERTa family.
+    position_offset: usize,
     word_embeddings: Vec<f32>,
     position_embeddings: Vec<f32>,
     token_type_embeddings: Vec<f32>,
@@ -87,6 +101,57 @@ pub struct BertModel {
     activation: Activation,
     /// BLAKE3 of `model.safetensors`, in hex.
     weights_hash: String,
+}
+
+/// The encoder families this forward pass runs.
+#[derive(Clone, Copy)]
+enum Family {
+    Bert,
+    /// `roberta`, `xlm-roberta`: position ids offset by the padding id.
+    Roberta,
+}
+
+/// A sequence-classification head: the first token's final state through
+/// a dense layer and tanh, then a projection to the labels' logits. BERT
+/// calls the first layer its pooler (`pooler.dense`, then `classifier`),
+/// RoBERTa its classification head (`classifier.dense`, then
+/// `classifier.out_proj`); the arithmetic is the same.
+pub struct ClassificationHead {
+    dense: Linear,
+    out: Linear,
+}
+
+impl ClassificationHead {
+    fn read(reader: &TensorReader<'_>, family: Family, hidden: usize) -> Result<Self, EmbedError> {
+        let (dense, out) = match family {
+            Family::Bert => ("pooler.dense", "classifier"),
+            Family::Roberta => ("classifier.dense", "classifier.out_proj"),
+        };
+        let dense = reader.linear(dense, hidden, hidden)?;
+        let labels = reader.rows(&format!("{out}.weight"), hidden)?;
+        let out = reader.linear(out, hidden, labels)?;
+        Ok(Self { dense, out })
+    }
+
+    /// How many logits each sequence gets.
+    pub fn labels(&self) -> usize {
+        self.out.outputs
+    }
+
+    /// The logits of the sequence whose final states are `states`
+    /// (`[len, hidden]`, from [`BertModel::forward_typed`]), read off its
+    /// first token (`[CLS]`, `<s>`).
+    pub fn logits(&self, states: &[f32]) -> Vec<f32> {
+        let first = &states[..self.dense.inputs];
+        let mut pooled = vec![0f32; self.dense.outputs];
+        self.dense.forward(first, 1, &mut pooled);
+        for x in &mut pooled {
+            *x = x.tanh();
+        }
+        let mut logits = vec![0f32; self.out.outputs];
+        self.out.forward(&pooled, 1, &mut logits);
+        logits
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -108,17 +173,50 @@ pub struct Segment {
 impl BertModel {
     /// Loads `config.json` and `model.safetensors` from a model directory.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        Ok(Self::load_parts(dir, false)?.0)
+    }
+
+    /// Loads a sequence-classification checkpoint
+    /// (`BertForSequenceClassification`, `XLMRobertaForSequenceClassification`):
+    /// the encoder and its head.
+    pub fn load_classifier(dir: &Path) -> Result<(Self, ClassificationHead), EmbedError> {
+        let (model, head) = Self::load_parts(dir, true)?;
+        let head = head.ok_or_else(|| {
+            EmbedError::model(&dir.join("model.safetensors"), "no classification head")
+        })?;
+        Ok((model, head))
+    }
+
+    fn load_parts(
+        dir: &Path,
+        with_head: bool,
+    ) -> Result<(Self, Option<ClassificationHead>), EmbedError> {
         let config_path = dir.join("config.json");
         let config_text = std::fs::read_to_string(&config_path)
             .map_err(|e| EmbedError::model(&config_path, e.to_string()))?;
         let config: BertConfig = serde_json::from_str(&config_text)
             .map_err(|e| EmbedError::model(&config_path, e.to_string()))?;
-        // RoBERTa-family checkpoints differ in position ids and token types;
-        // refuse them rather than produce wrong vectors.
-        if let Some(kind) = config.model_type.as_deref().filter(|k| *k != "bert") {
+        let family = match config.model_type.as_deref() {
+            None | Some("bert") => Family::Bert,
+            Some("roberta" | "xlm-roberta") => Family::Roberta,
+            Some(kind) => {
+                return Err(EmbedError::model(
+                    &config_path,
+                    format!(
+                        "model_type {kind:?} is not supported; only BERT and RoBERTa-family \
+                         (roberta, xlm-roberta) encoders are"
+                    ),
+                ));
+            }
+        };
+        let position_offset = match family {
+            Family::Bert => 0,
+            Family::Roberta => config.pad_token_id + 1,
+        };
+        if position_offset >= config.max_position_embeddings {
             return Err(EmbedError::model(
                 &config_path,
-                format!("model_type {kind:?} is not supported; only BERT encoders are"),
+                "pad_token_id leaves no position embeddings",
             ));
         }
         if config.num_attention_heads == 0
@@ -156,11 +254,10 @@ impl BertModel {
         let reader = TensorReader {
             tensors: &tensors,
             path: &weights_path,
-            prefix: if tensors.names().iter().any(|n| n.starts_with("bert.")) {
-                "bert."
-            } else {
-                ""
-            },
+            prefix: ["bert.", "roberta."]
+                .into_iter()
+                .find(|p| tensors.names().iter().any(|n| n.starts_with(p)))
+                .unwrap_or(""),
         };
 
         let h = config.hidden_size;
@@ -198,8 +295,13 @@ impl BertModel {
                 output_norm: reader.layer_norm(&format!("{p}.output.LayerNorm"), h)?,
             });
         }
-        Ok(Self {
+        let head = match with_head {
+            false => None,
+            true => Some(ClassificationHead::read(&reader, family, h)?),
+        };
+        let model = Self {
             eps: config.layer_norm_eps as f32,
+            position_offset,
             config,
             word_embeddings,
             position_embeddings,
@@ -208,7 +310,8 @@ impl BertModel {
             layers,
             activation,
             weights_hash,
-        })
+        };
+        Ok((model, head))
     }
 
     /// BLAKE3 of the weights file, in hex: identifies the weights whatever
@@ -221,8 +324,9 @@ impl BertModel {
         self.config.hidden_size
     }
 
+    /// The longest sequence the position embeddings cover.
     pub fn max_positions(&self) -> usize {
-        self.config.max_position_embeddings
+        self.config.max_position_embeddings - self.position_offset
     }
 
     pub fn vocab_size(&self) -> usize {
@@ -233,8 +337,23 @@ impl BertModel {
     /// state, `[ids.len(), hidden]` row-major. Every id must be below
     /// [`Self::vocab_size`] and every segment no longer than
     /// [`Self::max_positions`]; the caller (the tokenizer) guarantees both.
+    /// Every token has token type 0.
     pub fn forward(&self, ids: &[u32], segments: &[Segment]) -> Vec<f32> {
+        self.forward_typed(ids, None, segments)
+    }
+
+    /// [`Self::forward`] with a token type per token (`types`, as long as
+    /// `ids`): a cross-encoder's query is type 0, its passage type 1. A
+    /// type the model has no embedding for (RoBERTa has one type) counts
+    /// as its last.
+    pub fn forward_typed(
+        &self,
+        ids: &[u32],
+        types: Option<&[u32]>,
+        segments: &[Segment],
+    ) -> Vec<f32> {
         let h = self.config.hidden_size;
+        let last_type = self.config.type_vocab_size.saturating_sub(1);
         let tokens = ids.len();
         let mut x = vec![0f32; tokens * h];
         for segment in segments {
@@ -243,8 +362,10 @@ impl BertModel {
                 let row = &mut x[t * h..(t + 1) * h];
                 let word = ids[t] as usize;
                 let w = &self.word_embeddings[word * h..(word + 1) * h];
-                let p = &self.position_embeddings[pos * h..(pos + 1) * h];
-                let tt = &self.token_type_embeddings[..h];
+                let position = pos + self.position_offset;
+                let p = &self.position_embeddings[position * h..(position + 1) * h];
+                let kind = types.map_or(0, |types| (types[t] as usize).min(last_type));
+                let tt = &self.token_type_embeddings[kind * h..(kind + 1) * h];
                 for (j, out) in row.iter_mut().enumerate() {
                     *out = w[j] + p[j] + tt[j];
                 }
@@ -295,6 +416,15 @@ impl TensorReader<'_> {
             return Err(self.shape_error(name, &shape, &[len]));
         }
         Ok(data)
+    }
+
+    /// The rows of a `[rows, cols]` matrix (a head's label count).
+    fn rows(&self, name: &str, cols: usize) -> Result<usize, EmbedError> {
+        let (shape, _) = self.read(name)?;
+        match shape[..] {
+            [rows, c] if c == cols && rows > 0 => Ok(rows),
+            _ => Err(self.shape_error(name, &shape, &[0, cols])),
+        }
     }
 
     /// A `[rows, cols]` matrix; `rows` unchecked when `None`.

@@ -37,15 +37,15 @@
 //! servers that serve a model under one name.
 
 use std::hash::BuildHasher;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use reqwest::blocking::{Client, Response};
-use reqwest::header::{AUTHORIZATION, HeaderValue, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, HeaderValue};
 use reqwest::{StatusCode, Url};
 use serde::{Deserialize, Serialize};
 
+use super::service::{self, BodyError};
 use super::{EmbedError, Embedder, normalize};
 use crate::spec::{EmbeddingProvider, EmbeddingSpec};
 
@@ -57,8 +57,6 @@ const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(60);
 /// Default largest response body read, in bytes: 64 texts of 3,072
 /// dimensions take about 4 MB of JSON.
 const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
-/// Longest service error message quoted in an error, in characters.
-const MAX_MESSAGE_CHARS: usize = 300;
 /// The text sent to learn the dimensions when the profile does not give
 /// them.
 const PROBE_TEXT: &str = "dimension probe";
@@ -341,32 +339,12 @@ impl<'a> HttpEmbedderBuilder<'a> {
                 )));
             }
         };
-        let mut url = Url::parse(endpoint).map_err(|e| {
-            EmbedError::Config(format!("embedding.endpoint {endpoint:?} is not a URL: {e}"))
-        })?;
-        if !url.username().is_empty() || url.password().is_some() {
-            // The endpoint is recorded in index manifests and named in
-            // errors and logs; credentials belong in apiKeyEnv/apiKeyFile.
-            return Err(EmbedError::Config(
-                "embedding.endpoint must not carry credentials; use embedding.apiKeyEnv \
-                 or embedding.apiKeyFile"
-                    .to_string(),
-            ));
-        }
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(EmbedError::Config(format!(
-                "embedding.endpoint {endpoint:?} must be an http:// or https:// URL with a host"
-            )));
-        }
+        let mut url = service::parse_endpoint("embedding", endpoint).map_err(EmbedError::Config)?;
         let path = provider.call_path(url.path());
         url.set_path(&path);
         let endpoint_label = url.to_string();
 
-        let host = match url.port() {
-            Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
-            None => url.host_str().unwrap_or_default().to_string(),
-        };
-        let mut model_id = format!("{name}:{}@{host}", spec.model);
+        let mut model_id = format!("{name}:{}@{}", spec.model, service::host_of(&url));
         if !spec.document_prefix.is_empty() {
             // A document prefix changes every vector: cached vectors made
             // without it must not be reused.
@@ -374,19 +352,21 @@ impl<'a> HttpEmbedderBuilder<'a> {
             model_id.push_str(&format!("+prefix{}", &hash.to_hex()[..8]));
         }
 
-        let api_key = read_api_key(spec, provider, self.base_dir)?;
-        let authorization = match &api_key {
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    EmbedError::Config(
-                        "the API key holds characters an HTTP header cannot carry".to_string(),
-                    )
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
+        let keys = service::KeySource {
+            field: "embedding",
+            provider: name,
+            file: spec.api_key_file.as_deref(),
+            secret: spec.api_key_secret_ref.as_ref(),
+            env: spec.api_key_env.as_deref(),
+            default_env: provider.default_key_env(),
+            custom_endpoint: spec.endpoint.is_some(),
         };
+        let api_key = service::read_api_key(&keys, self.base_dir).map_err(EmbedError::Config)?;
+        let authorization = api_key
+            .as_deref()
+            .map(service::bearer)
+            .transpose()
+            .map_err(EmbedError::Config)?;
 
         let request_batch = spec
             .request_batch
@@ -414,7 +394,7 @@ impl<'a> HttpEmbedderBuilder<'a> {
             .build()
             .map_err(|e| EmbedError::Service {
                 endpoint: endpoint_label.clone(),
-                reason: format!("cannot set up the HTTP client: {}", describe(e)),
+                reason: format!("cannot set up the HTTP client: {}", service::describe(e)),
             })?;
 
         let mut embedder = HttpEmbedder {
@@ -561,12 +541,13 @@ impl HttpEmbedder {
         }
         let response = request.send().map_err(|e| self.transport_failure(e))?;
         let status = response.status();
-        let retry_after = retry_after(&response);
+        let retry_after = service::retry_after(&response);
         let bytes = self.read_body(response)?;
         if status.is_success() {
             return Ok(bytes);
         }
-        let reason = format!("HTTP {status}{}", self.service_message(&bytes));
+        let message = service::service_message(&bytes, self.api_key.as_deref());
+        let reason = format!("HTTP {status}{message}");
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
             Err(Failure::Transient {
                 reason,
@@ -578,21 +559,13 @@ impl HttpEmbedder {
     }
 
     fn read_body(&self, response: Response) -> Result<Vec<u8>, Failure> {
-        let mut bytes = Vec::new();
-        response
-            .take(self.max_response_bytes + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Failure::Transient {
-                reason: format!("reading the response failed: {e}"),
+        service::read_body(response, self.max_response_bytes).map_err(|e| match e {
+            BodyError::Read(reason) => Failure::Transient {
+                reason,
                 retry_after: None,
-            })?;
-        if bytes.len() as u64 > self.max_response_bytes {
-            return Err(Failure::Permanent(format!(
-                "response larger than {} bytes",
-                self.max_response_bytes
-            )));
-        }
-        Ok(bytes)
+            },
+            BodyError::TooLarge(reason) => Failure::Permanent(reason),
+        })
     }
 
     /// Connection failures, timeouts and connections dropped mid-request
@@ -603,10 +576,10 @@ impl HttpEmbedder {
             format!(
                 "no answer within {} s (timeoutSeconds): {}",
                 self.timeout.as_secs(),
-                describe(error)
+                service::describe(error)
             )
         } else {
-            describe(error)
+            service::describe(error)
         };
         if transient {
             Failure::Transient {
@@ -615,42 +588,6 @@ impl HttpEmbedder {
             }
         } else {
             Failure::Permanent(reason)
-        }
-    }
-
-    /// `": <message>"` from an error body: OpenAI's `error.message`,
-    /// Voyage's `detail`, TEI's `error`, else the body itself; on one line,
-    /// truncated, with the API key scrubbed.
-    fn service_message(&self, body: &[u8]) -> String {
-        let text = String::from_utf8_lossy(body);
-        let message = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|value| {
-                let candidates = [
-                    value.pointer("/error/message"),
-                    value.get("detail"),
-                    value.get("error"),
-                    value.get("message"),
-                ];
-                candidates.into_iter().flatten().find_map(|v| match v {
-                    serde_json::Value::String(s) => Some(s.clone()),
-                    serde_json::Value::Null => None,
-                    other => Some(other.to_string()),
-                })
-            })
-            .unwrap_or_else(|| text.into_owned());
-        let mut message = message.split_whitespace().collect::<Vec<_>>().join(" ");
-        if let Some(key) = &self.api_key {
-            message = message.replace(key.as_str(), "***");
-        }
-        if message.is_empty() {
-            return String::new();
-        }
-        if message.chars().count() > MAX_MESSAGE_CHARS {
-            let cut: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
-            format!(": {cut}…")
-        } else {
-            format!(": {message}")
         }
     }
 
@@ -735,89 +672,6 @@ impl Embedder for HttpEmbedder {
             .pop()
             .ok_or_else(|| self.error("no vector returned for the query"))
     }
-}
-
-/// The API key: `apiKeyFile`'s trimmed content, else the Secret key
-/// `apiKeySecretRef` names (mounted under the secret root), else the
-/// variable named by
-/// `apiKeyEnv` (or the provider's usual one). No key at all is fine for a
-/// self-hosted endpoint, but an error for the provider's public API or
-/// when `apiKeyEnv` was named and is unset.
-fn read_api_key(
-    spec: &EmbeddingSpec,
-    provider: Provider,
-    base_dir: Option<&Path>,
-) -> Result<Option<String>, EmbedError> {
-    if let Some(file) = &spec.api_key_file {
-        let mut path = PathBuf::from(file);
-        if let Some(base) = base_dir
-            && path.is_relative()
-        {
-            path = base.join(path);
-        }
-        let content = std::fs::read_to_string(&path).map_err(|e| {
-            EmbedError::Config(format!("embedding.apiKeyFile {}: {e}", path.display()))
-        })?;
-        let key = content.trim();
-        if key.is_empty() {
-            return Err(EmbedError::Config(format!(
-                "embedding.apiKeyFile {} is empty",
-                path.display()
-            )));
-        }
-        return Ok(Some(key.to_string()));
-    }
-    if let Some(secret) = &spec.api_key_secret_ref {
-        let path = crate::locations::secret_root()
-            .join(&secret.name)
-            .join(&secret.key);
-        let content = std::fs::read_to_string(&path).map_err(|e| {
-            EmbedError::Config(format!(
-                "embedding.apiKeySecretRef (Secret {:?}, key {:?}) at {}: {e}",
-                secret.name,
-                secret.key,
-                path.display()
-            ))
-        })?;
-        let key = content.trim();
-        if key.is_empty() {
-            return Err(EmbedError::Config(format!(
-                "embedding.apiKeySecretRef (Secret {:?}, key {:?}) at {} is empty",
-                secret.name,
-                secret.key,
-                path.display()
-            )));
-        }
-        return Ok(Some(key.to_string()));
-    }
-    let Some(var) = spec.api_key_env.as_deref().or(provider.default_key_env()) else {
-        return Ok(None);
-    };
-    match std::env::var(var) {
-        Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_string())),
-        _ if spec.api_key_env.is_some() => Err(EmbedError::Config(format!(
-            "embedding.apiKeyEnv names {var}, which is not set"
-        ))),
-        _ if spec.endpoint.is_none() => Err(EmbedError::Config(format!(
-            "provider {} needs an API key: set {var} or embedding.apiKeyFile",
-            provider.name()
-        ))),
-        _ => Ok(None),
-    }
-}
-
-/// `Retry-After` in seconds, when the service sent one (an HTTP date is
-/// ignored and the backoff applies).
-fn retry_after(response: &Response) -> Option<Duration> {
-    let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?;
-    let seconds: f64 = value.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(86_400.0)))
-}
-
-/// A transport error and its causes, without the URL (the caller names the
-/// endpoint once).
-fn describe(error: reqwest::Error) -> String {
-    crate::error_chain(&error.without_url())
 }
 
 #[cfg(test)]

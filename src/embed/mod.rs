@@ -15,6 +15,7 @@ pub mod bert;
 pub mod cache;
 pub mod http;
 pub mod local;
+pub(crate) mod service;
 
 use std::path::{Path, PathBuf};
 

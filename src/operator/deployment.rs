@@ -235,8 +235,12 @@ pub fn route_objects(
         mounts.push(mount("tokens", paths::TOKENS, true));
     }
     // The embedding service's key and the graph store's password, as the
-    // ingest pods have them.
-    mount_secrets(&active.secrets, &mut volumes, &mut mounts);
+    // ingest pods have them, and the route's reranking service key.
+    let mut secrets: Vec<&str> = active.secrets.iter().map(String::as_str).collect();
+    secrets.extend(route.spec.reranker.secret_name());
+    secrets.sort_unstable();
+    secrets.dedup();
+    mount_secrets(&secrets, &mut volumes, &mut mounts);
     let probe = |path: &str, period: i32, failures: i32| Probe {
         http_get: Some(HTTPGetAction {
             path: Some(path.into()),

@@ -1712,3 +1712,42 @@ fn a_route_anchored_in_the_graph_store_mounts_no_claim() {
             .contains_key(crate::operator::storage::DATA_CLAIM_LABEL)
     );
 }
+
+#[test]
+fn a_reranking_service_key_is_mounted_into_the_route_pods_only_when_a_service_reads_it() {
+    let mut r = route();
+    r.spec.reranker = crate::spec::RerankerSpec {
+        kind: crate::spec::RerankerKind::Cohere,
+        model: "rerank-v3.5".into(),
+        endpoint: Some("https://api.cohere.com".into()),
+        api_key_secret_ref: Some(crate::spec::SecretKeyRef {
+            name: "cohere".into(),
+            key: "api-key".into(),
+        }),
+        ..Default::default()
+    };
+    let corpus = active_corpus("v1");
+    let names = deployment::secret_names(&r, &corpus, &settings());
+    assert!(names.contains(&"cohere".to_string()), "{names:?}");
+    let objects = route_plan(
+        &r,
+        &route::Observed {
+            corpus: Some(corpus.clone()),
+            ..Default::default()
+        },
+    )
+    .objects
+    .unwrap();
+    let pod = objects.deployment.spec.unwrap().template.spec.unwrap();
+    let mounted = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .any(|m| m.mount_path.ends_with("/cohere"));
+    assert!(mounted, "the Secret is mounted under the secret root");
+
+    // A local cross-encoder reads no key: a stale secret ref mounts nothing.
+    r.spec.reranker.kind = crate::spec::RerankerKind::Local;
+    let names = deployment::secret_names(&r, &corpus, &settings());
+    assert!(!names.contains(&"cohere".to_string()), "{names:?}");
+}

@@ -25,10 +25,13 @@ mod anchors;
 mod context;
 mod expansion;
 mod filter;
+pub mod rerank;
 mod route;
 mod scoring;
 mod selection;
 mod vectors;
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 use thiserror::Error;
@@ -38,11 +41,12 @@ use crate::graph::anchors::VersionSearch;
 use crate::graph::{GraphError, Pool, Pooled};
 use crate::index::{IndexError, IndexVersion};
 use crate::skeleton::PageBox;
-use crate::spec::{AnchorMode, RetrievalRouteSpec};
+use crate::spec::{AnchorMode, RerankerKind, RetrievalRouteSpec};
 
 pub use context::assemble_context;
 pub use expansion::expansion;
 pub use filter::Filter;
+pub use rerank::{RerankError, RerankOutcome, Reranker};
 pub use route::{LoadedRoute, opening};
 
 #[derive(Debug, Error)]
@@ -51,6 +55,8 @@ pub enum RetrieveError {
     Index(#[from] IndexError),
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Rerank(#[from] RerankError),
     #[error("the index was built with {built} but the query embedder is {query}")]
     ModelMismatch { built: String, query: String },
     #[error("graph expansion: {0}")]
@@ -78,6 +84,8 @@ pub struct Signals {
     pub provenance: f32,
     pub entity: f32,
     pub answer_type: f32,
+    /// The reranker's score; 0 when no reranker read the sentence.
+    pub rerank: f32,
 }
 
 /// Where a result comes from.
@@ -121,6 +129,9 @@ pub struct Answer {
     /// Every scored sentence, best first (for evaluation).
     #[serde(skip)]
     pub ranking: Vec<(u32, f32)>,
+    /// What the route's reranker did; `None` without one.
+    #[serde(skip)]
+    pub rerank: Option<RerankOutcome>,
 }
 
 /// Answers queries against one loaded index version.
@@ -130,6 +141,8 @@ pub struct Retriever<'a> {
     /// The graph store holding this version, for routes whose anchor or
     /// expansion source is `graph`.
     graph: Option<GraphAccess<'a>>,
+    /// The route's reranker, for routes that set one.
+    reranker: Option<&'a dyn Reranker>,
 }
 
 /// The graph store a retriever reads, and how it searches the version
@@ -167,7 +180,14 @@ impl<'a> Retriever<'a> {
             index,
             embedder,
             graph: None,
+            reranker: None,
         })
+    }
+
+    /// Reranks full-mode rankings of routes whose `reranker.kind` is set.
+    pub fn with_reranker(mut self, reranker: &'a dyn Reranker) -> Self {
+        self.reranker = Some(reranker);
+        self
     }
 
     /// Runs stage 1 or 2 in `graph` for routes whose anchor or expansion
@@ -283,6 +303,17 @@ impl<'a> Retriever<'a> {
             true => self.per_document(route, query, query_vector, k, filter, ranking)?,
             false => ranking,
         };
+        // The reranker reads the final order once: a common query's
+        // documents are searched without it.
+        let (ranking, rerank_scores, rerank) = match self.reranker {
+            Some(reranker)
+                if mode == AnchorMode::Full && route.reranker.kind != RerankerKind::None =>
+            {
+                let done = rerank::rerank(reranker, self.index, route, query, ranking);
+                (done.ranking, done.scores, Some(done.outcome))
+            }
+            _ => (ranking, HashMap::new(), None),
+        };
         let mut selection = route.selection.clone();
         if common {
             selection.document_decay = selection.document_decay.max(selection.common_query_decay);
@@ -296,10 +327,11 @@ impl<'a> Retriever<'a> {
         let hits: Vec<Hit> = selected
             .into_iter()
             .map(|(i, score)| {
-                let signals = match &features {
+                let mut signals = match &features {
                     Some(f) => scoring::signals(self.index, &vectors, f, i, &candidates),
                     None => signals_of(i),
                 };
+                signals.rerank = rerank_scores.get(&i).copied().unwrap_or(0.0);
                 self.hit(i, score, signals, route.selection.neighbours)
             })
             .collect();
@@ -309,6 +341,7 @@ impl<'a> Retriever<'a> {
             context,
             common_query: common,
             ranking,
+            rerank,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! Opening a route: the index version it serves, the query embedder of
-//! that version's profile, and the graph store when the route expands
-//! through one. `trellis query`, `trellis serve` and `trellis eval` all
+//! that version's profile, the graph store when the route expands
+//! through one, and its reranker. `trellis query`, `trellis serve` and `trellis eval` all
 //! answer from a [`LoadedRoute`].
 
 use std::path::Path;
@@ -10,7 +10,7 @@ use crate::graph::Pool;
 use crate::index::{IndexVersion, Opening};
 use crate::spec::{AnchorSource, RetrievalRouteSpec};
 
-use super::{RetrieveError, Retriever};
+use super::{Reranker, RetrieveError, Retriever};
 
 /// Everything a route answers from, loaded once.
 pub struct LoadedRoute {
@@ -19,6 +19,8 @@ pub struct LoadedRoute {
     /// Connections to the graph store holding the version, for a route
     /// that runs a stage there ([`crate::graph::for_route`]).
     pub graph: Option<Pool>,
+    /// The route's reranker, when it sets one.
+    pub reranker: Option<Box<dyn Reranker>>,
 }
 
 impl LoadedRoute {
@@ -36,8 +38,11 @@ impl LoadedRoute {
         Self::with_index(index, route, queries)
     }
 
-    /// The query embedder and graph store `route` needs over `index`: a
-    /// connection per query that may run at once, opened as they come.
+    /// The query embedder, graph store and reranker `route` needs over
+    /// `index`: a graph connection per query that may run at once, opened
+    /// as they come. The reranker's relative paths must have been resolved
+    /// ([`crate::spec::RerankerSpec::resolve_paths`]; manifests read from
+    /// files are).
     pub fn with_index(
         index: IndexVersion,
         route: &RetrievalRouteSpec,
@@ -46,21 +51,26 @@ impl LoadedRoute {
         let embedder = embed::from_spec(&index.profile.embedding, None)?;
         let graph =
             crate::graph::for_route(route, &index, queries).map_err(RetrieveError::OpenGraph)?;
+        let reranker = super::rerank::from_spec(&route.reranker, None)?;
         Ok(Self {
             index,
             embedder,
             graph,
+            reranker,
         })
     }
 
     /// A retriever over the loaded version; fails when the embedder is not
     /// the model the version was built with.
     pub fn retriever(&self) -> Result<Retriever<'_>, RetrieveError> {
-        let retriever = Retriever::new(&self.index, self.embedder.as_ref())?;
-        Ok(match &self.graph {
-            Some(graph) => retriever.with_graph(graph),
-            None => retriever,
-        })
+        let mut retriever = Retriever::new(&self.index, self.embedder.as_ref())?;
+        if let Some(graph) = &self.graph {
+            retriever = retriever.with_graph(graph);
+        }
+        if let Some(reranker) = &self.reranker {
+            retriever = retriever.with_reranker(reranker.as_ref());
+        }
+        Ok(retriever)
     }
 }
 

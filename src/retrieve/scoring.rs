@@ -204,6 +204,7 @@ pub(super) fn signals(
         provenance,
         entity,
         answer_type,
+        rerank: 0.0,
     }
 }
 

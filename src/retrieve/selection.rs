@@ -4,6 +4,7 @@
 //! select the results ([`scoring::select`](super::scoring)), each shown
 //! inside its paragraph ("sentence search, paragraph display").
 
+use crate::index::IndexVersion;
 use crate::spec::RetrievalRouteSpec;
 
 use super::{Citation, Filter, Hit, RetrieveError, Retriever, Signals, sorted};
@@ -73,9 +74,11 @@ impl Retriever<'_> {
                 }
             }
         }
-        // Searched alone, a document is never common to itself.
+        // Searched alone, a document is never common to itself; the
+        // reranker reads the merged ranking once.
         let mut alone = route.clone();
         alone.selection.common_query_share = f32::INFINITY;
+        alone.reranker.kind = crate::spec::RerankerKind::None;
         let mut merged: Vec<(u32, f32)> = ranking
             .into_iter()
             .filter(|&(i, _)| {
@@ -104,22 +107,7 @@ impl Retriever<'_> {
         let store = &self.index.store;
         let s = &store.sentences[i as usize];
         let doc = &store.documents[s.document as usize];
-        let paragraph = &store.paragraphs[s.paragraph as usize];
-        // The paragraph, or a window of `neighbours` sentences around the
-        // hit when the paragraph is long.
-        let [p_start, p_end] = paragraph.sentences;
-        let (from, to) = if p_end - p_start <= 2 * neighbours + 1 + 4 {
-            (p_start, p_end)
-        } else {
-            (
-                i.saturating_sub(neighbours).max(p_start),
-                (i + neighbours + 1).min(p_end),
-            )
-        };
-        let display = (from..to)
-            .map(|j| store.sentences[j as usize].text.as_str())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let display = display_text(self.index, i, neighbours);
         Hit {
             sentence: i,
             score,
@@ -137,4 +125,24 @@ impl Retriever<'_> {
             },
         }
     }
+}
+
+/// The passage a result shows: its paragraph, or a window of `neighbours`
+/// sentences around it when the paragraph is long.
+pub(super) fn display_text(index: &IndexVersion, i: u32, neighbours: u32) -> String {
+    let store = &index.store;
+    let s = &store.sentences[i as usize];
+    let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
+    let (from, to) = if p_end - p_start <= 2 * neighbours + 1 + 4 {
+        (p_start, p_end)
+    } else {
+        (
+            i.saturating_sub(neighbours).max(p_start),
+            (i + neighbours + 1).min(p_end),
+        )
+    };
+    (from..to)
+        .map(|j| store.sentences[j as usize].text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -222,6 +222,11 @@ pub struct RetrieveResponse {
     /// documents): answered in each of the best documents, which then
     /// took turns, rather than from the one that matched best.
     pub common_query: bool,
+    /// Whether the route's reranker reordered the results; false when it
+    /// failed or missed its budget (`reranker.budgetMs`) and stage 3's
+    /// order stands. Absent when the route has no reranker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reranked: Option<bool>,
 }
 
 /// What `GET /v1/info` says.

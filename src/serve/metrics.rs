@@ -1,6 +1,7 @@
 //! Prometheus metrics of the retrieval service: requests and their latency
 //! by route and outcome, query-embedding latency, open and evicted
-//! connections, and the served index version as an info metric.
+//! connections, reranking latency and the queries a reranker missed, and
+//! the served index version as an info metric.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,8 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
     embed_latency: Histogram,
+    rerank_latency: Histogram,
+    rerank_skipped: Counter,
     index: Family<IndexLabels, Gauge>,
     connections: Family<LaneLabels, Gauge>,
     connections_evicted: Counter,
@@ -68,6 +71,8 @@ impl Metrics {
             Histogram::new(exponential_buckets(0.001, 2.0, 16))
         });
         let embed_latency = Histogram::new(exponential_buckets(0.0005, 2.0, 14));
+        let rerank_latency = Histogram::new(exponential_buckets(0.001, 2.0, 14));
+        let rerank_skipped = Counter::default();
         let index = Family::<IndexLabels, Gauge>::default();
         let connections = Family::<LaneLabels, Gauge>::default();
         let connections_evicted = Counter::default();
@@ -85,6 +90,16 @@ impl Metrics {
             "query_embed_seconds",
             "Time to embed one query",
             embed_latency.clone(),
+        );
+        registry.register(
+            "rerank_seconds",
+            "Time the reranker took per query (or was given, when it missed its budget)",
+            rerank_latency.clone(),
+        );
+        registry.register(
+            "rerank_skipped",
+            "Queries answered in stage 3's order because the reranker failed or missed its budget",
+            rerank_skipped.clone(),
         );
         registry.register(
             "index",
@@ -106,6 +121,8 @@ impl Metrics {
             requests,
             latency,
             embed_latency,
+            rerank_latency,
+            rerank_skipped,
             index,
             connections,
             connections_evicted,
@@ -125,6 +142,14 @@ impl Metrics {
 
     pub fn query_embedded(&self, took: Duration) {
         self.embed_latency.observe(took.as_secs_f64());
+    }
+
+    /// Records what the reranker did for one query.
+    pub fn reranked(&self, outcome: crate::retrieve::RerankOutcome) {
+        self.rerank_latency.observe(outcome.took.as_secs_f64());
+        if !outcome.reranked {
+            self.rerank_skipped.inc();
+        }
     }
 
     pub fn index_loaded(&self, corpus: &str, version: &str, model: &str) {

@@ -568,6 +568,9 @@ async fn answer(
         };
         let answer =
             retriever.retrieve_embedded(&route, &query, vector.as_deref(), Some(k), &filter)?;
+        if let Some(outcome) = answer.rerank {
+            metrics.reranked(outcome);
+        }
         Ok::<_, RetrieveError>((answer, loaded.index.manifest.version.clone()))
     });
     let outcome = tokio::time::timeout(service.limits.timeout, work).await;
@@ -606,6 +609,7 @@ async fn answer(
         hits: answer.hits,
         context: answer.context,
         common_query: answer.common_query,
+        reranked: answer.rerank.map(|r| r.reranked),
     })
 }
 

@@ -282,7 +282,12 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
                 Manifest::Corpus(Box::new(corpus))
             }
             "RetrievalRoute" => {
-                Manifest::RetrievalRoute(Box::new(strict(value, &kind).map_err(invalid)?))
+                let mut route: super::RetrievalRoute = strict(value, &kind).map_err(invalid)?;
+                // The reranker's files are named relative to the manifest.
+                if let Some(dir) = path.parent() {
+                    route.spec.reranker.resolve_paths(dir);
+                }
+                Manifest::RetrievalRoute(Box::new(route))
             }
             other => {
                 return Err(invalid(format!(

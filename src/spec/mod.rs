@@ -25,9 +25,9 @@ pub use profile::{
     Neo4jSpec, ParsingSpec, SecretKeyRef, SemanticLinksSpec, SentenceSpec,
 };
 pub use route::{
-    AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec, RerankerKind,
-    RerankerSpec, RetrievalRoute, RetrievalRouteSpec, ScoringSpec, ScoringWeights, SelectionSpec,
-    ServingSpec,
+    AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec,
+    RerankPassage, RerankerKind, RerankerSpec, RetrievalRoute, RetrievalRouteSpec, ScoringSpec,
+    ScoringWeights, SelectionSpec, ServingSpec,
 };
 pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,

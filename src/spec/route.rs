@@ -248,7 +248,9 @@ pub struct ScoringWeights {
     pub dense: f32,
     /// BM25 score relative to the best one. Default 0.6.
     pub lexical: f32,
-    /// Reranker score, when a reranker is set. Default 0.0.
+    /// Reranker score (`reranker`; read only when one is set), each
+    /// candidate's probability of answering the query as the reranker
+    /// judges it. Default 1.0, the dense similarity's weight.
     pub rerank: f32,
     /// Structure: other anchors in the same paragraph, query words in the
     /// section path, definitions, clause id named in the query.
@@ -291,7 +293,7 @@ impl Default for ScoringWeights {
             fusion: 0.2,
             dense: 1.0,
             lexical: 0.6,
-            rerank: 0.0,
+            rerank: 1.0,
             structure: 0.15,
             context: 0.25,
             heading: 0.3,
@@ -362,20 +364,130 @@ impl Default for SelectionSpec {
     }
 }
 
-/// Reranker kind.
+/// Which reranker scores the best candidates again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum RerankerKind {
     /// No reranker (default).
     #[default]
     None,
+    /// A cross-encoder run in process: a BERT- or RoBERTa-family
+    /// sequence-classification directory (ms-marco-MiniLM-L-6-v2,
+    /// bge-reranker-base) with its `tokenizer.json`.
+    Local,
+    /// Hugging Face Text Embeddings Inference serving a reranker:
+    /// `POST {endpoint}/rerank`.
+    Tei,
+    /// The Cohere-style `POST {endpoint}/v1/rerank` that Cohere, Jina,
+    /// Voyage, vLLM and Infinity serve.
+    Cohere,
 }
 
-/// An optional second-pass scorer of anchors.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// What of a candidate the reranker reads beside the query.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RerankPassage {
+    /// The sentence alone.
+    Sentence,
+    /// The sentence's paragraph, scored once for all of its candidates
+    /// (default): results are shown in their paragraphs, and a
+    /// cross-encoder judges a passage better than a fragment of one.
+    #[default]
+    Paragraph,
+}
+
+/// An optional second pass over the best candidates of stage 3: a
+/// cross-encoder reads the query and each candidate's passage together
+/// and its score joins the composite (`scoring.weights.rerank`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RerankerSpec {
+    /// `none` (default), `local`, `tei` or `cohere`.
     pub kind: RerankerKind,
+    /// `local`: the name of a directory in the model cache
+    /// (`$TRELLIS_MODEL_DIR`, else `~/.cache/trellis/models`) unless
+    /// `path` is set. `cohere`: the model the service is asked for
+    /// (`rerank-v3.5`, `jina-reranker-v2-base-multilingual`). `tei`
+    /// serves one model and is not told; the name is kept for logs.
+    pub model: String,
+    /// `local`: the model directory, relative to the manifest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Base URL of the service (`tei`, `cohere`; required). Must not carry
+    /// credentials.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Environment variable holding the API key (sent as `Authorization:
+    /// Bearer <key>`). Without any key, requests go without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// A file whose trimmed content is the API key, relative to the
+    /// manifest. Takes precedence over the other two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_file: Option<String>,
+    /// A key of a Secret holding the API key; in a cluster the operator
+    /// mounts it into the route's pods, the embedded mode reads
+    /// `$TRELLIS_SECRET_ROOT/<name>/<key>`. Takes precedence over
+    /// `apiKeyEnv`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_secret_ref: Option<crate::spec::SecretKeyRef>,
+    /// The candidates reranked: the best this many of stage 3. Default 20.
+    pub top_n: u32,
+    /// Milliseconds the reranker may take per query. A reranker that has
+    /// not answered by then is given up for that query: stage 3's order
+    /// stands, the answer says it was not reranked and
+    /// `trellis_rerank_skipped_total` counts it. Default 1000.
+    pub budget_ms: u32,
+    /// `sentence` or `paragraph` (default).
+    pub passage: RerankPassage,
+    /// `local`: longest query-and-passage pair in tokens; the passage is
+    /// cut, never the query. Default 512 (or less, as the model allows).
+    pub max_length: u32,
+    /// `local`: tokens per encoder batch. Default 4096.
+    pub batch_tokens: u32,
+}
+
+impl RerankerSpec {
+    /// Makes a relative `path` and `apiKeyFile` absolute against `base`
+    /// (the manifest's directory).
+    pub fn resolve_paths(&mut self, base: &std::path::Path) {
+        for field in [&mut self.path, &mut self.api_key_file] {
+            if let Some(path) = field.as_deref()
+                && std::path::Path::new(path).is_relative()
+            {
+                *field = Some(base.join(path).display().to_string());
+            }
+        }
+    }
+
+    /// The Secret holding the API key, which the route's pods mount.
+    pub fn secret_name(&self) -> Option<&str> {
+        match self.kind {
+            RerankerKind::Tei | RerankerKind::Cohere => {
+                self.api_key_secret_ref.as_ref().map(|r| r.name.as_str())
+            }
+            RerankerKind::None | RerankerKind::Local => None,
+        }
+    }
+}
+
+impl Default for RerankerSpec {
+    fn default() -> Self {
+        Self {
+            kind: RerankerKind::None,
+            model: String::new(),
+            path: None,
+            endpoint: None,
+            api_key_env: None,
+            api_key_file: None,
+            api_key_secret_ref: None,
+            top_n: 20,
+            budget_ms: 1000,
+            passage: RerankPassage::Paragraph,
+            max_length: 512,
+            batch_tokens: 4096,
+        }
+    }
 }
 
 /// The retrieval pods of a route in a cluster: a Deployment running

@@ -26,6 +26,7 @@ mod ingest;
 mod layout;
 mod operator;
 mod pdf;
+mod rerank;
 mod segment_props;
 mod serve;
 mod sources;

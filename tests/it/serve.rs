@@ -31,6 +31,7 @@ fn load(dir: &Path) -> LoadedRoute {
         index,
         embedder,
         graph: None,
+        reranker: None,
     }
 }
 
@@ -397,6 +398,7 @@ fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
                 release: std::sync::Mutex::new(release_rx),
             }),
             graph: None,
+            reranker: None,
         })
         .unwrap();
     let server = Server::start(service);

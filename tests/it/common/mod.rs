@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod docling;
+pub mod scripted;
 pub mod service;
 
 use std::net::{TcpListener, TcpStream};
