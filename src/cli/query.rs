@@ -119,17 +119,21 @@ impl QueryArgs {
         }
         let bold = console_bold();
         for (n, hit) in answer.hits.iter().enumerate() {
-            let display = match hit.display.find(&hit.text) {
-                Some(at) => format!(
-                    "{}{}{}{}{}",
-                    &hit.display[..at],
-                    bold.0,
-                    hit.text,
-                    bold.1,
-                    &hit.display[at + hit.text.len()..]
-                ),
-                None => format!("{}{}{}", bold.0, hit.display, bold.1),
-            };
+            let mut display = hit.display.clone();
+            let marked = std::iter::once(hit.text.as_str())
+                .chain(hit.highlights.iter().map(|h| h.text.as_str()));
+            for text in marked {
+                display = match display.find(text) {
+                    Some(at) => format!(
+                        "{}{}{text}{}{}",
+                        &display[..at],
+                        bold.0,
+                        bold.1,
+                        &display[at + text.len()..]
+                    ),
+                    None => display,
+                };
+            }
             outln!("{}. [{:.3}] {display}", n + 1, hit.score)?;
             let c = &hit.citation;
             let mut cite = format!("   — {}", c.document);

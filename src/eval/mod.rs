@@ -258,9 +258,9 @@ impl Evaluation<'_> {
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 progress("query", n, total);
                 Ok(QueryOutcome {
-                    sentences: answer.hits.iter().map(|h| h.sentence).collect(),
+                    sentences: answer.sentences,
                     documents,
-                    unfiltered: unfiltered.map(|a| a.hits.iter().map(|h| h.sentence).collect()),
+                    unfiltered: unfiltered.map(|a| a.sentences),
                 })
             })
             .collect::<Result<_, EvalError>>()?;

@@ -114,7 +114,25 @@ pub struct Hit {
     pub text: String,
     /// The paragraph (or the window around the sentence) to display.
     pub display: String,
+    /// Other selected sentences that this display shows, in reading
+    /// order: each would have been a result of its own, showing the same
+    /// passage again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub highlights: Vec<Highlight>,
     pub citation: Citation,
+}
+
+/// A further selected sentence inside a result's display.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct Highlight {
+    /// Global sentence number in the index version.
+    pub sentence: u32,
+    /// Its own composite score, below the result's.
+    pub score: f32,
+    pub text: String,
+    pub sentence_id: String,
+    /// Character offset and length in the document's canonical text.
+    pub char_span: [u32; 2],
 }
 
 /// The answer to one query.
@@ -129,6 +147,11 @@ pub struct Answer {
     /// Every scored sentence, best first (for evaluation).
     #[serde(skip)]
     pub ranking: Vec<(u32, f32)>,
+    /// The selected sentences, best first, before results that show the
+    /// same passage were joined: the hits' sentences and highlights in
+    /// rank order (for evaluation).
+    #[serde(skip)]
+    pub sentences: Vec<u32>,
     /// What the route's reranker did; `None` without one.
     #[serde(skip)]
     pub rerank: Option<RerankOutcome>,
@@ -324,23 +347,22 @@ impl<'a> Retriever<'a> {
             self.read_vectors(&mut vectors, ranking.iter().map(|&(i, _)| i))?;
         }
         let selected = scoring::select(self.index, &vectors, &selection, &ranking, k, query_vector);
-        let hits: Vec<Hit> = selected
-            .into_iter()
-            .map(|(i, score)| {
-                let mut signals = match &features {
-                    Some(f) => scoring::signals(self.index, &vectors, f, i, &candidates),
-                    None => signals_of(i),
-                };
-                signals.rerank = rerank_scores.get(&i).copied().unwrap_or(0.0);
-                self.hit(i, score, signals, route.selection.neighbours)
-            })
-            .collect();
+        let signals = |i: u32| {
+            let mut signals = match &features {
+                Some(f) => scoring::signals(self.index, &vectors, f, i, &candidates),
+                None => signals_of(i),
+            };
+            signals.rerank = rerank_scores.get(&i).copied().unwrap_or(0.0);
+            signals
+        };
+        let hits = self.hits(&selected, signals, route.selection.neighbours);
         let context = assemble_context(&hits);
         Ok(Answer {
             hits,
             context,
             common_query: common,
             ranking,
+            sentences: selected.iter().map(|&(i, _)| i).collect(),
             rerank,
         })
     }

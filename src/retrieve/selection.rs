@@ -2,12 +2,14 @@
 //! common to the corpus is first answered in each of its best documents,
 //! searched alone; then top-k, threshold, per-document limits and MMR
 //! select the results ([`scoring::select`](super::scoring)), each shown
-//! inside its paragraph ("sentence search, paragraph display").
+//! inside its paragraph ("sentence search, paragraph display"); results
+//! that would show the same passage become one, with each of their
+//! sentences highlighted.
 
 use crate::index::IndexVersion;
 use crate::spec::RetrievalRouteSpec;
 
-use super::{Citation, Filter, Hit, RetrieveError, Retriever, Signals, sorted};
+use super::{Citation, Filter, Highlight, Hit, RetrieveError, Retriever, Signals, sorted};
 
 /// The places of the corpus-wide ranking in which one document must not
 /// hold more than half for a query to count as common.
@@ -103,17 +105,86 @@ impl Retriever<'_> {
         Ok(sorted(merged.into_iter()))
     }
 
-    pub(super) fn hit(&self, i: u32, score: f32, signals: Signals, neighbours: u32) -> Hit {
+    /// The results of `selected` (best first): a sentence whose passage
+    /// overlaps one already shown (the same paragraph, or touching windows
+    /// of a long one) is highlighted in that result rather than shown
+    /// again, so no passage appears twice. Results keep their first
+    /// sentence's rank and score.
+    pub(super) fn hits(
+        &self,
+        selected: &[(u32, f32)],
+        signals: impl Fn(u32) -> Signals,
+        neighbours: u32,
+    ) -> Vec<Hit> {
+        let store = &self.index.store;
+        struct Group {
+            lead: (u32, f32),
+            paragraph: u32,
+            range: [u32; 2],
+            also: Vec<(u32, f32)>,
+        }
+        let mut groups: Vec<Group> = Vec::new();
+        for &(i, score) in selected {
+            let paragraph = store.sentences[i as usize].paragraph;
+            let [from, to] = display_range(self.index, i, neighbours);
+            let shared = groups
+                .iter_mut()
+                .find(|g| g.paragraph == paragraph && from <= g.range[1] && g.range[0] <= to);
+            match shared {
+                Some(group) => {
+                    group.range = [group.range[0].min(from), group.range[1].max(to)];
+                    group.also.push((i, score));
+                }
+                None => groups.push(Group {
+                    lead: (i, score),
+                    paragraph,
+                    range: [from, to],
+                    also: Vec::new(),
+                }),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|mut group| {
+                group.also.sort_by_key(|&(i, _)| i);
+                let (i, score) = group.lead;
+                let highlights = group
+                    .also
+                    .iter()
+                    .map(|&(j, score)| {
+                        let s = &store.sentences[j as usize];
+                        Highlight {
+                            sentence: j,
+                            score,
+                            text: s.text.clone(),
+                            sentence_id: s.id.clone(),
+                            char_span: s.span,
+                        }
+                    })
+                    .collect();
+                self.hit(i, score, signals(i), group.range, highlights)
+            })
+            .collect()
+    }
+
+    fn hit(
+        &self,
+        i: u32,
+        score: f32,
+        signals: Signals,
+        [from, to]: [u32; 2],
+        highlights: Vec<Highlight>,
+    ) -> Hit {
         let store = &self.index.store;
         let s = &store.sentences[i as usize];
         let doc = &store.documents[s.document as usize];
-        let display = display_text(self.index, i, neighbours);
         Hit {
             sentence: i,
             score,
             signals,
             text: s.text.clone(),
-            display,
+            display: joined(self.index, from, to),
+            highlights,
             citation: Citation {
                 document: doc.key.clone(),
                 document_id: doc.id.clone(),
@@ -130,19 +201,29 @@ impl Retriever<'_> {
 /// The passage a result shows: its paragraph, or a window of `neighbours`
 /// sentences around it when the paragraph is long.
 pub(super) fn display_text(index: &IndexVersion, i: u32, neighbours: u32) -> String {
+    let [from, to] = display_range(index, i, neighbours);
+    joined(index, from, to)
+}
+
+/// The sentences [`display_text`] shows, as a range of sentence numbers.
+fn display_range(index: &IndexVersion, i: u32, neighbours: u32) -> [u32; 2] {
     let store = &index.store;
     let s = &store.sentences[i as usize];
     let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
-    let (from, to) = if p_end - p_start <= 2 * neighbours + 1 + 4 {
-        (p_start, p_end)
+    if p_end - p_start <= 2 * neighbours + 1 + 4 {
+        [p_start, p_end]
     } else {
-        (
+        [
             i.saturating_sub(neighbours).max(p_start),
             (i + neighbours + 1).min(p_end),
-        )
-    };
+        ]
+    }
+}
+
+/// Sentences `from..to`, joined by spaces.
+fn joined(index: &IndexVersion, from: u32, to: u32) -> String {
     (from..to)
-        .map(|j| store.sentences[j as usize].text.as_str())
+        .map(|j| index.store.sentences[j as usize].text.as_str())
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -476,6 +476,11 @@ async fn retrieve(
             tracing::info!(
                 route = %service.route_name,
                 results = response.hits.len(),
+                sentences = response
+                    .hits
+                    .iter()
+                    .map(|h| 1 + h.highlights.len())
+                    .sum::<usize>(),
                 ms = started.elapsed().as_millis() as u64,
                 "retrieve"
             );

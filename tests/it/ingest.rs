@@ -100,7 +100,15 @@ fn ingest_query_reingest() {
             &Filter::default(),
         )
         .unwrap();
-    assert_eq!(answer.hits.len(), 3);
+    // Three sentences selected; results that would show the same
+    // paragraph are one, with the others highlighted in it.
+    assert_eq!(answer.sentences.len(), 3);
+    let shown: usize = answer.hits.iter().map(|h| 1 + h.highlights.len()).sum();
+    assert_eq!(shown, 3);
+    let mut displays: Vec<&str> = answer.hits.iter().map(|h| h.display.as_str()).collect();
+    displays.sort_unstable();
+    displays.dedup();
+    assert_eq!(displays.len(), answer.hits.len(), "no passage shown twice");
     assert!(
         answer.hits[0]
             .text
@@ -403,9 +411,13 @@ fn spread_and_decay_put_other_documents_first_and_never_empty_one() {
     let mut spread = route.spec.clone();
     spread.selection.spread_per_document = 1;
     let question = "When are fees due and which law governs?";
-    let documents = |hits: &[trellis::retrieve::Hit]| {
-        hits.iter()
-            .map(|h| h.citation.document.clone())
+    // The selected sentences' documents, in rank order (results that show
+    // one passage are joined after selection).
+    let documents = |answer: &trellis::retrieve::Answer| {
+        answer
+            .sentences
+            .iter()
+            .map(|&i| version.store.sentences[i as usize].document)
             .collect::<Vec<_>>()
     };
 
@@ -416,7 +428,7 @@ fn spread_and_decay_put_other_documents_first_and_never_empty_one() {
     let spread_hits = retriever
         .retrieve(&spread, question, Some(4), &Filter::default())
         .unwrap();
-    let docs = documents(&spread_hits.hits);
+    let docs = documents(&spread_hits);
     assert_eq!(docs.len(), 4, "{docs:?}");
     assert_ne!(docs[0], docs[1], "{docs:?}");
     assert_eq!(plain.hits[0].sentence, spread_hits.hits[0].sentence);
@@ -427,7 +439,7 @@ fn spread_and_decay_put_other_documents_first_and_never_empty_one() {
     let decayed = retriever
         .retrieve(&decay, question, Some(4), &Filter::default())
         .unwrap();
-    let docs = documents(&decayed.hits);
+    let docs = documents(&decayed);
     assert_eq!(docs.len(), 4, "{docs:?}");
     assert_ne!(docs[0], docs[1], "{docs:?}");
     assert_eq!(plain.hits[0].sentence, decayed.hits[0].sentence);
@@ -443,15 +455,13 @@ fn spread_and_decay_put_other_documents_first_and_never_empty_one() {
     let spread_hits = retriever
         .retrieve(&spread, question, Some(3), &only)
         .unwrap();
-    assert_eq!(plain.hits.len(), 3);
-    let sentences =
-        |hits: &[trellis::retrieve::Hit]| hits.iter().map(|h| h.sentence).collect::<Vec<_>>();
-    assert_eq!(sentences(&plain.hits), sentences(&spread_hits.hits));
+    assert_eq!(plain.sentences.len(), 3);
+    assert_eq!(plain.sentences, spread_hits.sentences);
     decay.selection.document_decay = 0.5;
     let decayed = retriever
         .retrieve(&decay, question, Some(3), &only)
         .unwrap();
-    assert_eq!(sentences(&plain.hits), sentences(&decayed.hits));
+    assert_eq!(plain.sentences, decayed.sentences);
 }
 
 #[test]

@@ -309,7 +309,7 @@ fn a_route_reranks_its_best_candidates_and_falls_back_when_the_reranker_is_late(
     let local = route_with(
         dir.path(),
         &format!(
-            "{{kind: local, path: {}, topN: 4, passage: sentence, maxLength: 48}}",
+            "{{kind: local, path: {}, topN: 4, maxLength: 48}}",
             pathdiff(&fixture, dir.path())
         ),
     );
