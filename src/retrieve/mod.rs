@@ -10,7 +10,9 @@
 //! 3. **Scoring and selection**: a composite of fusion, dense, lexical,
 //!    structure, provenance and entity signals ranks the candidates; top-k,
 //!    threshold, per-document limits and MMR select the results, which are
-//!    shown inside their paragraphs ("sentence search, paragraph display").
+//!    shown inside their paragraphs ("sentence search, paragraph display");
+//!    results that would show the same passage become one. A route may
+//!    have a reranker read the best candidates again before selection.
 //!
 //! Access filters (ACL tags, documents, section prefixes) apply before any
 //! ranking and to every expansion hop, so nothing outside them is ever
@@ -18,8 +20,9 @@
 //!
 //! [`Retriever::retrieve`] runs the stages in order; each has its file:
 //! `filter.rs` (what a query may see), `anchors.rs`, `expansion.rs`,
-//! `scoring.rs` (the composite), `selection.rs` (common queries, top-k and
-//! the hits) and `context.rs` (the answer's context text).
+//! `scoring.rs` (the composite), `rerank/` (the reranker's pass),
+//! `selection.rs` (common queries, top-k and the hits) and `context.rs`
+//! (the answer's context text).
 
 mod anchors;
 mod context;
