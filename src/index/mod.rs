@@ -14,6 +14,7 @@ pub mod ids;
 pub mod lexical;
 pub mod links;
 pub mod manifest;
+pub mod names;
 pub mod store;
 pub mod vectors;
 mod version;

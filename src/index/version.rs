@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use super::files::{self, corpus_dir, read_json, read_manifest};
 use super::ids::IdNumbers;
 use super::lexical::LexicalStats;
+use super::names::DocumentNames;
 use super::{
     ChunkRecord, HnswGraph, IndexError, READABLE_FORMATS, RelatedEdge, SkeletonStore, Vectors,
     VersionManifest, bm25, checksums, current_version,
@@ -36,6 +37,8 @@ pub struct IndexVersion {
     /// Its ids to numbers, built when a graph store's answer is first
     /// read.
     ids: OnceLock<IdNumbers>,
+    /// The words naming its documents, built when a query first asks.
+    names: OnceLock<DocumentNames>,
 }
 
 /// What a version searches with: its own files, or, opened
@@ -221,7 +224,14 @@ impl IndexVersion {
             related,
             searching,
             ids: OnceLock::new(),
+            names: OnceLock::new(),
         })
+    }
+
+    /// The words that name the version's documents (titles, file names).
+    pub fn document_names(&self) -> &DocumentNames {
+        self.names
+            .get_or_init(|| DocumentNames::new(&self.store.documents))
     }
 
     /// The version's sentence and paragraph ids mapped to their numbers.

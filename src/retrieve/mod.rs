@@ -87,6 +87,9 @@ pub struct Signals {
     pub provenance: f32,
     pub entity: f32,
     pub answer_type: f32,
+    /// The query names the sentence's document (its title, its file
+    /// name's words).
+    pub document: f32,
     /// The reranker's score; 0 when no reranker read the sentence.
     pub rerank: f32,
 }
@@ -302,6 +305,7 @@ impl<'a> Retriever<'a> {
                     }
                 }
                 let f = features.insert(scoring::QueryFeatures::new(
+                    self.index,
                     query,
                     q,
                     &route.scoring.weights,

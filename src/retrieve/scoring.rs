@@ -44,10 +44,14 @@ pub(super) struct QueryFeatures<'q> {
     /// Sentences that define terms, with the query's best similarity to
     /// one of them.
     definitions: HashMap<u32, f32>,
+    /// Documents whose names (titles, file names) the query's words name,
+    /// and how strongly.
+    named: HashMap<u32, f32>,
 }
 
 impl<'q> QueryFeatures<'q> {
     pub(super) fn new(
+        index: &IndexVersion,
         query: &str,
         vector: &'q [f32],
         weights: &ScoringWeights,
@@ -62,7 +66,9 @@ impl<'q> QueryFeatures<'q> {
             .collect();
         let words = query_words(query);
         let asks_date = asks_for_date(&lower, &words);
+        let named = index.document_names().named_by(&words);
         Self {
+            named,
             asks_date,
             words,
             vector,
@@ -192,6 +198,9 @@ pub(super) fn signals(
     // Definition: the query against the terms the sentence defines.
     let definition = query.definitions.get(&i).map_or(0.0, |&s| s.max(0.0));
 
+    // Document: the query names the sentence's document.
+    let document = query.named.get(&s.document).copied().unwrap_or(0.0);
+
     Signals {
         fusion: c.fused / query.max_fused,
         dense: c.dense.unwrap_or(0.0).max(0.0),
@@ -204,6 +213,7 @@ pub(super) fn signals(
         provenance,
         entity,
         answer_type,
+        document,
         rerank: 0.0,
     }
 }
@@ -249,7 +259,8 @@ pub(super) fn score(
                 + w.definition * s.definition
                 + w.provenance * s.provenance
                 + w.entity * s.entity
-                + w.answer_type * s.answer_type;
+                + w.answer_type * s.answer_type
+                + w.document * s.document;
             (i, composite)
         })
         .collect()

@@ -285,6 +285,11 @@ pub struct ScoringWeights {
     /// about a date share no word with the sentence that answers them
     /// ("This Agreement is entered into as of May 7, 2012"). Default 0.4.
     pub answer_type: f32,
+    /// Document: the query names the sentence's document, by the words of
+    /// its title or file name ("… the hosting agreement?" and
+    /// `webhelp-hosting-agreement.txt`), each word weighted by how few
+    /// documents it names. Default 0.3.
+    pub document: f32,
 }
 
 impl Default for ScoringWeights {
@@ -302,6 +307,7 @@ impl Default for ScoringWeights {
             provenance: 0.05,
             entity: 0.05,
             answer_type: 0.4,
+            document: 0.3,
         }
     }
 }
