@@ -149,10 +149,24 @@ pub struct Section {
     pub page: Option<u32>,
     /// Span of the heading text (numbering and title) in the canonical text.
     pub span: TextSpan,
+    /// Whether the heading is run into its first paragraph ("11. Customer
+    /// References. Customer agrees …"): it is not rendered on a line of
+    /// its own, and its span points at the paragraph's opening words.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub run_in: bool,
     pub blocks: Vec<Block>,
 }
 
 impl Section {
+    /// Whether the section's first block is a paragraph starting with
+    /// `heading`, as a run-in heading's is.
+    fn opens_with(&self, heading: &str) -> bool {
+        matches!(
+            self.blocks.first().map(|b| &b.kind),
+            Some(BlockKind::Paragraph { text }) if text.starts_with(heading)
+        )
+    }
+
     /// Numbering and title as the reader sees them: "5.1 Payment".
     pub fn heading(&self) -> String {
         match &self.numbering {
@@ -499,6 +513,7 @@ impl TreeBuilder {
                     parent: None,
                     page: None,
                     span: TextSpan::default(),
+                    run_in: false,
                     blocks: Vec::new(),
                 }],
                 toc: Vec::new(),
@@ -546,6 +561,20 @@ impl TreeBuilder {
     /// Starts a section whose numbering the format states separately (a
     /// DOCX numbering definition, say).
     pub fn heading_with_numbering(&mut self, level: u8, numbering: Option<String>, title: &str) {
+        self.push_section(level, numbering, title, false);
+    }
+
+    /// Starts a section whose heading opens the paragraph that follows
+    /// ("11. Customer References" of "11. Customer References. Customer
+    /// agrees …"); that paragraph keeps its text whole. The heading is
+    /// rendered as a line of its own only if the paragraph does not come
+    /// to start with it (a cleaning pass dropped it).
+    pub fn run_in_heading(&mut self, level: u8, heading: &str) {
+        let (numbering, title) = split_heading_numbering(&collapse_whitespace(heading));
+        self.push_section(level, numbering, &title, true);
+    }
+
+    fn push_section(&mut self, level: u8, numbering: Option<String>, title: &str, run_in: bool) {
         let title = collapse_whitespace(title);
         let numbering = numbering
             .map(|n| collapse_whitespace(&n))
@@ -560,6 +589,7 @@ impl TreeBuilder {
             parent: None,
             page: self.page,
             span: TextSpan::default(),
+            run_in,
             blocks: Vec::new(),
         });
     }
@@ -658,7 +688,7 @@ impl TreeBuilder {
                 .tree
                 .sections
                 .iter()
-                .find(|s| s.level == 1)
+                .find(|s| s.level == 1 && !s.run_in)
                 .map(Section::heading);
         }
         self.tree
@@ -737,16 +767,25 @@ impl DocumentTree {
             out.blank_line();
         }
         for section in &mut self.sections {
-            if section.level > 0 {
+            let heading = section.heading();
+            let run_in = section.run_in && section.opens_with(&heading);
+            if section.level > 0 && !run_in {
                 for _ in 0..section.level.min(6) {
                     out.push_str("#");
                 }
                 out.push_str(" ");
-                section.span = out.push_spanned(&section.heading());
+                section.span = out.push_spanned(&heading);
                 out.blank_line();
             }
             for block in &mut section.blocks {
                 block.span = out.render_block(&mut block.kind);
+            }
+            if run_in && let Some(first) = section.blocks.first() {
+                let len = u32::try_from(heading.chars().count()).unwrap_or(u32::MAX);
+                section.span = TextSpan {
+                    offset: first.span.offset,
+                    len: len.min(first.span.len),
+                };
             }
         }
         self.text = out.text;

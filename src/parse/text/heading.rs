@@ -319,7 +319,7 @@ const SENTENCE_VERBS: &[&str] = &[
 /// A title: short, one phrase (no sentence break), not ending mid-clause,
 /// and in title case ("HDI's Responsibilities.") or, when very short, in
 /// sentence case ("Limitation of liability").
-fn is_title(text: &str) -> bool {
+pub(super) fn is_title(text: &str) -> bool {
     let text = text.trim();
     let words: Vec<&str> = text.split_whitespace().collect();
     if words.is_empty() || words.len() > MAX_TITLE_WORDS || has_sentence_break(text) {
@@ -340,7 +340,32 @@ fn is_title(text: &str) -> bool {
     if !starts_uppercase(first) {
         return false;
     }
-    let lowercase_words = words
+    if lowercase_words(&words) == 0 {
+        return true;
+    }
+    words.len() <= MAX_SENTENCE_CASE_WORDS && !text.ends_with(':')
+}
+
+/// A title in title case: every word capitalised but the small ones
+/// ("Representations and Warranties of the Agent"), no sentence verb, and
+/// not ending on a connector. Stricter than [`is_title`], for titles run
+/// into the text that follows them.
+pub(super) fn is_title_case(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let Some(first) = words.first() else {
+        return false;
+    };
+    starts_uppercase(first)
+        && lowercase_words(&words) == 0
+        && !ends_with_connector(text)
+        && !words
+            .iter()
+            .any(|w| SENTENCE_VERBS.contains(&bare_word(w).as_str()))
+}
+
+/// Words written in lower case that a title would capitalise.
+fn lowercase_words(words: &[&str]) -> usize {
+    words
         .iter()
         .filter(|w| {
             // The case as written: `bare_word` lower-cases.
@@ -349,11 +374,7 @@ fn is_title(text: &str) -> bool {
                 .is_some_and(char::is_lowercase)
                 && !TITLE_SMALL_WORDS.contains(&bare_word(w).as_str())
         })
-        .count();
-    if lowercase_words == 0 {
-        return true;
-    }
-    words.len() <= MAX_SENTENCE_CASE_WORDS && !text.ends_with(':')
+        .count()
 }
 
 /// A line in capitals: at least two letters, no more than one cased letter

@@ -41,7 +41,12 @@
 //!   capitals lines in a row, or one followed by text without letters, are
 //!   rows of a flattened list or table, not headings.
 //! * **Numbered clauses** ("1.1 HDI shall design, …") stay paragraphs, with
-//!   their number, from which enrichment reads the clause id.
+//!   their number, from which enrichment reads the clause id. A clause
+//!   whose title runs into its text ("11. Customer References. Customer
+//!   agrees …", "5. Ownership - Individual agrees …") also opens a section
+//!   with that heading, at the depth of its number; a paragraph running
+//!   several such clauses together is split where each starts, when their
+//!   numbers follow on (`clause`).
 //! * **Lists.** Lines starting with a bullet are list items; lines starting
 //!   with "(a)", "(i)", "a)", "1)" or "a." are list items when at least two
 //!   follow one another, else paragraphs. Depth comes from indentation, and
@@ -56,6 +61,7 @@
 //!   `parsing.dropBoilerplate` is on) but are transparent to rejoining and
 //!   never headings.
 
+mod clause;
 mod heading;
 mod join;
 mod layout;
@@ -67,6 +73,7 @@ use std::collections::HashMap;
 use super::clean::{boilerplate_key, is_page_number};
 use super::{DocumentTree, Format, ParseFailure, Table, TreeBuilder, collapse_whitespace};
 use crate::spec::ParsingSpec;
+use clause::ClauseNumbers;
 use heading::{HeadingKind, HeadingLine};
 use layout::{Chunk, is_rule, is_underline};
 use marker::{Marker, MarkerStyle, Sequence};
@@ -454,6 +461,7 @@ impl Outline {
 /// Emits the units into the builder.
 fn emit(units: Vec<Unit>, builder: &mut TreeBuilder) {
     let mut outline = Outline::default();
+    let mut clauses = ClauseNumbers::default();
     let mut units = units.into_iter().peekable();
     while let Some(unit) = units.next() {
         match unit {
@@ -480,6 +488,9 @@ fn emit(units: Vec<Unit>, builder: &mut TreeBuilder) {
                 if outline.takes_title(heading.kind) {
                     builder.set_title(&text);
                 }
+                if heading.kind.is_outline() {
+                    clauses.saw_heading(&text);
+                }
                 builder.heading(outline.level(heading.kind), &text);
             }
             Unit::Text(unit) if unit.list_style().is_some() => {
@@ -495,7 +506,7 @@ fn emit(units: Vec<Unit>, builder: &mut TreeBuilder) {
             }
             Unit::Text(unit) => {
                 builder.set_page(unit.page);
-                builder.paragraph(&unit.text);
+                emit_clauses(&unit.text, &mut outline, &mut clauses, builder);
             }
             Unit::Table { table, page } => {
                 builder.set_page(page);
@@ -506,6 +517,32 @@ fn emit(units: Vec<Unit>, builder: &mut TreeBuilder) {
                 builder.paragraph(&text);
             }
         }
+    }
+}
+
+/// Emits a paragraph, opening a section at each clause with a run-in
+/// heading in it (see [`clause`]): at its start, and inside it where the
+/// clause numbers continue.
+fn emit_clauses(
+    text: &str,
+    outline: &mut Outline,
+    clauses: &mut ClauseNumbers,
+    builder: &mut TreeBuilder,
+) {
+    let leading = clause::leading(text).map(|opening| (0, opening));
+    let mut starts = Vec::new();
+    for (at, opening) in leading.into_iter().chain(clause::inner_openings(text)) {
+        if let Some(heading) = clauses.read(&opening, at > 0) {
+            starts.push((at, opening.depth(), heading));
+        }
+    }
+    let first = starts.first().map_or(text.len(), |&(at, ..)| at);
+    builder.paragraph(&text[..first]);
+    for (i, &(at, depth, heading)) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).map_or(text.len(), |&(next, ..)| next);
+        let level = outline.level(HeadingKind::Numbered { depth });
+        builder.run_in_heading(level, heading);
+        builder.paragraph(&text[at..end]);
     }
 }
 
@@ -594,7 +631,8 @@ impl ListLevels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::test_support::{blocks, headings, item, paragraph};
+    use crate::parse::TextSpan;
+    use crate::parse::test_support::{blocks, headings, item, paragraph, texts};
 
     #[test]
     fn contents_entries_are_recognised() {
@@ -694,6 +732,66 @@ mod tests {
                 // A single "(b)" clause is a paragraph, not a list.
                 paragraph("(b) In the event of termination, HDI shall be paid."),
             ]
+        );
+    }
+
+    #[test]
+    fn clauses_with_run_in_titles_open_sections() {
+        let mut tree = parse_text(
+            "The terms are as follows: 1. License - Individual grants a license. \
+             2. Marketing Materials - Marketing Materials shall mean materials. \
+             The fee under Section 4. 5. Price is due.\n\n\
+             10. Term and Termination.\n\n\
+             10.1 Term. This Agreement runs for one year.\n\n\
+             11. Customer References. Customer agrees to be named.\n\n\
+             12. Miscellaneous. This Agreement shall be governed by the laws of \
+             California.\n",
+        );
+        assert_eq!(
+            headings(&tree),
+            vec![
+                (1, "1. License".into()),
+                (1, "2. Marketing Materials".into()),
+                (1, "10. Term and Termination.".into()),
+                (2, "10.1 Term".into()),
+                (1, "11. Customer References".into()),
+                (1, "12. Miscellaneous".into()),
+            ]
+        );
+        // The clauses keep their text whole; a paragraph running clauses
+        // together is split where each starts ("5." does not follow "2.").
+        assert_eq!(
+            texts(&tree),
+            vec![
+                "The terms are as follows:",
+                "1. License - Individual grants a license.",
+                "2. Marketing Materials - Marketing Materials shall mean materials. \
+                 The fee under Section 4. 5. Price is due.",
+                "10.1 Term. This Agreement runs for one year.",
+                "11. Customer References. Customer agrees to be named.",
+                "12. Miscellaneous. This Agreement shall be governed by the laws of California.",
+            ]
+        );
+        // A run-in heading is no line of its own in the canonical text: its
+        // span is the opening words of its paragraph.
+        tree.render();
+        let chars: Vec<char> = tree.text.chars().collect();
+        let slice = |span: TextSpan| -> String {
+            chars[span.offset as usize..span.end() as usize]
+                .iter()
+                .collect()
+        };
+        assert_eq!(tree.text.matches("Customer References").count(), 1);
+        assert_eq!(slice(tree.sections[5].span), "11. Customer References");
+        assert_eq!(
+            tree.sections[5].span.offset,
+            tree.sections[5].blocks[0].span.offset
+        );
+        assert_eq!(slice(tree.sections[3].span), "10. Term and Termination.");
+        // A plain text's title is never a clause's run-in heading.
+        assert_eq!(
+            parse_text("1. Fees. Customer pays.\n\n2. Term. One year.\n").title,
+            None
         );
     }
 
