@@ -362,7 +362,7 @@ impl<'a> Retriever<'a> {
             signals.rerank = rerank_scores.get(&i).copied().unwrap_or(0.0);
             signals
         };
-        let hits = self.hits(&selected, signals, route.selection.neighbours);
+        let hits = self.hits(&selected, signals, selection::Display::of(route));
         let context = assemble_context(&hits);
         Ok(Answer {
             hits,

@@ -114,7 +114,7 @@ impl Retriever<'_> {
         &self,
         selected: &[(u32, f32)],
         signals: impl Fn(u32) -> Signals,
-        neighbours: u32,
+        display: Display,
     ) -> Vec<Hit> {
         let store = &self.index.store;
         struct Group {
@@ -126,7 +126,7 @@ impl Retriever<'_> {
         let mut groups: Vec<Group> = Vec::new();
         for &(i, score) in selected {
             let paragraph = store.sentences[i as usize].paragraph;
-            let [from, to] = display_range(self.index, i, neighbours);
+            let [from, to] = display.range(self.index, i);
             let shared = groups
                 .iter_mut()
                 .find(|g| g.paragraph == paragraph && from <= g.range[1] && g.range[0] <= to);
@@ -198,25 +198,46 @@ impl Retriever<'_> {
     }
 }
 
-/// The passage a result shows: its paragraph, or a window of `neighbours`
-/// sentences around it when the paragraph is long.
-pub(super) fn display_text(index: &IndexVersion, i: u32, neighbours: u32) -> String {
-    let [from, to] = display_range(index, i, neighbours);
-    joined(index, from, to)
+/// What a result shows around its sentence.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Display {
+    /// The whole paragraph when it is short (`expansion.paragraph`).
+    pub paragraph: bool,
+    /// Sentences either side otherwise (`selection.neighbours`).
+    pub neighbours: u32,
 }
 
-/// The sentences [`display_text`] shows, as a range of sentence numbers.
-fn display_range(index: &IndexVersion, i: u32, neighbours: u32) -> [u32; 2] {
-    let store = &index.store;
-    let s = &store.sentences[i as usize];
-    let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
-    if p_end - p_start <= 2 * neighbours + 1 + 4 {
-        [p_start, p_end]
-    } else {
-        [
-            i.saturating_sub(neighbours).max(p_start),
-            (i + neighbours + 1).min(p_end),
-        ]
+impl Display {
+    pub(super) fn of(route: &RetrievalRouteSpec) -> Self {
+        Display {
+            paragraph: route.expansion.paragraph,
+            neighbours: route.selection.neighbours,
+        }
+    }
+
+    /// The passage a result shows: its paragraph, or a window of
+    /// `neighbours` sentences around it when the paragraph is long or the
+    /// route shows no paragraphs.
+    pub(super) fn text(self, index: &IndexVersion, i: u32) -> String {
+        let [from, to] = self.range(index, i);
+        joined(index, from, to)
+    }
+
+    /// The sentences [`Display::text`] shows, as a range of sentence
+    /// numbers; never past the sentence's paragraph.
+    fn range(self, index: &IndexVersion, i: u32) -> [u32; 2] {
+        let store = &index.store;
+        let s = &store.sentences[i as usize];
+        let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
+        let neighbours = self.neighbours;
+        if self.paragraph && p_end - p_start <= 2 * neighbours + 1 + 4 {
+            [p_start, p_end]
+        } else {
+            [
+                i.saturating_sub(neighbours).max(p_start),
+                (i + neighbours + 1).min(p_end),
+            ]
+        }
     }
 }
 

@@ -129,6 +129,33 @@ fn ingest_query_reingest() {
     let ids = |a: &trellis::retrieve::Answer| a.hits.iter().map(|h| h.sentence).collect::<Vec<_>>();
     assert_eq!(ids(&answer), ids(&again));
 
+    // A route that shows no paragraphs shows each sentence with its
+    // `neighbours` (here none): only the selected sentences, adjacent ones
+    // in one result.
+    let mut bare = route.spec.clone();
+    bare.expansion.paragraph = false;
+    bare.selection.neighbours = 0;
+    let sentences = retriever
+        .retrieve(
+            &bare,
+            "Which law governs the agreement?",
+            None,
+            &Filter::default(),
+        )
+        .unwrap();
+    for hit in &sentences.hits {
+        let shown: usize = hit.text.len()
+            + hit
+                .highlights
+                .iter()
+                .map(|h| h.text.len() + 1)
+                .sum::<usize>();
+        assert_eq!(hit.display.len(), shown, "{hit:?}");
+    }
+    let paragraphs: usize = answer.hits.iter().map(|h| h.display.len()).sum();
+    let bare_shown: usize = sentences.hits.iter().map(|h| h.display.len()).sum();
+    assert!(bare_shown < paragraphs, "{bare_shown} < {paragraphs}");
+
     // ACL: a caller without the tag sees nothing.
     let hidden = Filter {
         acl: Some(vec!["legal".into()]),

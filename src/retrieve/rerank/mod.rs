@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use super::selection::display_text;
+use super::selection::Display;
 use crate::index::IndexVersion;
 use crate::spec::{RerankPassage, RerankerKind, RerankerSpec, RetrievalRouteSpec};
 
@@ -117,7 +117,7 @@ pub(super) fn rerank(
     for &(i, _) in &ranking[..top] {
         let text = match spec.passage {
             RerankPassage::Sentence => index.store.sentences[i as usize].text.clone(),
-            RerankPassage::Paragraph => display_text(index, i, route.selection.neighbours),
+            RerankPassage::Paragraph => Display::of(route).text(index, i),
         };
         let n = *seen.entry(text).or_insert_with_key(|text| {
             passages.push(text.clone());
