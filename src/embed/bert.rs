@@ -170,6 +170,30 @@ pub struct Segment {
     pub len: usize,
 }
 
+/// Cuts inputs of `lengths` tokens, in the order given, into consecutive
+/// batches of at most `batch_tokens` tokens (an input longer than that
+/// makes a batch alone). Batches run side by side, one per thread, so the
+/// bound is lowered until there are at least as many batches as threads
+/// when the inputs allow.
+pub fn pack_batches(lengths: &[usize], batch_tokens: usize) -> Vec<std::ops::Range<usize>> {
+    let total: usize = lengths.iter().sum();
+    let threads = rayon::current_num_threads().max(1);
+    let batch_tokens = batch_tokens.min(total.div_ceil(threads)).max(1);
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < lengths.len() {
+        let mut end = start;
+        let mut tokens = 0;
+        while end < lengths.len() && (end == start || tokens + lengths[end] <= batch_tokens) {
+            tokens += lengths[end];
+            end += 1;
+        }
+        batches.push(start..end);
+        start = end;
+    }
+    batches
+}
+
 impl BertModel {
     /// Loads `config.json` and `model.safetensors` from a model directory.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {

@@ -23,7 +23,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{EmbedError, Embedder};
+use super::{EmbedError, Embedder, Passage, SpanVectors};
 
 const MAGIC: &[u8; 8] = b"TRLSEMB2";
 /// Bytes of a record's checksum.
@@ -183,19 +183,7 @@ impl EmbeddingCache {
             encode(&todo)?
         };
         for (&i, v) in missing.iter().zip(fresh) {
-            if v.len() != self.dims {
-                return Err(EmbedError::Config(format!(
-                    "model returned {} dimensions, expected {}",
-                    v.len(),
-                    self.dims
-                )));
-            }
-            if v.iter().any(|x| !x.is_finite()) {
-                return Err(EmbedError::Config(format!(
-                    "model returned a vector with a NaN or infinite value for {:?}",
-                    texts[i].chars().take(80).collect::<String>()
-                )));
-            }
+            self.check(&v, texts[i])?;
             self.vectors.insert(keys[i], v);
             self.pending.push(keys[i]);
         }
@@ -205,6 +193,92 @@ impl EmbeddingCache {
         };
         let vectors = keys.iter().map(|k| self.vectors[k].clone()).collect();
         Ok((vectors, stats))
+    }
+
+    /// Embeds the spans of `passages` in their passage's context
+    /// ([`Embedder::embed_in_context`]), reusing cached vectors. A passage
+    /// is encoded again, whole, when any of its spans is not cached. A
+    /// span's key is the passage, the span and `context` (the mode), so
+    /// that a vector made in context never stands in for the sentence
+    /// alone, or in another passage.
+    pub fn embed_in_context(
+        &mut self,
+        embedder: &dyn Embedder,
+        context: &str,
+        passages: &[Passage],
+    ) -> Result<(Vec<SpanVectors>, CacheStats), EmbedError> {
+        let keys: Vec<Vec<Key>> = passages
+            .iter()
+            .map(|passage| {
+                let text = blake3::hash(passage.text.as_bytes());
+                passage
+                    .spans
+                    .iter()
+                    .map(|span| {
+                        let mut h = blake3::Hasher::new();
+                        h.update(b"\0context\0");
+                        h.update(context.as_bytes());
+                        h.update(text.as_bytes());
+                        h.update(&(span.start as u64).to_le_bytes());
+                        h.update(&(span.end as u64).to_le_bytes());
+                        let mut k = [0u8; 16];
+                        k.copy_from_slice(&h.finalize().as_bytes()[..16]);
+                        k
+                    })
+                    .collect()
+            })
+            .collect();
+        let missing: Vec<usize> = (0..passages.len())
+            .filter(|&p| keys[p].iter().any(|k| !self.vectors.contains_key(k)))
+            .collect();
+        let todo: Vec<Passage> = missing.iter().map(|&p| passages[p].clone()).collect();
+        let fresh = if todo.is_empty() {
+            Vec::new()
+        } else {
+            embedder.embed_in_context(&todo)?
+        };
+        let mut stats = CacheStats::default();
+        for (&p, vectors) in missing.iter().zip(fresh) {
+            let passage = &passages[p];
+            if vectors.len() != passage.spans.len() {
+                return Err(EmbedError::Config(format!(
+                    "model returned {} vectors for a passage of {} sentences",
+                    vectors.len(),
+                    passage.spans.len()
+                )));
+            }
+            for ((key, span), v) in keys[p].iter().zip(&passage.spans).zip(vectors) {
+                self.check(&v, passage.text.get(span.clone()).unwrap_or_default())?;
+                if self.vectors.insert(*key, v).is_none() {
+                    self.pending.push(*key);
+                }
+            }
+            stats.embedded += passage.spans.len();
+        }
+        stats.hits = passages.iter().map(|p| p.spans.len()).sum::<usize>() - stats.embedded;
+        let vectors = keys
+            .iter()
+            .map(|keys| keys.iter().map(|k| self.vectors[k].clone()).collect())
+            .collect();
+        Ok((vectors, stats))
+    }
+
+    /// Refuses a vector of the wrong length or with a NaN or infinity.
+    fn check(&self, v: &[f32], text: &str) -> Result<(), EmbedError> {
+        if v.len() != self.dims {
+            return Err(EmbedError::Config(format!(
+                "model returned {} dimensions, expected {}",
+                v.len(),
+                self.dims
+            )));
+        }
+        if v.iter().any(|x| !x.is_finite()) {
+            return Err(EmbedError::Config(format!(
+                "model returned a vector with a NaN or infinite value for {:?}",
+                text.chars().take(80).collect::<String>()
+            )));
+        }
+        Ok(())
     }
 
     /// Appends the vectors embedded since the last flush to the file.

@@ -6,14 +6,15 @@
 //! sequence length). Texts are tokenized in parallel, packed into batches
 //! of at most `batchTokens` tokens, encoded, pooled and normalised.
 
+use std::ops::Range;
 use std::path::Path;
 
 use rayon::prelude::*;
 use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::bert::{BertModel, Segment};
-use super::{EmbedError, Embedder, normalize};
+use super::bert::{BertModel, Segment, pack_batches};
+use super::{EmbedError, Embedder, Passage, SpanVectors, normalize};
 use crate::spec::EmbeddingSpec;
 
 /// How token vectors become one sentence vector.
@@ -45,6 +46,15 @@ struct SentenceBertConfig {
 pub struct LocalEmbedder {
     model: BertModel,
     tokenizer: Tokenizer,
+    /// The tokenizer without truncation or special tokens' budget: a
+    /// passage embedded in context is tokenized whole, then cut into
+    /// windows here.
+    whole: Tokenizer,
+    /// The ids the tokenizer puts before and after a sequence (`[CLS]`,
+    /// `[SEP]`).
+    specials: (Vec<u32>, Vec<u32>),
+    /// Longest sequence encoded, special tokens included.
+    max_len: usize,
     pooling: Pooling,
     model_id: String,
     query_prefix: String,
@@ -72,6 +82,18 @@ impl LocalEmbedder {
         // its own (all-MiniLM-L6-v2's pads to 128): sequences are packed
         // here, so padding is off, and truncation follows the model.
         tokenizer.with_padding(None);
+        let mut whole = tokenizer.clone();
+        whole
+            .with_truncation(None)
+            .map_err(|e| EmbedError::model(&tokenizer_path, e.to_string()))?;
+        let specials = tokenizer
+            .encode("", true)
+            .map(|e| {
+                let ids = e.get_ids();
+                let front = ids.len().min(1);
+                (ids[..front].to_vec(), ids[front..].to_vec())
+            })
+            .map_err(|e| EmbedError::model(&tokenizer_path, e.to_string()))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: max_len,
@@ -99,6 +121,9 @@ impl LocalEmbedder {
         Ok(Self {
             model,
             tokenizer,
+            whole,
+            specials,
+            max_len,
             pooling,
             model_id,
             query_prefix: spec.query_prefix.clone(),
@@ -127,26 +152,11 @@ impl LocalEmbedder {
         // attention work per batch is even; packing means no padding.
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
-
-        // Batches run side by side, one per thread, so a call splits into
-        // at least as many batches as there are threads when it can.
-        let total: usize = encodings.iter().map(Vec::len).sum();
-        let threads = rayon::current_num_threads().max(1);
-        let batch_tokens = self.batch_tokens.min(total.div_ceil(threads)).max(1);
-        let mut batches: Vec<&[usize]> = Vec::new();
-        let mut start = 0;
-        while start < order.len() {
-            let mut end = start;
-            let mut tokens = 0;
-            while end < order.len()
-                && (end == start || tokens + encodings[order[end]].len() <= batch_tokens)
-            {
-                tokens += encodings[order[end]].len();
-                end += 1;
-            }
-            batches.push(&order[start..end]);
-            start = end;
-        }
+        let lengths: Vec<usize> = order.iter().map(|&i| encodings[i].len()).collect();
+        let batches: Vec<&[usize]> = pack_batches(&lengths, self.batch_tokens)
+            .into_iter()
+            .map(|range| &order[range])
+            .collect();
 
         let hidden = self.model.hidden_size();
         let encoded: Vec<Vec<(usize, Vec<f32>)>> = batches
@@ -181,6 +191,212 @@ impl LocalEmbedder {
     }
 }
 
+impl LocalEmbedder {
+    /// Embeds each passage's spans in the passage's context: the passage
+    /// is tokenized whole, cut into windows the model can read
+    /// ([`plan_windows`]), the windows are encoded in packed batches, and
+    /// each span's vector pools its own tokens' states in the window it
+    /// stands most central in.
+    fn encode_in_context(&self, passages: &[Passage]) -> Result<Vec<SpanVectors>, EmbedError> {
+        if self.pooling == Pooling::Cls {
+            return Err(EmbedError::Config(format!(
+                "{} pools the [CLS] token; embedding sentences in context \
+                 (embedding.context) needs a mean-pooling model",
+                self.model_id
+            )));
+        }
+        let (front, back) = &self.specials;
+        let limit = self.max_len.saturating_sub(front.len() + back.len()).max(1);
+        let prefix = self.document_prefix.len();
+        let planned: Vec<Planned> = passages
+            .par_iter()
+            .map(|passage| {
+                let encoding = self
+                    .whole
+                    .encode(format!("{}{}", self.document_prefix, passage.text), false)
+                    .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+                let starts: Vec<usize> = encoding.get_offsets().iter().map(|o| o.0).collect();
+                let tokens = |byte: usize| starts.partition_point(|&s| s < byte + prefix);
+                let spans: Vec<Range<usize>> = passage
+                    .spans
+                    .iter()
+                    .map(|span| tokens(span.start)..tokens(span.end))
+                    .collect();
+                let windows = plan_windows(starts.len(), &spans, limit);
+                Ok(Planned {
+                    ids: encoding.get_ids().to_vec(),
+                    spans,
+                    windows,
+                })
+            })
+            .collect::<Result<_, EmbedError>>()?;
+
+        // Every window of every passage, as (passage, window) in run order.
+        let mut sequences: Vec<(usize, usize)> = planned
+            .iter()
+            .enumerate()
+            .flat_map(|(p, planned)| (0..planned.windows.len()).map(move |w| (p, w)))
+            .collect();
+        let length = |&(p, w): &(usize, usize)| planned[p].windows[w].tokens.len();
+        sequences.sort_by_key(|s| std::cmp::Reverse(length(s)));
+        let lengths: Vec<usize> = sequences
+            .iter()
+            .map(|s| length(s) + front.len() + back.len())
+            .collect();
+        let hidden = self.model.hidden_size();
+        let pooled: Vec<Vec<(usize, usize, Vec<f32>)>> = pack_batches(&lengths, self.batch_tokens)
+            .par_iter()
+            .map(|batch| {
+                let mut ids = Vec::new();
+                let mut segments = Vec::with_capacity(batch.len());
+                for &(p, w) in &sequences[batch.clone()] {
+                    let window = &planned[p].windows[w];
+                    let offset = ids.len();
+                    ids.extend_from_slice(front);
+                    ids.extend_from_slice(&planned[p].ids[window.tokens.clone()]);
+                    ids.extend_from_slice(back);
+                    segments.push(Segment {
+                        offset,
+                        len: ids.len() - offset,
+                    });
+                }
+                let states = self.model.forward(&ids, &segments);
+                let mut out = Vec::new();
+                for (&(p, w), segment) in sequences[batch.clone()].iter().zip(&segments) {
+                    let window = &planned[p].windows[w];
+                    for &span in &window.owns {
+                        let tokens = &planned[p].spans[span];
+                        let start = tokens.start.max(window.tokens.start);
+                        let end = tokens.end.min(window.tokens.end);
+                        // A span without tokens of its own (nothing the
+                        // tokenizer keeps) takes its window's mean.
+                        let rows = if start < end {
+                            // The passage's opening and closing special
+                            // tokens go with its first and last sentence,
+                            // as they go with a sentence embedded alone:
+                            // a passage of one sentence embeds as that
+                            // sentence does.
+                            let opening = if start == 0 { front.len() } else { 0 };
+                            let closing = if end == planned[p].ids.len() {
+                                back.len()
+                            } else {
+                                0
+                            };
+                            Segment {
+                                offset: segment.offset + front.len() + start
+                                    - window.tokens.start
+                                    - opening,
+                                len: end - start + opening + closing,
+                            }
+                        } else {
+                            Segment {
+                                offset: segment.offset + front.len(),
+                                len: window.tokens.len().max(1),
+                            }
+                        };
+                        let mut v = pool(&states, rows, hidden, self.pooling);
+                        normalize(&mut v);
+                        out.push((p, span, v));
+                    }
+                }
+                out
+            })
+            .collect();
+        let mut out: Vec<Vec<Vec<f32>>> = passages
+            .iter()
+            .map(|p| vec![Vec::new(); p.spans.len()])
+            .collect();
+        for (p, span, v) in pooled.into_iter().flatten() {
+            out[p][span] = v;
+        }
+        Ok(out)
+    }
+}
+
+/// A passage tokenized: its token ids, each span's token range, and the
+/// windows it is encoded in.
+struct Planned {
+    ids: Vec<u32>,
+    spans: Vec<Range<usize>>,
+    windows: Vec<Window>,
+}
+
+/// A run of a passage's tokens encoded as one sequence, and the spans
+/// whose vectors are taken from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Window {
+    tokens: Range<usize>,
+    owns: Vec<usize>,
+}
+
+/// Cuts a passage of `total` tokens, whose spans cover the token ranges
+/// `spans` (in order), into windows of at most `limit` tokens.
+///
+/// A passage that fits is one window. A longer one gets windows of whole
+/// spans, each starting at the first span past the middle of the one
+/// before, so that they overlap by about half; a span longer than `limit`
+/// is a window alone, cut at `limit`. Each span is owned by the window
+/// in which it has the most tokens on its narrower side: the one where it
+/// stands most central, with the most context around it.
+fn plan_windows(total: usize, spans: &[Range<usize>], limit: usize) -> Vec<Window> {
+    if total <= limit || spans.is_empty() {
+        return vec![Window {
+            tokens: 0..total.min(limit),
+            owns: (0..spans.len()).collect(),
+        }];
+    }
+    let mut windows: Vec<(Range<usize>, Range<usize>)> = Vec::new();
+    let mut first = 0;
+    loop {
+        let start = if first == 0 { 0 } else { spans[first].start };
+        let mut end_span = first;
+        while end_span < spans.len() && spans[end_span].end.saturating_sub(start) <= limit {
+            end_span += 1;
+        }
+        end_span = end_span.max(first + 1);
+        let end = if end_span == spans.len() {
+            total
+        } else {
+            spans[end_span - 1].end
+        }
+        .min(start + limit);
+        windows.push((start..end, first..end_span));
+        if end_span >= spans.len() {
+            break;
+        }
+        let middle = start + (end - start) / 2;
+        first = (first + 1..end_span)
+            .find(|&s| spans[s].start >= middle)
+            .unwrap_or(end_span);
+    }
+    let mut owner: Vec<Option<(usize, usize)>> = vec![None; spans.len()];
+    for (w, (tokens, covered)) in windows.iter().enumerate() {
+        for s in covered.clone() {
+            let margin = spans[s]
+                .start
+                .saturating_sub(tokens.start)
+                .min(tokens.end.saturating_sub(spans[s].end));
+            if owner[s].is_none_or(|(_, best)| margin > best) {
+                owner[s] = Some((w, margin));
+            }
+        }
+    }
+    let mut planned: Vec<Window> = windows
+        .into_iter()
+        .map(|(tokens, _)| Window {
+            tokens,
+            owns: Vec::new(),
+        })
+        .collect();
+    for (s, owner) in owner.into_iter().enumerate() {
+        if let Some((w, _)) = owner {
+            planned[w].owns.push(s);
+        }
+    }
+    planned.retain(|w| !w.owns.is_empty());
+    planned
+}
+
 impl Embedder for LocalEmbedder {
     fn model_id(&self) -> &str {
         &self.model_id
@@ -201,6 +417,10 @@ impl Embedder for LocalEmbedder {
 
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.encode(&self.query_prefix, texts)
+    }
+
+    fn embed_in_context(&self, passages: &[Passage]) -> Result<Vec<SpanVectors>, EmbedError> {
+        self.encode_in_context(passages)
     }
 }
 
@@ -269,4 +489,62 @@ fn read_max_seq_length(dir: &Path) -> Result<Option<usize>, EmbedError> {
 /// name never share cached vectors.
 fn model_id(model: &BertModel, name: &str) -> String {
     format!("{name}@{}", &model.weights_hash()[..12])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` spans of `len` tokens with one token between them.
+    fn spans(n: usize, len: usize) -> Vec<Range<usize>> {
+        (0..n).map(|i| i * (len + 1)..i * (len + 1) + len).collect()
+    }
+
+    #[test]
+    fn a_passage_that_fits_is_one_window() {
+        let spans = spans(3, 10);
+        let windows = plan_windows(32, &spans, 50);
+        assert_eq!(
+            windows,
+            vec![Window {
+                tokens: 0..32,
+                owns: vec![0, 1, 2]
+            }]
+        );
+    }
+
+    #[test]
+    fn long_passages_get_overlapping_windows_owning_each_span_once() {
+        let spans = spans(20, 10);
+        let total = spans.last().map_or(0, |s| s.end);
+        let windows = plan_windows(total, &spans, 50);
+        assert!(windows.len() > 4 && windows.len() < 12, "{windows:?}");
+        let mut owned: Vec<usize> = windows.iter().flat_map(|w| w.owns.clone()).collect();
+        owned.sort_unstable();
+        assert_eq!(owned, (0..20).collect::<Vec<_>>());
+        for window in &windows {
+            assert!(window.tokens.len() <= 50, "{window:?}");
+            for &s in &window.owns {
+                assert!(window.tokens.start <= spans[s].start && spans[s].end <= window.tokens.end);
+            }
+        }
+        // Windows overlap: consecutive ones share tokens.
+        for pair in windows.windows(2) {
+            assert!(pair[1].tokens.start < pair[0].tokens.end, "{pair:?}");
+        }
+        // A span in the middle has context on both sides.
+        let middle = windows.iter().find(|w| w.owns.contains(&10)).unwrap();
+        assert!(middle.tokens.start < spans[9].start && spans[11].end <= middle.tokens.end);
+    }
+
+    #[test]
+    fn a_span_longer_than_the_limit_is_cut() {
+        let spans = vec![0..10, 11..91, 92..100];
+        let windows = plan_windows(100, &spans, 50);
+        let long = windows.iter().find(|w| w.owns.contains(&1)).unwrap();
+        assert_eq!(long.tokens, 11..61);
+        let mut owned: Vec<usize> = windows.iter().flat_map(|w| w.owns.clone()).collect();
+        owned.sort_unstable();
+        assert_eq!(owned, vec![0, 1, 2]);
+    }
 }

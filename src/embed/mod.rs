@@ -82,6 +82,31 @@ pub trait Embedder: Send + Sync {
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         texts.iter().map(|t| self.embed_query(t)).collect()
     }
+
+    /// Embeds sentences inside the passages they stand in ("late
+    /// chunking", `embedding.context`): one vector per span of each
+    /// passage, in order, each made from the span's own tokens of the
+    /// passage's encoding. Providers that cannot say so.
+    fn embed_in_context(&self, passages: &[Passage]) -> Result<Vec<SpanVectors>, EmbedError> {
+        let _ = passages;
+        Err(EmbedError::Config(format!(
+            "{} cannot embed sentences in their context (embedding.context); \
+             the local provider can",
+            self.model_id()
+        )))
+    }
+}
+
+/// The vectors of one passage's spans, in order.
+pub type SpanVectors = Vec<Vec<f32>>;
+
+/// A passage and the sentences in it to embed in its context.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Passage {
+    /// The passage's text: its sentences, joined.
+    pub text: String,
+    /// Byte ranges of the sentences to embed, in order, not overlapping.
+    pub spans: Vec<std::ops::Range<usize>>,
 }
 
 /// Builds the embedder a profile asks for. `base_dir` resolves relative

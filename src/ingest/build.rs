@@ -93,7 +93,14 @@ impl Build<'_> {
             sentence_stats,
             heading_stats,
             term_stats,
-        } = embed_store(&store, &rows, &mut cache, embedder.as_ref(), progress)?;
+        } = embed_store(
+            &store,
+            &rows,
+            profile.embedding.context,
+            &mut cache,
+            embedder.as_ref(),
+            progress,
+        )?;
         timings.embed = t.elapsed().as_secs_f64();
         vectors.write(&dir.join(files::SENTENCE_VECTORS))?;
         headings.write(&dir.join(files::HEADING_VECTORS))?;

@@ -2,8 +2,9 @@
 //! each section's heading path, each defined term.
 
 use crate::embed::cache::CacheStats;
-use crate::embed::{Embedder, EmbeddingCache};
+use crate::embed::{Embedder, EmbeddingCache, Passage};
 use crate::index::{SkeletonStore, Vectors, defined_terms};
+use crate::spec::EmbeddingContext;
 
 use super::{IngestError, Progress};
 
@@ -17,26 +18,35 @@ pub(super) struct Embedded {
     pub(super) term_stats: CacheStats,
 }
 
-/// Embeds, through `cache`, the indexed sentences (`rows`), each section's
-/// heading path and each defined term.
+/// Embeds, through `cache`, the indexed sentences (`rows`) alone or in
+/// their `context`, each section's heading path and each defined term.
 pub(super) fn embed_store(
     store: &SkeletonStore,
     rows: &[u32],
+    context: EmbeddingContext,
     cache: &mut EmbeddingCache,
     embedder: &dyn Embedder,
     progress: Progress<'_>,
 ) -> Result<Embedded, IngestError> {
-    let sentence_texts: Vec<(usize, &str)> = rows
-        .iter()
-        .map(|&i| (i as usize, store.sentences[i as usize].text.as_str()))
-        .collect();
-    let (vectors, sentence_stats) = embed_rows(
-        cache,
-        embedder,
-        &sentence_texts,
-        store.sentences.len(),
-        &|done, total| progress("embed", done, total),
-    )?;
+    let report = |done, total| progress("embed", done, total);
+    let (vectors, sentence_stats) = match context {
+        EmbeddingContext::Sentence => {
+            let sentence_texts: Vec<(usize, &str)> = rows
+                .iter()
+                .map(|&i| (i as usize, store.sentences[i as usize].text.as_str()))
+                .collect();
+            embed_rows(
+                cache,
+                embedder,
+                &sentence_texts,
+                store.sentences.len(),
+                &report,
+            )?
+        }
+        EmbeddingContext::Paragraph | EmbeddingContext::Window => {
+            embed_in_context(store, rows, context, cache, embedder, &report)?
+        }
+    };
     // Each section's heading path, embedded once: the heading signal of
     // scoring compares queries with the headings a sentence sits under.
     let heading_texts: Vec<String> = store
@@ -106,6 +116,97 @@ fn embed_rows(
         cache.flush()?;
         done += batch.len();
         progress(done as u64, texts.len() as u64);
+    }
+    Ok((vectors, stats))
+}
+
+/// The passages the indexed sentences (`rows`) are embedded in: their
+/// paragraphs, or (`window`) their sections, each the text of all its
+/// sentences joined by spaces (unindexed ones too: they are context), with
+/// each indexed sentence's byte range, and the row of each range.
+fn passages(
+    store: &SkeletonStore,
+    rows: &[u32],
+    context: EmbeddingContext,
+) -> Vec<(Passage, Vec<usize>)> {
+    let indexed: std::collections::HashSet<u32> = rows.iter().copied().collect();
+    let group = |i: usize| {
+        let sentence = &store.sentences[i];
+        match context {
+            EmbeddingContext::Window => sentence.section,
+            _ => sentence.paragraph,
+        }
+    };
+    let mut out: Vec<(Passage, Vec<usize>)> = Vec::new();
+    let mut current: Option<u32> = None;
+    for (i, sentence) in store.sentences.iter().enumerate() {
+        if current != Some(group(i)) {
+            current = Some(group(i));
+            out.push(Default::default());
+        }
+        let Some((passage, sentence_rows)) = out.last_mut() else {
+            continue;
+        };
+        if !passage.text.is_empty() {
+            passage.text.push(' ');
+        }
+        let start = passage.text.len();
+        passage.text.push_str(&sentence.text);
+        if indexed.contains(&(i as u32)) {
+            passage.spans.push(start..passage.text.len());
+            sentence_rows.push(i);
+        }
+    }
+    out.retain(|(passage, _)| !passage.spans.is_empty());
+    out
+}
+
+/// Embeds the indexed sentences in their passages ([`passages`]) through
+/// the cache, a batch of passages at a time.
+fn embed_in_context(
+    store: &SkeletonStore,
+    rows: &[u32],
+    context: EmbeddingContext,
+    cache: &mut EmbeddingCache,
+    embedder: &dyn Embedder,
+    progress: &dyn Fn(u64, u64),
+) -> Result<(Vectors, CacheStats), IngestError> {
+    /// Sentences per batch of passages, as [`embed_rows`] batches texts.
+    const EMBED_BATCH: usize = 2048;
+    let dims = embedder.dimensions();
+    let mut vectors = Vectors {
+        dims,
+        data: vec![0.0; store.sentences.len() * dims],
+    };
+    let mode = match context {
+        EmbeddingContext::Window => "window",
+        _ => "paragraph",
+    };
+    let passages = passages(store, rows, context);
+    let mut stats = CacheStats::default();
+    let mut done = 0;
+    let mut start = 0;
+    while start < passages.len() {
+        let mut end = start;
+        let mut sentences = 0;
+        while end < passages.len() && (end == start || sentences < EMBED_BATCH) {
+            sentences += passages[end].1.len();
+            end += 1;
+        }
+        let batch = &passages[start..end];
+        let texts: Vec<Passage> = batch.iter().map(|(p, _)| p.clone()).collect();
+        let (batch_vectors, batch_stats) = cache.embed_in_context(embedder, mode, &texts)?;
+        stats.embedded += batch_stats.embedded;
+        stats.hits += batch_stats.hits;
+        for ((_, sentence_rows), passage_vectors) in batch.iter().zip(batch_vectors) {
+            for (&row, v) in sentence_rows.iter().zip(passage_vectors) {
+                vectors.data[row * dims..(row + 1) * dims].copy_from_slice(&v);
+            }
+        }
+        cache.flush()?;
+        done += sentences;
+        progress(done as u64, rows.len() as u64);
+        start = end;
     }
     Ok((vectors, stats))
 }

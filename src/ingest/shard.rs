@@ -125,6 +125,7 @@ pub fn embed_shard(
     let embedded = embed_store(
         &processed.store,
         &rows,
+        profile.embedding.context,
         &mut cache,
         embedder.as_ref(),
         progress,

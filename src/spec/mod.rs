@@ -20,9 +20,10 @@ pub use manifest::{
     select_corpus, select_profile, select_route,
 };
 pub use profile::{
-    ChunkStrategy, ChunkingSpec, EmbeddingProvider, EmbeddingSpec, EnrichmentSpec, FalkorDbSpec,
-    FixedChunkingSpec, GraphSpec, GraphStoreKind, IndexProfile, IndexProfileSpec, IndexSpec,
-    Neo4jSpec, ParsingSpec, SecretKeyRef, SemanticLinksSpec, SentenceSpec,
+    ChunkStrategy, ChunkingSpec, EmbeddingContext, EmbeddingProvider, EmbeddingSpec,
+    EnrichmentSpec, FalkorDbSpec, FixedChunkingSpec, GraphSpec, GraphStoreKind, IndexProfile,
+    IndexProfileSpec, IndexSpec, Neo4jSpec, ParsingSpec, SecretKeyRef, SemanticLinksSpec,
+    SentenceSpec,
 };
 pub use route::{
     AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec,

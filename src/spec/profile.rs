@@ -347,6 +347,32 @@ pub enum EmbeddingProvider {
     Tei,
 }
 
+/// What a sentence is embedded with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum EmbeddingContext {
+    /// The sentence alone.
+    #[default]
+    Sentence,
+    /// Its paragraph: the paragraph is encoded once and each sentence's
+    /// vector is the mean of its own tokens' states ("late chunking"). A
+    /// paragraph longer than the model's input is encoded in overlapping
+    /// windows of whole sentences, each sentence from the window it stands
+    /// most central in.
+    Paragraph,
+    /// The sentences around it in its section, up to the model's input
+    /// length, across paragraph breaks: the section is encoded in
+    /// overlapping windows of whole sentences, each sentence pooled from
+    /// the window it stands most central in.
+    Window,
+}
+
+impl EmbeddingContext {
+    fn is_sentence(&self) -> bool {
+        *self == EmbeddingContext::Sentence
+    }
+}
+
 /// The sentence embedding model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
@@ -378,6 +404,12 @@ pub struct EmbeddingSpec {
     pub max_seq_length: Option<u32>,
     /// Tokens per encoder batch (`local`). Default 4096.
     pub batch_tokens: u32,
+    /// What each sentence is embedded with (`local`, mean-pooling models):
+    /// `sentence` (alone), `paragraph` or `window` (its neighbours in its
+    /// section); see [`EmbeddingContext`]. Queries are always embedded
+    /// alone. Default `sentence`.
+    #[serde(skip_serializing_if = "EmbeddingContext::is_sentence")]
+    pub context: EmbeddingContext,
     /// Base URL of the embeddings service (`openai`, `voyage`, `tei`).
     /// Texts are posted to `{endpoint}/v1/embeddings` (`openai`, `voyage`;
     /// an endpoint already ending in `/v1` gets no second one) or to
@@ -453,6 +485,7 @@ impl Default for EmbeddingSpec {
             document_prefix: String::new(),
             max_seq_length: None,
             batch_tokens: 4096,
+            context: EmbeddingContext::Sentence,
             endpoint: None,
             api_key_env: None,
             api_key_file: None,

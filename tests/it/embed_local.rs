@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use trellis::embed::{self, Embedder, LocalEmbedder};
+use trellis::embed::{self, Embedder, LocalEmbedder, Passage};
 use trellis::spec::EmbeddingSpec;
 
 #[derive(serde::Deserialize)]
@@ -86,4 +86,127 @@ fn a_directory_without_a_model_is_a_clear_error() {
         .unwrap()
         .to_string();
     assert!(err.contains("config.json"), "{err}");
+}
+
+#[derive(serde::Deserialize)]
+struct ContextReference {
+    passages: Vec<ContextCase>,
+}
+
+#[derive(serde::Deserialize)]
+struct ContextCase {
+    text: String,
+    spans: Vec<[usize; 2]>,
+    vectors: Vec<Vec<f32>>,
+}
+
+fn passage(text: &str, spans: &[[usize; 2]]) -> Passage {
+    Passage {
+        text: text.to_string(),
+        spans: spans.iter().map(|&[a, b]| a..b).collect(),
+    }
+}
+
+/// Late chunking (`embedding.context`) against PyTorch: each sentence's
+/// vector is the mean of its own tokens' states in the paragraph's
+/// encoding (`scripts/make_context_reference.py`).
+#[test]
+fn sentences_in_context_agree_with_pytorch() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/embeddings/all-MiniLM-L6-v2-context.json");
+    let reference: ContextReference =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let embedder = embedder();
+    let passages: Vec<Passage> = reference
+        .passages
+        .iter()
+        .map(|case| passage(&case.text, &case.spans))
+        .collect();
+    let ours = embedder.embed_in_context(&passages).unwrap();
+    let mut worst = f32::INFINITY;
+    for (case, ours) in reference.passages.iter().zip(&ours) {
+        assert_eq!(ours.len(), case.spans.len());
+        for (v, theirs) in ours.iter().zip(&case.vectors) {
+            worst = worst.min(embed::dot(v, theirs));
+        }
+    }
+    println!("lowest cosine in context: {worst:.6}");
+    assert!(worst >= 0.9999, "lowest cosine {worst}");
+
+    // A passage of one sentence embeds as the sentence alone; a sentence
+    // among others does not.
+    let one = &reference.passages[2];
+    let alone = embedder.embed_documents(&[one.text.as_str()]).unwrap();
+    assert!(embed::dot(&alone[0], &ours[2][0]) > 0.99999);
+    let first = &reference.passages[0];
+    let sentence = &first.text[first.spans[0][0]..first.spans[0][1]];
+    let alone = embedder.embed_documents(&[sentence]).unwrap();
+    let cosine = embed::dot(&alone[0], &ours[0][0]);
+    assert!(cosine < 0.999 && cosine > 0.5, "{cosine}");
+}
+
+/// A passage longer than the model reads is encoded in overlapping
+/// windows: every sentence gets a unit vector, and one far from the
+/// passage's start still reads its own neighbours.
+#[test]
+fn long_passages_are_embedded_in_windows() {
+    let embedder = embedder();
+    let sentences: Vec<String> = (0..60)
+        .map(|i| format!("Clause {i} requires the supplier to deliver batch number {i} on time."))
+        .collect();
+    let mut text = String::new();
+    let mut spans = Vec::new();
+    for s in &sentences {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        spans.push([text.len(), text.len() + s.len()]);
+        text.push_str(s);
+    }
+    let long = passage(&text, &spans);
+    let vectors = embedder
+        .embed_in_context(std::slice::from_ref(&long))
+        .unwrap();
+    assert_eq!(vectors[0].len(), 60);
+    for v in &vectors[0] {
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    }
+    // The last sentence in its window is the last sentence with the ones
+    // before it, not the passage's start.
+    let tail = passage(
+        &text[spans[50][0]..],
+        &spans[50..]
+            .iter()
+            .map(|&[a, b]| [a - spans[50][0], b - spans[50][0]])
+            .collect::<Vec<_>>(),
+    );
+    let tail_vectors = embedder.embed_in_context(&[tail]).unwrap();
+    let agreement = embed::dot(&vectors[0][59], &tail_vectors[0][9]);
+    assert!(agreement > 0.9, "{agreement}");
+}
+
+/// Only the local provider embeds in context; the others say so.
+#[test]
+fn embedding_in_context_needs_a_provider_that_can() {
+    struct Alone;
+    impl Embedder for Alone {
+        fn model_id(&self) -> &str {
+            "alone"
+        }
+        fn dimensions(&self) -> usize {
+            1
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, embed::EmbedError> {
+            Ok(texts.iter().map(|_| vec![1.0]).collect())
+        }
+        fn embed_query(&self, _: &str) -> Result<Vec<f32>, embed::EmbedError> {
+            Ok(vec![1.0])
+        }
+    }
+    let error = Alone
+        .embed_in_context(&[passage("One. Two.", &[[0, 4], [5, 9]])])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("embedding.context"), "{error}");
 }

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use tokenizers::{Tokenizer, TruncationParams, TruncationStrategy};
 
 use super::{RerankError, Reranker, sigmoid};
-use crate::embed::bert::{BertModel, ClassificationHead, Segment};
+use crate::embed::bert::{BertModel, ClassificationHead, Segment, pack_batches};
 use crate::spec::RerankerSpec;
 
 /// A cross-encoder loaded from a directory.
@@ -141,23 +141,8 @@ impl CrossEncoder {
             .par_iter()
             .map(|p| self.pair(query, p))
             .collect::<Result<_, _>>()?;
-        let total: usize = pairs.iter().map(|p| p.ids.len()).sum();
-        let threads = rayon::current_num_threads().max(1);
-        let batch_tokens = self.batch_tokens.min(total.div_ceil(threads)).max(1);
-        let mut batches: Vec<std::ops::Range<usize>> = Vec::new();
-        let mut start = 0;
-        while start < pairs.len() {
-            let mut end = start;
-            let mut tokens = 0;
-            while end < pairs.len()
-                && (end == start || tokens + pairs[end].ids.len() <= batch_tokens)
-            {
-                tokens += pairs[end].ids.len();
-                end += 1;
-            }
-            batches.push(start..end);
-            start = end;
-        }
+        let lengths: Vec<usize> = pairs.iter().map(|p| p.ids.len()).collect();
+        let batches = pack_batches(&lengths, self.batch_tokens);
         let hidden = self.model.hidden_size();
         let scored: Vec<Option<Vec<Vec<f32>>>> = batches
             .par_iter()
