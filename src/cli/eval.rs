@@ -136,6 +136,15 @@ fn print_report(r: &EvalReport) -> std::io::Result<()> {
     if r.unfiltered.is_some() {
         row("unfiltered", &r.unfiltered)?;
     }
+    if let Some(s) = &r.sections {
+        outln!(
+            "  sections    coverage@10 {:.3} · spanning two or more: {:.3} ({} queries) · distinct in the top ten {:.2}",
+            s.coverage_10,
+            s.spanning_coverage_10,
+            s.spanning,
+            s.distinct_10
+        )?;
+    }
     let c = &r.coverage;
     outln!(
         "  coverage: {} of {} queries scored at sentence level ({} unmatched), {} at document level",

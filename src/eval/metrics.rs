@@ -127,6 +127,89 @@ pub fn first_occurrences<T: Eq + Hash + Clone>(items: impl Iterator<Item = T>) -
     items.filter(|x| seen.insert(x.clone())).collect()
 }
 
+/// How the top ten spread over sections, averaged over the queries whose
+/// relevant sentences are known: whether an answer that spans sections is
+/// reached in each of them, which one ranking of sentences can miss by
+/// filling its top ten from the best section alone.
+#[derive(Clone, Debug, Default)]
+pub struct SectionAccumulator {
+    queries: usize,
+    coverage: f64,
+    spanning: usize,
+    spanning_coverage: f64,
+    distinct: f64,
+}
+
+/// Averaged section figures of the top ten.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SectionMetrics {
+    /// Share of the sections holding relevant sentences that hold a
+    /// relevant sentence among the top ten.
+    #[serde(rename = "coverage@10")]
+    pub coverage_10: f64,
+    /// The same over the queries whose relevant sentences lie in two or
+    /// more sections.
+    #[serde(rename = "spanning_coverage@10")]
+    pub spanning_coverage_10: f64,
+    /// Distinct sections among the top ten.
+    #[serde(rename = "distinct@10")]
+    pub distinct_10: f64,
+    pub queries: usize,
+    /// Queries whose relevant sentences lie in two or more sections.
+    pub spanning: usize,
+}
+
+impl SectionAccumulator {
+    /// Adds one query: its ranking of sentences, the relevant ones, and
+    /// the section of each sentence.
+    pub fn add(
+        &mut self,
+        ranking: &[u32],
+        relevant: &HashMap<u32, f64>,
+        section: impl Fn(u32) -> u32,
+    ) {
+        if relevant.is_empty() {
+            return;
+        }
+        let mut sections: Vec<u32> = relevant.keys().map(|&i| section(i)).collect();
+        sections.sort_unstable();
+        sections.dedup();
+        let top = &ranking[..ranking.len().min(CUTOFF)];
+        let mut reached: Vec<u32> = top
+            .iter()
+            .filter(|i| relevant.contains_key(i))
+            .map(|&i| section(i))
+            .collect();
+        reached.sort_unstable();
+        reached.dedup();
+        let mut distinct: Vec<u32> = top.iter().map(|&i| section(i)).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let coverage = reached.len() as f64 / sections.len() as f64;
+        self.queries += 1;
+        self.coverage += coverage;
+        self.distinct += distinct.len() as f64;
+        if sections.len() >= 2 {
+            self.spanning += 1;
+            self.spanning_coverage += coverage;
+        }
+    }
+
+    pub fn finish(&self) -> Option<SectionMetrics> {
+        (self.queries > 0).then(|| SectionMetrics {
+            coverage_10: self.coverage / self.queries as f64,
+            spanning_coverage_10: if self.spanning > 0 {
+                self.spanning_coverage / self.spanning as f64
+            } else {
+                0.0
+            },
+            distinct_10: self.distinct / self.queries as f64,
+            queries: self.queries,
+            spanning: self.spanning,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +265,25 @@ mod tests {
             first_occurrences([3, 1, 3, 2, 1].into_iter()),
             vec![3, 1, 2]
         );
+    }
+
+    #[test]
+    fn section_coverage_counts_the_sections_an_answer_spans() {
+        // Sentences 0-1 in section 0, 2-3 in section 1, 4 in section 2.
+        let section = |i: u32| [0, 0, 1, 1, 2][i as usize];
+        let relevant: HashMap<u32, f64> = [(0, 1.0), (2, 1.0)].into();
+        let mut sections = SectionAccumulator::default();
+        // Reaches section 0 only: half the answer's sections.
+        sections.add(&[1, 0, 4], &relevant, section);
+        // Reaches both.
+        sections.add(&[2, 0], &relevant, section);
+        // An answer in one section, reached.
+        sections.add(&[4], &[(4, 1.0)].into(), section);
+        let m = sections.finish().unwrap();
+        assert_eq!(m.queries, 3);
+        assert_eq!(m.spanning, 2);
+        assert!((m.coverage_10 - (0.5 + 1.0 + 1.0) / 3.0).abs() < 1e-9);
+        assert!((m.spanning_coverage_10 - 0.75).abs() < 1e-9);
+        assert!((m.distinct_10 - (2.0 + 2.0 + 1.0) / 3.0).abs() < 1e-9);
     }
 }

@@ -30,11 +30,11 @@ use crate::spec::{
 };
 
 pub use dataset::{DatasetKind, EvalSet, parse_dataset_arg};
-pub use metrics::Metrics;
+pub use metrics::{Metrics, SectionMetrics};
 
 use align::FoldedText;
 use dataset::Relevance;
-use metrics::{Accumulator, first_occurrences};
+use metrics::{Accumulator, SectionAccumulator, first_occurrences};
 
 #[derive(Debug, Error)]
 pub enum EvalError {
@@ -110,6 +110,9 @@ pub struct EvalReport {
     /// instead of filtered to their own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unfiltered: Option<Metrics>,
+    /// How the top ten spread over the sections holding relevant
+    /// sentences.
+    pub sections: Option<SectionMetrics>,
     pub coverage: Coverage,
     /// Sentence-level outcome of each judged query (filtered to its
     /// document where the set filters).
@@ -269,6 +272,7 @@ impl Evaluation<'_> {
         let mut document = Accumulator::default();
         let mut sentence = Accumulator::default();
         let mut unfiltered = Accumulator::default();
+        let mut sections = SectionAccumulator::default();
         let mut per_query = Vec::new();
         for (n, outcome) in outcomes.iter().enumerate() {
             let judged = &relevance.queries[n];
@@ -288,6 +292,9 @@ impl Evaluation<'_> {
                 document.add(&outcome.documents, &judged.documents);
             }
             sentence.add(&outcome.sentences, &judged.sentences);
+            sections.add(&outcome.sentences, &judged.sentences, |i| {
+                index.store.sentences[i as usize].section
+            });
             if let Some(ranked) = &outcome.unfiltered {
                 unfiltered.add(ranked, &judged.sentences);
             }
@@ -309,6 +316,7 @@ impl Evaluation<'_> {
             document: document.finish(),
             sentence: sentence.finish(),
             unfiltered: unfiltered.finish(),
+            sections: sections.finish(),
             coverage,
             per_query,
             index_version: report.manifest.version.clone(),
