@@ -246,7 +246,7 @@ impl LocalEmbedder {
         let hidden = self.model.hidden_size();
         let pooled: Vec<Vec<(usize, usize, Vec<f32>)>> = pack_batches(&lengths, self.batch_tokens)
             .par_iter()
-            .map(|batch| {
+            .map(|batch| -> Result<_, EmbedError> {
                 let mut ids = Vec::new();
                 let mut segments = Vec::with_capacity(batch.len());
                 for &(p, w) in &sequences[batch.clone()] {
@@ -270,6 +270,11 @@ impl LocalEmbedder {
                         let end = tokens.end.min(window.tokens.end);
                         // A span without tokens of its own (nothing the
                         // tokenizer keeps) takes its window's mean.
+                        if segment.len == 0 {
+                            return Err(EmbedError::Tokenizer(
+                                "a passage gave no tokens and the tokenizer adds none".into(),
+                            ));
+                        }
                         let rows = if start < end {
                             // The passage's opening and closing special
                             // tokens go with its first and last sentence,
@@ -289,19 +294,18 @@ impl LocalEmbedder {
                                 len: end - start + opening + closing,
                             }
                         } else {
-                            Segment {
-                                offset: segment.offset + front.len(),
-                                len: window.tokens.len().max(1),
-                            }
+                            // The whole sequence, specials included, so
+                            // that even an empty passage pools something.
+                            *segment
                         };
                         let mut v = pool(&states, rows, hidden, self.pooling);
                         normalize(&mut v);
                         out.push((p, span, v));
                     }
                 }
-                out
+                Ok(out)
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         let mut out: Vec<Vec<Vec<f32>>> = passages
             .iter()
             .map(|p| vec![Vec::new(); p.spans.len()])

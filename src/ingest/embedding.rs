@@ -8,6 +8,18 @@ use crate::spec::EmbeddingContext;
 
 use super::{IngestError, Progress};
 
+/// Texts (or sentences in passages) embedded per call between cache
+/// flushes.
+const EMBED_BATCH: usize = 2048;
+
+/// A table of `rows` zero vectors; rows left zero have no text.
+fn zeroed(rows: usize, dims: usize) -> Vectors {
+    Vectors {
+        dims,
+        data: vec![0.0; rows * dims],
+    }
+}
+
 /// The vectors of a build.
 pub(super) struct Embedded {
     pub(super) vectors: Vectors,
@@ -97,12 +109,8 @@ fn embed_rows(
     rows: usize,
     progress: &dyn Fn(u64, u64),
 ) -> Result<(Vectors, CacheStats), IngestError> {
-    const EMBED_BATCH: usize = 2048;
     let dims = embedder.dimensions();
-    let mut vectors = Vectors {
-        dims,
-        data: vec![0.0; rows * dims],
-    };
+    let mut vectors = zeroed(rows, dims);
     let mut stats = CacheStats::default();
     let mut done = 0;
     for batch in texts.chunks(EMBED_BATCH) {
@@ -171,13 +179,8 @@ fn embed_in_context(
     embedder: &dyn Embedder,
     progress: &dyn Fn(u64, u64),
 ) -> Result<(Vectors, CacheStats), IngestError> {
-    /// Sentences per batch of passages, as [`embed_rows`] batches texts.
-    const EMBED_BATCH: usize = 2048;
     let dims = embedder.dimensions();
-    let mut vectors = Vectors {
-        dims,
-        data: vec![0.0; store.sentences.len() * dims],
-    };
+    let mut vectors = zeroed(store.sentences.len(), dims);
     let mode = match context {
         EmbeddingContext::Window => "window",
         _ => "paragraph",
