@@ -127,6 +127,7 @@ fn build_index(dir: &Path) -> IndexVersion {
         profile_base: dir,
         route: &route,
         data_dir: dir,
+        chunk_baseline: false,
     }
     .run(&|_, _, _| {})
     .expect("ingest");
@@ -232,6 +233,7 @@ fn routes(tmp: &Path) {
                 profile_base: tmp,
                 route: &route,
                 data_dir: tmp,
+                chunk_baseline: false,
             }
             .run(&|_, _, _| {})
             .unwrap_or_else(|e| panic!("{name} through {store}: {e}"));

@@ -276,6 +276,7 @@ fn ingest_throughput() {
         profile_base: &tmp,
         route: &route,
         data_dir: &tmp,
+        chunk_baseline: false,
     }
     .run(&|_, _, _| {})
     .expect("ingest");

@@ -129,6 +129,7 @@ fn ensure_index(set: &EvalSet, data: &Path) -> String {
             profile_base: &base,
             route: &route,
             data_dir: data,
+            chunk_baseline: false,
         }
         .run(&|_, _, _| {})
         .expect("SciFact evaluation");

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use trellis::eval::{EvalReport, EvalSet, Evaluation, Metrics, parse_dataset_arg};
+use trellis::eval::{EvalReport, EvalSet, Evaluation, Metrics, PassageMetrics, parse_dataset_arg};
 use trellis::spec::{self, IndexProfileSpec, RetrievalRouteSpec};
 
 use super::progress::StageBars;
@@ -46,6 +46,10 @@ pub struct EvalArgs {
     /// this file, for breakdowns by category.
     #[arg(long)]
     per_query: Option<PathBuf>,
+    /// Also run the plain chunk baseline: the version's chunks alone,
+    /// encoded whole and indexed for BM25, fused, ranked as passages.
+    #[arg(long)]
+    chunk_baseline: bool,
 }
 
 impl EvalArgs {
@@ -86,6 +90,7 @@ impl EvalArgs {
             profile_base: &profile_base,
             route: &route,
             data_dir: &data_dir,
+            chunk_baseline: self.chunk_baseline,
         };
         let bars = StageBars::new();
         let report = evaluation.run(&|stage: &str, done, total| bars.update(stage, done, total))?;
@@ -144,6 +149,30 @@ fn print_report(r: &EvalReport) -> std::io::Result<()> {
             s.spanning,
             s.distinct_10
         )?;
+    }
+    let passages = |label: &str, p: &Option<PassageMetrics>| match p {
+        Some(p) => outln!(
+            "  {label:<11} shown R@1 {:.3} · R@5 {:.3} · R@10 {:.3} · hit@1 {:.3} · words@5 {:.0} · words@10 {:.0}",
+            p.recall_1,
+            p.recall_5,
+            p.recall_10,
+            p.hit_1,
+            p.words_5,
+            p.words_10
+        ),
+        None => Ok(()),
+    };
+    passages("passages", &r.passages)?;
+    if let Some(b) = &r.chunk_baseline {
+        outln!(
+            "  chunk baseline ({} chunks, indexed in {:.1} s):",
+            b.chunks,
+            b.index_seconds
+        )?;
+        if b.document.is_some() {
+            row("document", &b.document)?;
+        }
+        passages("passages", &b.passages)?;
     }
     let c = &r.coverage;
     outln!(

@@ -171,25 +171,19 @@ impl SectionAccumulator {
         if relevant.is_empty() {
             return;
         }
-        let mut sections: Vec<u32> = relevant.keys().map(|&i| section(i)).collect();
-        sections.sort_unstable();
-        sections.dedup();
+        let sections = distinct(relevant.keys().map(|&i| section(i)));
         let top = &ranking[..ranking.len().min(CUTOFF)];
-        let mut reached: Vec<u32> = top
-            .iter()
-            .filter(|i| relevant.contains_key(i))
-            .map(|&i| section(i))
-            .collect();
-        reached.sort_unstable();
-        reached.dedup();
-        let mut distinct: Vec<u32> = top.iter().map(|&i| section(i)).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let coverage = reached.len() as f64 / sections.len() as f64;
+        let reached = distinct(
+            top.iter()
+                .filter(|i| relevant.contains_key(i))
+                .map(|&i| section(i)),
+        );
+        let shown = distinct(top.iter().map(|&i| section(i)));
+        let coverage = reached as f64 / sections as f64;
         self.queries += 1;
         self.coverage += coverage;
-        self.distinct += distinct.len() as f64;
-        if sections.len() >= 2 {
+        self.distinct += shown as f64;
+        if sections >= 2 {
             self.spanning += 1;
             self.spanning_coverage += coverage;
         }
@@ -206,6 +200,93 @@ impl SectionAccumulator {
             distinct_10: self.distinct / self.queries as f64,
             queries: self.queries,
             spanning: self.spanning,
+        })
+    }
+}
+
+/// How many distinct values `items` holds.
+fn distinct(items: impl Iterator<Item = u32>) -> usize {
+    items.collect::<std::collections::HashSet<u32>>().len()
+}
+
+/// What the passages a system shows hold, averaged over the queries whose
+/// relevant sentences are known: the measure on which a skeleton's
+/// paragraphs and plain chunks compare, since a chunk is a passage of many
+/// sentences and a ranking of sentences is not.
+#[derive(Clone, Debug, Default)]
+pub struct PassageAccumulator {
+    queries: usize,
+    recall_1: f64,
+    recall_5: f64,
+    recall_10: f64,
+    hit_1: f64,
+    words_5: f64,
+    words_10: f64,
+}
+
+/// Averaged passage figures.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PassageMetrics {
+    /// Share of the relevant sentences that the first passage shows.
+    #[serde(rename = "recall@1")]
+    pub recall_1: f64,
+    /// The same for the first five passages.
+    #[serde(rename = "recall@5")]
+    pub recall_5: f64,
+    /// The same for the first ten.
+    #[serde(rename = "recall@10")]
+    pub recall_10: f64,
+    /// Whether the first passage shows any relevant sentence.
+    #[serde(rename = "hit@1")]
+    pub hit_1: f64,
+    /// Words of the distinct sentences the first five passages show: what
+    /// a reader, or a model's context, takes in.
+    #[serde(rename = "words@5")]
+    pub words_5: f64,
+    /// The same for the first ten.
+    #[serde(rename = "words@10")]
+    pub words_10: f64,
+    pub queries: usize,
+}
+
+impl PassageAccumulator {
+    /// Adds one query: the sentences each passage shows, best passage
+    /// first, the relevant sentences, and each sentence's word count.
+    pub fn add(
+        &mut self,
+        passages: &[Vec<u32>],
+        relevant: &HashMap<u32, f64>,
+        words: impl Fn(u32) -> usize,
+    ) {
+        if relevant.is_empty() {
+            return;
+        }
+        let shown = |k: usize| -> std::collections::HashSet<u32> {
+            passages.iter().take(k).flatten().copied().collect()
+        };
+        let recall = |shown: &std::collections::HashSet<u32>| {
+            relevant.keys().filter(|i| shown.contains(i)).count() as f64 / relevant.len() as f64
+        };
+        let (first, five, ten) = (shown(1), shown(5), shown(10));
+        self.queries += 1;
+        self.recall_1 += recall(&first);
+        self.recall_5 += recall(&five);
+        self.recall_10 += recall(&ten);
+        self.hit_1 += f64::from(u8::from(relevant.keys().any(|i| first.contains(i))));
+        self.words_5 += five.iter().map(|&i| words(i)).sum::<usize>() as f64;
+        self.words_10 += ten.iter().map(|&i| words(i)).sum::<usize>() as f64;
+    }
+
+    pub fn finish(&self) -> Option<PassageMetrics> {
+        let q = self.queries as f64;
+        (self.queries > 0).then(|| PassageMetrics {
+            recall_1: self.recall_1 / q,
+            recall_5: self.recall_5 / q,
+            recall_10: self.recall_10 / q,
+            hit_1: self.hit_1 / q,
+            words_5: self.words_5 / q,
+            words_10: self.words_10 / q,
+            queries: self.queries,
         })
     }
 }
@@ -285,5 +366,17 @@ mod tests {
         assert!((m.coverage_10 - (0.5 + 1.0 + 1.0) / 3.0).abs() < 1e-9);
         assert!((m.spanning_coverage_10 - 0.75).abs() < 1e-9);
         assert!((m.distinct_10 - (2.0 + 2.0 + 1.0) / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn passages_count_what_they_show_once() {
+        let relevant: HashMap<u32, f64> = [(2, 1.0), (7, 1.0)].into();
+        let mut passages = PassageAccumulator::default();
+        // Sentence 2 in the first passage, 7 in the third; sentence 3 is
+        // shown twice (overlapping passages) and read once.
+        passages.add(&[vec![1, 2, 3], vec![3, 4], vec![7]], &relevant, |_| 10);
+        let m = passages.finish().unwrap();
+        assert_eq!((m.recall_1, m.recall_5, m.hit_1), (0.5, 1.0, 1.0));
+        assert_eq!((m.words_5, m.words_10), (50.0, 50.0));
     }
 }

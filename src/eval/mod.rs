@@ -9,6 +9,7 @@
 //! changed profile builds a new version beside it.
 
 pub mod align;
+mod chunks;
 pub mod dataset;
 pub mod metrics;
 
@@ -24,17 +25,18 @@ use thiserror::Error;
 use crate::embed::{EmbedError, Embedder, EmbeddingCache};
 use crate::index::{IndexError, IndexVersion};
 use crate::ingest::{self, IngestError, Progress};
-use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
+use crate::retrieve::{Display, Filter, LoadedRoute, RetrieveError};
 use crate::spec::{
     AnchorMode, CorpusSpec, IndexProfileSpec, ObjectRef, RetrievalRouteSpec, SourceSpec,
 };
 
 pub use dataset::{DatasetKind, EvalSet, parse_dataset_arg};
-pub use metrics::{Metrics, SectionMetrics};
+pub use metrics::{Metrics, PassageMetrics, SectionMetrics};
 
 use align::FoldedText;
+use chunks::ChunkBaseline;
 use dataset::Relevance;
-use metrics::{Accumulator, SectionAccumulator, first_occurrences};
+use metrics::{Accumulator, PassageAccumulator, SectionAccumulator, first_occurrences};
 
 #[derive(Debug, Error)]
 pub enum EvalError {
@@ -113,6 +115,11 @@ pub struct EvalReport {
     /// How the top ten spread over the sections holding relevant
     /// sentences.
     pub sections: Option<SectionMetrics>,
+    /// What the results' displayed passages (paragraphs) hold.
+    pub passages: Option<PassageMetrics>,
+    /// The plain chunk baseline on the same queries, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_baseline: Option<BaselineReport>,
     pub coverage: Coverage,
     /// Sentence-level outcome of each judged query (filtered to its
     /// document where the set filters).
@@ -126,6 +133,19 @@ pub struct EvalReport {
     pub query_seconds: f64,
     /// Seconds in all.
     pub seconds: f64,
+}
+
+/// What retrieval over the chunks alone found ([`chunks`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct BaselineReport {
+    /// Chunks indexed.
+    pub chunks: usize,
+    /// Documents in the order of their best chunk.
+    pub document: Option<Metrics>,
+    /// What the top chunks hold.
+    pub passages: Option<PassageMetrics>,
+    /// Seconds spent embedding and indexing the chunks.
+    pub index_seconds: f64,
 }
 
 /// How one judged query fared at sentence level.
@@ -154,6 +174,8 @@ pub struct Evaluation<'a> {
     /// The route; its corpus reference is replaced by the evaluation's.
     pub route: &'a RetrievalRouteSpec,
     pub data_dir: &'a Path,
+    /// Also run the plain chunk baseline ([`chunks`]).
+    pub chunk_baseline: bool,
 }
 
 impl Evaluation<'_> {
@@ -222,57 +244,101 @@ impl Evaluation<'_> {
                 progress,
             )?)
         };
+        let baseline_started = Instant::now();
+        let baseline = match self.chunk_baseline {
+            true => Some(ChunkBaseline::build(
+                index,
+                embedder.as_ref(),
+                self.data_dir,
+                progress,
+            )?),
+            false => None,
+        };
+        let baseline_seconds = baseline_started.elapsed().as_secs_f64();
+        let display = Display::of(&route);
         let total = self.set.queries.len() as u64;
         let done = std::sync::atomic::AtomicU64::new(0);
-        let outcomes: Vec<QueryOutcome> = self
-            .set
-            .queries
-            .par_iter()
-            .enumerate()
-            .map(|(n, q)| {
-                let _span = tracing::debug_span!("eval query", id = %q.id).entered();
-                let vector = query_vectors.as_ref().map(|v| v[n].as_slice());
-                let run = |filter: &Filter| {
-                    retriever
-                        .retrieve_embedded(&route, &q.text, vector, Some(RESULTS), filter)
-                        .map_err(|source| EvalError::Retrieve {
-                            id: q.id.clone(),
-                            source,
-                        })
-                };
-                let filter = Filter {
-                    documents: q
-                        .within
-                        .as_ref()
-                        .map(|file| vec![relevance.key_of(index, file)]),
-                    ..Filter::default()
-                };
-                let answer = run(&filter)?;
-                let unfiltered = match q.within {
-                    Some(_) => Some(run(&Filter::default())?),
-                    None => None,
-                };
-                let documents = first_occurrences(
-                    answer
-                        .ranking
+        let outcomes: Vec<QueryOutcome> =
+            self.set
+                .queries
+                .par_iter()
+                .enumerate()
+                .map(|(n, q)| {
+                    let _span = tracing::debug_span!("eval query", id = %q.id).entered();
+                    let vector = query_vectors.as_ref().map(|v| v[n].as_slice());
+                    let run = |filter: &Filter| {
+                        retriever
+                            .retrieve_embedded(&route, &q.text, vector, Some(RESULTS), filter)
+                            .map_err(|source| EvalError::Retrieve {
+                                id: q.id.clone(),
+                                source,
+                            })
+                    };
+                    let filter = Filter {
+                        documents: q
+                            .within
+                            .as_ref()
+                            .map(|file| vec![relevance.key_of(index, file)]),
+                        ..Filter::default()
+                    };
+                    let answer = run(&filter)?;
+                    let passages = answer
+                        .hits
                         .iter()
-                        .map(|&(i, _)| index.store.sentences[i as usize].document),
-                );
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress("query", n, total);
-                Ok(QueryOutcome {
-                    sentences: answer.sentences,
-                    documents,
-                    unfiltered: unfiltered.map(|a| a.sentences),
+                        .map(|hit| {
+                            let [from, to] = display.range(index, hit.sentence);
+                            (from..to).collect()
+                        })
+                        .collect();
+                    let baseline = match (&baseline, vector) {
+                        (Some(b), Some(v)) => {
+                            // Within an unindexed document: within nothing.
+                            let within = q.within.as_ref().map(|file| {
+                                relevance.by_file.get(file).copied().unwrap_or(u32::MAX)
+                            });
+                            let found = b.search(&q.text, v, within, RESULTS).map_err(|e| {
+                                EvalError::Dataset(format!("query {}: chunk baseline: {e}", q.id))
+                            })?;
+                            Some(found)
+                        }
+                        _ => None,
+                    };
+                    let unfiltered = match q.within {
+                        Some(_) => Some(run(&Filter::default())?),
+                        None => None,
+                    };
+                    let documents = first_occurrences(
+                        answer
+                            .ranking
+                            .iter()
+                            .map(|&(i, _)| index.store.sentences[i as usize].document),
+                    );
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    progress("query", n, total);
+                    Ok(QueryOutcome {
+                        sentences: answer.sentences,
+                        documents,
+                        passages,
+                        unfiltered: unfiltered.map(|a| a.sentences),
+                        baseline,
+                    })
                 })
-            })
-            .collect::<Result<_, EvalError>>()?;
+                .collect::<Result<_, EvalError>>()?;
         let query_seconds = t.elapsed().as_secs_f64();
 
         let mut document = Accumulator::default();
         let mut sentence = Accumulator::default();
         let mut unfiltered = Accumulator::default();
         let mut sections = SectionAccumulator::default();
+        let mut passages = PassageAccumulator::default();
+        let mut baseline_documents = Accumulator::default();
+        let mut baseline_passages = PassageAccumulator::default();
+        let words = |i: u32| {
+            index.store.sentences[i as usize]
+                .text
+                .split_whitespace()
+                .count()
+        };
         let mut per_query = Vec::new();
         for (n, outcome) in outcomes.iter().enumerate() {
             let judged = &relevance.queries[n];
@@ -298,6 +364,18 @@ impl Evaluation<'_> {
             if let Some(ranked) = &outcome.unfiltered {
                 unfiltered.add(ranked, &judged.sentences);
             }
+            passages.add(&outcome.passages, &judged.sentences, words);
+            if let (Some(found), Some(b)) = (&outcome.baseline, &baseline) {
+                if self.set.document_level {
+                    let documents = first_occurrences(found.iter().map(|&c| b.chunk(c).document));
+                    baseline_documents.add(&documents, &judged.documents);
+                }
+                let shown: Vec<Vec<u32>> = found
+                    .iter()
+                    .map(|&c| b.chunk(c).sentences.clone())
+                    .collect();
+                baseline_passages.add(&shown, &judged.sentences, words);
+            }
         }
         let coverage = Coverage {
             queries: self.set.queries.len() + self.set.skipped.len(),
@@ -317,6 +395,13 @@ impl Evaluation<'_> {
             sentence: sentence.finish(),
             unfiltered: unfiltered.finish(),
             sections: sections.finish(),
+            passages: passages.finish(),
+            chunk_baseline: baseline.as_ref().map(|b| BaselineReport {
+                chunks: b.len(),
+                document: baseline_documents.finish(),
+                passages: baseline_passages.finish(),
+                index_seconds: baseline_seconds,
+            }),
             coverage,
             per_query,
             index_version: report.manifest.version.clone(),
@@ -358,7 +443,11 @@ struct QueryOutcome {
     sentences: Vec<u32>,
     /// Documents in the order of their best sentence.
     documents: Vec<u32>,
+    /// The sentences each result displays, best result first.
+    passages: Vec<Vec<u32>>,
     unfiltered: Option<Vec<u32>>,
+    /// The chunk baseline's chunks, best first.
+    baseline: Option<Vec<u32>>,
 }
 
 /// Writes the set's documents under `dir/documents` once: into a

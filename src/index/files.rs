@@ -15,7 +15,8 @@
 //!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
 //!         bm25/               tantivy index (bm25.rs)
 //!         related.json        RELATED_TO edges (links.rs)
-//!         chunks.json         the chunks, for the graph export (store.rs)
+//!         chunks.json         the chunks (store.rs)
+//!         chunks.f32          one vector per chunk, in chunks.json's order (chunks.rs)
 //!         checksums.json      BLAKE3 of every file above, checked on open (checksums.rs)
 //!     .build-<version>-<writer>/       a version being built; never read
 //!     .build-<version>-<writer>.lock   held while it is built (writer.rs)
@@ -35,7 +36,7 @@ use super::IndexError;
 
 /// Version of the on-disk layout this build writes; part of every version
 /// hash.
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 /// The on-disk layouts this build opens. A version written in another one
 /// must be rebuilt before this build serves it: the operator keeps a
@@ -66,21 +67,26 @@ pub const HNSW_STEM: &str = "hnsw";
 pub const BM25_DIR: &str = "bm25";
 /// `RELATED_TO` edges ([`super::RelatedEdge`]).
 pub const RELATED: &str = "related.json";
-/// The chunks of a version, read only by the graph export.
+/// The chunks of a version: what the graph export writes, and which
+/// sentences each holds for routes that take chunk candidates.
 pub const CHUNKS: &str = "chunks.json";
+/// One vector per chunk, in the order of [`CHUNKS`] ([`super::chunks`]).
+pub const CHUNK_VECTORS: &str = "chunks.f32";
 /// BLAKE3 hashes of every other file ([`super::checksums`]).
 pub const CHECKSUMS: &str = "checksums.json";
 
 /// The files a version opened [`super::Opening::WithoutSearch`] reads: what
 /// a graph store keeps of a version, beside its nodes, for retrieval pods
 /// that mount no index volume (`graph::version_files`).
-pub const SERVING_FILES: [&str; 6] = [
+pub const SERVING_FILES: [&str; 8] = [
     MANIFEST,
     PROFILE,
     SKELETON,
     HEADING_VECTORS,
     TERM_VECTORS,
     RELATED,
+    CHUNKS,
+    CHUNK_VECTORS,
 ];
 
 /// The embedding cache, under the data directory; corpora share it (a

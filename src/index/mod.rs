@@ -8,6 +8,7 @@
 
 pub mod bm25;
 pub mod checksums;
+pub mod chunks;
 pub mod current;
 pub mod files;
 pub mod ids;
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+pub use chunks::ChunkIndex;
 pub use current::current_version;
 pub use files::{CACHE_DIR, FORMAT_VERSION, READABLE_FORMATS, corpus_dir};
 pub use links::RelatedEdge;

@@ -9,8 +9,8 @@ use super::ids::IdNumbers;
 use super::lexical::LexicalStats;
 use super::names::DocumentNames;
 use super::{
-    ChunkRecord, HnswGraph, IndexError, READABLE_FORMATS, RelatedEdge, SkeletonStore, Vectors,
-    VersionManifest, bm25, checksums, current_version,
+    ChunkIndex, ChunkRecord, HnswGraph, IndexError, READABLE_FORMATS, RelatedEdge, SkeletonStore,
+    Vectors, VersionManifest, bm25, checksums, current_version,
 };
 use crate::spec::IndexProfileSpec;
 
@@ -39,6 +39,9 @@ pub struct IndexVersion {
     ids: OnceLock<IdNumbers>,
     /// The words naming its documents, built when a query first asks.
     names: OnceLock<DocumentNames>,
+    /// Its chunk vectors and the sentences of each, read when a route
+    /// that takes chunk candidates opens it.
+    chunk_index: OnceLock<ChunkIndex>,
 }
 
 /// What a version searches with: its own files, or, opened
@@ -225,6 +228,7 @@ impl IndexVersion {
             searching,
             ids: OnceLock::new(),
             names: OnceLock::new(),
+            chunk_index: OnceLock::new(),
         })
     }
 
@@ -239,8 +243,19 @@ impl IndexVersion {
         self.ids.get_or_init(|| IdNumbers::new(&self.store))
     }
 
-    /// The version's chunks (`chunks.json`), read on demand: only the
-    /// graph export needs them.
+    /// The chunk vectors and each chunk's indexed sentences, read from
+    /// disk the first time a route asks (files checked when the version
+    /// was opened).
+    pub fn chunk_index(&self) -> Result<&ChunkIndex, IndexError> {
+        if let Some(index) = self.chunk_index.get() {
+            return Ok(index);
+        }
+        let index = ChunkIndex::read(&self.dir, self.manifest.dims, &self.store)?;
+        Ok(self.chunk_index.get_or_init(|| index))
+    }
+
+    /// The version's chunks (`chunks.json`) with their text, read on
+    /// demand: the graph export writes them.
     pub fn chunks(&self) -> Result<Vec<ChunkRecord>, IndexError> {
         read_json(&self.dir.join(files::CHUNKS))
     }

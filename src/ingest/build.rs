@@ -16,9 +16,9 @@ use crate::index::{
 };
 use crate::pipeline::Pipeline;
 use crate::source::{CorpusDocument, Fetched, Printable};
-use crate::spec::{EmbeddingProvider, IndexProfileSpec};
+use crate::spec::{ChunkVectors, EmbeddingProvider, IndexProfileSpec};
 
-use super::embedding::{Embedded, embed_store};
+use super::embedding::{Embedded, embed_chunks, embed_store};
 use super::{IngestError, Inputs, Progress, profile_hash};
 
 /// One version being built: what from, where, and since when.
@@ -101,8 +101,15 @@ impl Build<'_> {
             embedder.as_ref(),
             progress,
         )?;
+        let chunk_vectors = match profile.embedding.chunks {
+            ChunkVectors::Mean => crate::index::chunks::mean_vectors(&chunks, &store, &vectors),
+            ChunkVectors::Whole => {
+                embed_chunks(&chunks, &mut cache, embedder.as_ref(), progress)?.0
+            }
+        };
         timings.embed = t.elapsed().as_secs_f64();
         vectors.write(&dir.join(files::SENTENCE_VECTORS))?;
+        chunk_vectors.write(&dir.join(files::CHUNK_VECTORS))?;
         headings.write(&dir.join(files::HEADING_VECTORS))?;
         terms.write(&dir.join(files::TERM_VECTORS))?;
 

@@ -1,9 +1,10 @@
 //! Embedding a build's texts through the cache: the indexed sentences,
-//! each section's heading path, each defined term.
+//! each section's heading path, each defined term, and each chunk when
+//! the profile encodes chunks whole.
 
 use crate::embed::cache::CacheStats;
 use crate::embed::{Embedder, EmbeddingCache, Passage};
-use crate::index::{SkeletonStore, Vectors, defined_terms};
+use crate::index::{ChunkRecord, SkeletonStore, Vectors, defined_terms};
 use crate::spec::EmbeddingContext;
 
 use super::{IngestError, Progress};
@@ -96,6 +97,24 @@ pub(super) fn embed_store(
         sentence_stats,
         heading_stats,
         term_stats,
+    })
+}
+
+/// Embeds each chunk's text whole through the cache (`embedding.chunks:
+/// whole`), one row per chunk.
+pub(crate) fn embed_chunks(
+    chunks: &[ChunkRecord],
+    cache: &mut EmbeddingCache,
+    embedder: &dyn Embedder,
+    progress: Progress<'_>,
+) -> Result<(Vectors, CacheStats), IngestError> {
+    let texts: Vec<(usize, &str)> = chunks
+        .iter()
+        .enumerate()
+        .map(|(row, chunk)| (row, chunk.text.as_str()))
+        .collect();
+    embed_rows(cache, embedder, &texts, chunks.len(), &|done, total| {
+        progress("embed chunks", done, total)
     })
 }
 

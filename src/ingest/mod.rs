@@ -40,6 +40,7 @@ use crate::index::{
 use crate::source::{self, CorpusDocument, Fetched, SourceContext, SourceError};
 use crate::spec::{CorpusSpec, IndexProfileSpec};
 
+pub(crate) use embedding::embed_chunks;
 pub use hash::profile_hash;
 pub use shard::{Shard, ShardReport, embed_shard};
 

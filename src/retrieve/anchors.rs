@@ -1,13 +1,16 @@
 //! Stage 1, anchors: the query's vector against the sentence vectors
 //! (HNSW, or exact search on small indexes, each hit mixed with its
 //! paragraph's similarity) and the query's terms against BM25, each taking
-//! the top `candidates` sentences, fused by Reciprocal Rank Fusion. In full
-//! mode, definitions of terms close to the query join the anchors.
+//! the top `candidates` sentences, fused by Reciprocal Rank Fusion. A route
+//! that takes chunk candidates (`anchors.chunks`) adds a third list: the
+//! chunks nearest the query (exact search over the chunk vectors), each of
+//! whose sentences takes its chunk's rank. In full mode, definitions of
+//! terms close to the query join the anchors.
 //!
 //! With `anchors.source: graph` the two lists come from the graph store's
 //! vector and full-text indexes instead, and are fused the same way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::index::vectors;
 use crate::spec::{AnchorMode, AnchorSource, RetrievalRouteSpec};
@@ -117,6 +120,29 @@ impl Retriever<'_> {
 
         let mut candidates: HashMap<u32, Candidate> = HashMap::new();
         let rrf_k = route.fusion.k as f32;
+        // Chunk candidates: every admitted sentence of each chunk near the
+        // query, at its chunk's rank (the best one, for a sentence two
+        // overlapping chunks hold).
+        match query_vector {
+            Some(q)
+                if route.anchors.chunks > 0
+                    && matches!(mode, AnchorMode::Hybrid | AnchorMode::Full) =>
+            {
+                let chunks = self.index.chunk_index()?;
+                let found = chunks.nearest(q, route.anchors.chunks as usize, allowed);
+                let mut seen: HashSet<u32> = HashSet::new();
+                for (rank, &(c, _)) in found.iter().enumerate() {
+                    for &i in &chunks.sentences[c as usize] {
+                        if allowed(i) && seen.insert(i) {
+                            let e = candidates.entry(i).or_default();
+                            e.fused += route.fusion.chunk_weight / (rrf_k + rank as f32 + 1.0);
+                            e.anchor = true;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
         for (rank, &(i, score)) in dense.iter().enumerate() {
             let e = candidates.entry(i).or_default();
             e.fused += route.fusion.dense_weight / (rrf_k + rank as f32 + 1.0);

@@ -51,6 +51,7 @@ pub use expansion::expansion;
 pub use filter::Filter;
 pub use rerank::{RerankError, RerankOutcome, Reranker};
 pub use route::{LoadedRoute, opening};
+pub use selection::Display;
 
 #[derive(Debug, Error)]
 pub enum RetrieveError {

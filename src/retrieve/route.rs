@@ -49,6 +49,11 @@ impl LoadedRoute {
         queries: usize,
     ) -> Result<Self, RetrieveError> {
         let embedder = embed::from_spec(&index.profile.embedding, None)?;
+        if route.anchors.chunks > 0 {
+            // Read now: a version without chunk vectors fails the route's
+            // opening, not its first query.
+            index.chunk_index()?;
+        }
         let graph =
             crate::graph::for_route(route, &index, queries).map_err(RetrieveError::OpenGraph)?;
         let reranker = super::rerank::from_spec(&route.reranker, None)?;

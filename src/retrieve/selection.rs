@@ -200,7 +200,7 @@ impl Retriever<'_> {
 
 /// What a result shows around its sentence.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Display {
+pub struct Display {
     /// The whole paragraph when it is short (`expansion.paragraph`).
     pub paragraph: bool,
     /// Sentences either side otherwise (`selection.neighbours`).
@@ -208,7 +208,7 @@ pub(super) struct Display {
 }
 
 impl Display {
-    pub(super) fn of(route: &RetrievalRouteSpec) -> Self {
+    pub fn of(route: &RetrievalRouteSpec) -> Self {
         Display {
             paragraph: route.expansion.paragraph,
             neighbours: route.selection.neighbours,
@@ -225,7 +225,7 @@ impl Display {
 
     /// The sentences [`Display::text`] shows, as a range of sentence
     /// numbers; never past the sentence's paragraph.
-    fn range(self, index: &IndexVersion, i: u32) -> [u32; 2] {
+    pub fn range(self, index: &IndexVersion, i: u32) -> [u32; 2] {
         let store = &index.store;
         let s = &store.sentences[i as usize];
         let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;

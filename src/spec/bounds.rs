@@ -113,6 +113,13 @@ pub const BOUNDS: &[Bound] = &[
     ),
     bound(
         "RetrievalRoute",
+        &["anchors", "chunks"],
+        0.0,
+        1_000.0,
+        "every indexed sentence of each chunk becomes a candidate scored per query",
+    ),
+    bound(
+        "RetrievalRoute",
         &["anchors", "efSearch"],
         1.0,
         10_000.0,

@@ -20,7 +20,7 @@ pub use manifest::{
     select_corpus, select_profile, select_route,
 };
 pub use profile::{
-    ChunkStrategy, ChunkingSpec, EmbeddingContext, EmbeddingProvider, EmbeddingSpec,
+    ChunkStrategy, ChunkVectors, ChunkingSpec, EmbeddingContext, EmbeddingProvider, EmbeddingSpec,
     EnrichmentSpec, FalkorDbSpec, FixedChunkingSpec, GraphSpec, GraphStoreKind, IndexProfile,
     IndexProfileSpec, IndexSpec, Neo4jSpec, ParsingSpec, SecretKeyRef, SemanticLinksSpec,
     SentenceSpec,

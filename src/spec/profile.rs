@@ -373,6 +373,23 @@ impl EmbeddingContext {
     }
 }
 
+/// How a chunk's vector is made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ChunkVectors {
+    /// The normalised mean of its indexed sentences' vectors.
+    #[default]
+    Mean,
+    /// Its text encoded as one passage, as plain chunk retrieval does.
+    Whole,
+}
+
+impl ChunkVectors {
+    fn is_mean(&self) -> bool {
+        *self == ChunkVectors::Mean
+    }
+}
+
 /// The sentence embedding model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
@@ -410,6 +427,13 @@ pub struct EmbeddingSpec {
     /// alone. Default `sentence`.
     #[serde(skip_serializing_if = "EmbeddingContext::is_sentence")]
     pub context: EmbeddingContext,
+    /// How each chunk's vector is made, for routes that take chunk
+    /// candidates into their anchors (`anchors.chunks`): `mean` (default;
+    /// the normalised mean of its indexed sentences' vectors, no model
+    /// call) or `whole` (the chunk's text, heading path first, encoded as
+    /// one passage; the model reads at most its input length of it).
+    #[serde(skip_serializing_if = "ChunkVectors::is_mean")]
+    pub chunks: ChunkVectors,
     /// Base URL of the embeddings service (`openai`, `voyage`, `tei`).
     /// Texts are posted to `{endpoint}/v1/embeddings` (`openai`, `voyage`;
     /// an endpoint already ending in `/v1` gets no second one) or to
@@ -486,6 +510,7 @@ impl Default for EmbeddingSpec {
             max_seq_length: None,
             batch_tokens: 4096,
             context: EmbeddingContext::Sentence,
+            chunks: ChunkVectors::Mean,
             endpoint: None,
             api_key_env: None,
             api_key_file: None,

@@ -110,6 +110,14 @@ pub struct AnchorSpec {
     /// defined concept reaches its definition even when the definition
     /// shares no word with it. Above 1 turns it off. Default 0.5.
     pub definition_similarity: f32,
+    /// Chunks taken by the query's vector (exact search over the chunk
+    /// vectors, `IndexProfile.spec.embedding.chunks`); every indexed
+    /// sentence of each joins the anchors, and the chunk's rank adds
+    /// `fusion.chunkWeight / (k + rank)` to its fused score. A question
+    /// whose answer is spread over several sentences, none close to it
+    /// alone, is reached through the chunk that holds them. 0 (default)
+    /// takes none.
+    pub chunks: u32,
     /// Where the anchors are searched: `embedded` (default; the index
     /// version's HNSW graph and BM25 index, loaded into the retrieval
     /// process) or `graph` (the vector and full-text indexes of the index
@@ -142,6 +150,7 @@ impl Default for AnchorSpec {
             paragraph_boost: 1.5,
             paragraph_mix: 0.4,
             definition_similarity: 0.5,
+            chunks: 0,
             source: AnchorSource::Embedded,
         }
     }
@@ -158,6 +167,9 @@ pub struct FusionSpec {
     pub dense_weight: f32,
     /// Weight of the BM25 list in the fusion. Default 1.0.
     pub lexical_weight: f32,
+    /// Weight of the chunk list (`anchors.chunks`) in the fusion; each
+    /// sentence of a chunk takes its chunk's rank. Default 1.0.
+    pub chunk_weight: f32,
 }
 
 impl Default for FusionSpec {
@@ -166,6 +178,7 @@ impl Default for FusionSpec {
             k: 60,
             dense_weight: 1.0,
             lexical_weight: 1.0,
+            chunk_weight: 1.0,
         }
     }
 }

@@ -18,15 +18,24 @@ fn route(mode: AnchorMode) -> RetrievalRouteSpec {
 }
 
 fn run(set: &EvalSet, data_dir: &Path, mode: AnchorMode) -> EvalReport {
+    run_with(set, data_dir, &route(mode), false)
+}
+
+fn run_with(
+    set: &EvalSet,
+    data_dir: &Path,
+    route: &RetrievalRouteSpec,
+    chunk_baseline: bool,
+) -> EvalReport {
     let profile = IndexProfileSpec::default();
-    let route = route(mode);
     Evaluation {
         set,
         dataset: "slice".into(),
         profile: &profile,
         profile_base: data_dir,
-        route: &route,
+        route,
         data_dir,
+        chunk_baseline,
     }
     .run(&|_, _, _| {})
     .unwrap()
@@ -90,6 +99,15 @@ fn scifact_slice_scores_documents_and_evidence_sentences_and_reuses_its_index() 
 
     let bm25 = run(&set, &data, AnchorMode::Bm25);
     let full = run(&set, &data, AnchorMode::Full);
+    // Chunk candidates on the same version; the baseline ranks documents.
+    let mut chunked = route(AnchorMode::Full);
+    chunked.anchors.chunks = 5;
+    let with_chunks = run_with(&set, &data, &chunked, true);
+    assert_eq!(with_chunks.index_version, full.index_version);
+    assert!(with_chunks.document.as_ref().unwrap().ndcg_10 > 0.6);
+    let baseline = with_chunks.chunk_baseline.unwrap().document.unwrap();
+    assert_eq!(baseline.queries, 12);
+    assert!(baseline.ndcg_10 > 0.6, "{baseline:?}");
     assert_eq!(bm25.index_version, full.index_version);
     assert_eq!(full.index_seconds, 0.0, "the second run reuses the index");
     for report in [&bm25, &full] {
@@ -128,7 +146,12 @@ fn squad_slice_finds_the_sentence_holding_each_answer() {
 
     let set = EvalSet::load(DatasetKind::Squad, &path, None).unwrap();
     assert!(set.queries.len() > 20);
-    let report = run(&set, &tmp.path().join("data"), AnchorMode::Hybrid);
+    let report = run_with(
+        &set,
+        &tmp.path().join("data"),
+        &route(AnchorMode::Hybrid),
+        true,
+    );
     assert_eq!(
         report.coverage.unmatched, 0,
         "every answer lies in a sentence"
@@ -137,6 +160,19 @@ fn squad_slice_finds_the_sentence_holding_each_answer() {
     assert_eq!(sentence.queries, set.queries.len());
     assert!(sentence.recall_10 > 0.7, "{sentence:?}");
     assert!(sentence.recall_1 <= sentence.recall_5 && sentence.recall_5 <= sentence.recall_10);
+    // The results' displays hold at least their own sentences.
+    let shown = report.passages.unwrap();
+    assert_eq!(shown.queries, set.queries.len());
+    assert!(shown.recall_10 >= sentence.recall_10 - 1e-9, "{shown:?}");
+    assert!(shown.recall_1 <= shown.recall_5 && shown.recall_5 <= shown.recall_10);
+    // The chunk baseline: four paragraphs make few chunks, which hold
+    // nearly every answer.
+    let baseline = report.chunk_baseline.unwrap();
+    assert!(baseline.chunks >= 1);
+    assert_eq!(baseline.document.is_some(), report.document.is_some());
+    let chunks = baseline.passages.unwrap();
+    assert_eq!(chunks.queries, set.queries.len());
+    assert!(chunks.recall_10 > 0.9, "{chunks:?}");
 }
 
 #[test]

@@ -683,3 +683,68 @@ fn setup_manifests(dir: &Path) -> (Corpus, IndexProfile, RetrievalRoute) {
     let (route, _) = spec::select_route(&loaded, None, &origin).unwrap();
     (corpus.clone(), profile.clone(), route.clone())
 }
+
+#[test]
+fn chunk_candidates_bring_the_nearest_chunk_into_the_anchors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, mut profile, route) = setup(dir);
+    ingest(dir, &corpus, &profile);
+    let version = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    let records = version.chunks().unwrap();
+    let chunks = version.chunk_index().unwrap();
+    assert_eq!(chunks.vectors.len(), records.len());
+    assert_eq!(records.len(), version.manifest.counts.chunks);
+
+    let embedder = embed::from_spec(&version.profile.embedding, None).unwrap();
+    let retriever = Retriever::new(&version, embedder.as_ref()).unwrap();
+    let query = "When are invoices due, and which state's law applies?";
+    let q = embedder.embed_query(query).unwrap();
+    let nearest = chunks.nearest(&q, 1, &|_| true)[0].0;
+    let held = &chunks.sentences[nearest as usize];
+    assert!(held.len() >= 4, "the contract's chunk: {held:?}");
+
+    // One sentence from each list: the chunk's other sentences are not
+    // candidates until the route takes chunk candidates.
+    let mut narrow = route.spec.clone();
+    narrow.anchors.mode = trellis::spec::AnchorMode::Hybrid;
+    narrow.anchors.candidates = 1;
+    let ranked = |spec: &trellis::spec::RetrievalRouteSpec| -> Vec<u32> {
+        let answer = retriever
+            .retrieve(spec, query, None, &Filter::default())
+            .unwrap();
+        answer.ranking.iter().map(|&(i, _)| i).collect()
+    };
+    let without = ranked(&narrow);
+    assert!(without.len() <= 2, "{without:?}");
+    narrow.anchors.chunks = 1;
+    let with = ranked(&narrow);
+    for i in held {
+        assert!(
+            with.contains(i),
+            "sentence {i} of the nearest chunk: {with:?}"
+        );
+    }
+    let mut full = narrow.clone();
+    full.anchors.mode = trellis::spec::AnchorMode::Full;
+    assert!(!ranked(&full).is_empty());
+
+    // Encoded whole, a chunk's vector is its text's embedding.
+    profile.spec.embedding.chunks = trellis::spec::ChunkVectors::Whole;
+    ingest(dir, &corpus, &profile);
+    let whole = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    assert_ne!(whole.manifest.version, version.manifest.version);
+    let records = whole.chunks().unwrap();
+    let texts: Vec<&str> = records.iter().map(|c| c.text.as_str()).collect();
+    let expected = embedder.embed_documents(&texts).unwrap();
+    let vectors = &whole.chunk_index().unwrap().vectors;
+    for (row, e) in expected.iter().enumerate() {
+        let got = vectors.row(row as u32);
+        let diff = got
+            .iter()
+            .zip(e)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-5, "chunk {row}: {diff}");
+    }
+}
