@@ -152,13 +152,15 @@ fn print_report(r: &EvalReport) -> std::io::Result<()> {
     }
     let passages = |label: &str, p: &Option<PassageMetrics>| match p {
         Some(p) => outln!(
-            "  {label:<11} shown R@1 {:.3} · R@5 {:.3} · R@10 {:.3} · hit@1 {:.3} · words@5 {:.0} · words@10 {:.0}",
+            "  {label:<11} shown R@1 {:.3} · R@5 {:.3} · R@10 {:.3} · hit@1 {:.3} · words@5 {:.0} · words@10 {:.0} · R within 500 words {:.3} · 1,000 {:.3}",
             p.recall_1,
             p.recall_5,
             p.recall_10,
             p.hit_1,
             p.words_5,
-            p.words_10
+            p.words_10,
+            p.within_500,
+            p.within_1000
         ),
         None => Ok(()),
     };

@@ -222,7 +222,13 @@ pub struct PassageAccumulator {
     hit_1: f64,
     words_5: f64,
     words_10: f64,
+    within_500: f64,
+    within_1000: f64,
 }
+
+/// Reading budgets, in words, of the passage recall at a budget: about a
+/// page, and two.
+const BUDGETS: [usize; 2] = [500, 1000];
 
 /// Averaged passage figures.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -246,6 +252,14 @@ pub struct PassageMetrics {
     /// The same for the first ten.
     #[serde(rename = "words@10")]
     pub words_10: f64,
+    /// Share of the relevant sentences that start within the first 500
+    /// words read, passage by passage, each sentence once: recall at an
+    /// equal reading budget, whatever the size of the passages.
+    #[serde(rename = "recall@500w")]
+    pub within_500: f64,
+    /// The same within 1,000 words.
+    #[serde(rename = "recall@1000w")]
+    pub within_1000: f64,
     pub queries: usize,
 }
 
@@ -275,6 +289,23 @@ impl PassageAccumulator {
         self.hit_1 += f64::from(u8::from(relevant.keys().any(|i| first.contains(i))));
         self.words_5 += five.iter().map(|&i| words(i)).sum::<usize>() as f64;
         self.words_10 += ten.iter().map(|&i| words(i)).sum::<usize>() as f64;
+        let [within_500, within_1000] = BUDGETS.map(|budget| {
+            let mut read = 0;
+            let mut seen = std::collections::HashSet::new();
+            let mut found = 0;
+            for &i in passages.iter().flatten() {
+                if read >= budget {
+                    break;
+                }
+                if seen.insert(i) {
+                    found += usize::from(relevant.contains_key(&i));
+                    read += words(i);
+                }
+            }
+            found as f64 / relevant.len() as f64
+        });
+        self.within_500 += within_500;
+        self.within_1000 += within_1000;
     }
 
     pub fn finish(&self) -> Option<PassageMetrics> {
@@ -286,6 +317,8 @@ impl PassageAccumulator {
             hit_1: self.hit_1 / q,
             words_5: self.words_5 / q,
             words_10: self.words_10 / q,
+            within_500: self.within_500 / q,
+            within_1000: self.within_1000 / q,
             queries: self.queries,
         })
     }
@@ -378,5 +411,11 @@ mod tests {
         let m = passages.finish().unwrap();
         assert_eq!((m.recall_1, m.recall_5, m.hit_1), (0.5, 1.0, 1.0));
         assert_eq!((m.words_5, m.words_10), (50.0, 50.0));
+        // 500 words read: all; at 200 words a sentence, the third
+        // passage starts after the budget.
+        assert_eq!(m.within_500, 1.0);
+        let mut long = PassageAccumulator::default();
+        long.add(&[vec![1, 2, 3], vec![3, 4], vec![7]], &relevant, |_| 200);
+        assert_eq!(long.finish().unwrap().within_500, 0.5);
     }
 }

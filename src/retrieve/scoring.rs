@@ -30,8 +30,15 @@ pub(super) struct QueryFeatures<'q> {
     /// Topic words (three letters or more, stop words left out).
     words: Vec<String>,
     lower: String,
-    /// Tokens with a digit: numbers, dates, amounts, clause ids.
+    /// Tokens with a digit: numbers, dates, amounts, clause ids, looked
+    /// for in the sentence.
     wanted: Vec<String>,
+    /// The proper names the query writes ([`proper_names`]), each
+    /// weighted by the share of the candidates' paragraphs that do not
+    /// hold it (a name every paragraph holds tells none apart), with the
+    /// paragraphs that do.
+    names: Vec<f32>,
+    name_paragraphs: HashMap<u32, Vec<bool>>,
     /// The query asks for a date ("the date of the contract", "when
     /// does …"), so a sentence that states one may hold the answer.
     asks_date: bool,
@@ -59,10 +66,44 @@ impl<'q> QueryFeatures<'q> {
         definitions: HashMap<u32, f32>,
     ) -> Self {
         let lower = query.to_lowercase();
-        let wanted = lower
+        let wanted: Vec<String> = lower
             .split(|c: char| c.is_whitespace() || ",;?()".contains(c))
             .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
             .map(str::to_string)
+            .collect();
+        let names: Vec<String> = proper_names(query)
+            .into_iter()
+            .filter(|name| !wanted.contains(name))
+            .collect();
+        // A name marks the passage that is about it, not one sentence of
+        // it (the next says "he" or "the company"): it is looked for in
+        // the candidates' paragraphs.
+        let mut paragraphs: HashMap<u32, Vec<bool>> = HashMap::new();
+        if !names.is_empty() {
+            for &i in candidates.keys() {
+                let p = index.store.sentences[i as usize].paragraph;
+                paragraphs.entry(p).or_insert_with(|| {
+                    let record = &index.store.paragraphs[p as usize];
+                    let text = index.store.paragraph_text(record).to_lowercase();
+                    let [start, end] = record.sentences;
+                    let entities = &index.store.sentences[start as usize..end as usize];
+                    names
+                        .iter()
+                        .map(|name| {
+                            holds_word(&text, name)
+                                || entities
+                                    .iter()
+                                    .any(|s| s.entities.iter().any(|e| holds_word(e, name)))
+                        })
+                        .collect()
+                });
+            }
+        }
+        let names: Vec<f32> = (0..names.len())
+            .map(|n| {
+                let holding = paragraphs.values().filter(|held| held[n]).count();
+                1.0 - holding as f32 / paragraphs.len().max(1) as f32
+            })
             .collect();
         let words = query_words(query);
         let asks_date = asks_for_date(&lower, &words);
@@ -74,6 +115,8 @@ impl<'q> QueryFeatures<'q> {
             vector,
             relevance_weights: [weights.fusion, weights.dense, weights.lexical],
             wanted,
+            names,
+            name_paragraphs: paragraphs,
             lower,
             definitions,
             max_fused: candidates
@@ -145,20 +188,29 @@ pub(super) fn signals(
         1.0
     };
 
-    // Entity: the numbers, dates and amounts the query names are present.
-    let entity = if query.wanted.is_empty() {
-        0.0
-    } else {
-        let text = s.text.to_lowercase();
+    // Entity: the numbers, dates, amounts and names the query writes are
+    // present.
+    let text = match query.wanted.is_empty() {
+        true => String::new(),
+        false => s.text.to_lowercase(),
+    };
+    let held = query.name_paragraphs.get(&s.paragraph);
+    let present =
         query
             .wanted
             .iter()
-            .filter(|w| {
-                text.contains(w.as_str()) || s.entities.iter().any(|e| e.contains(w.as_str()))
-            })
-            .count() as f32
-            / query.wanted.len() as f32
-    };
+            .map(|w| (1.0, holds(&text, &s.entities, w)))
+            .chain(
+                query.names.iter().enumerate().map(|(n, &weight)| {
+                    (weight, held.is_some_and(|held| held.get(n) == Some(&true)))
+                }),
+            );
+    let (mut total, mut found) = (0f32, 0f32);
+    for (weight, is_present) in present {
+        total += weight;
+        found += if is_present { weight } else { 0.0 };
+    }
+    let entity = if total > 0.0 { found / total } else { 0.0 };
 
     // Answer type: the query asks for a date and the sentence states one.
     let answer_type = f32::from(u8::from(
@@ -223,6 +275,84 @@ pub(super) fn signals(
 fn asks_for_date(lower: &str, words: &[String]) -> bool {
     words.iter().any(|w| w == "date" || w == "dated")
         || lower.split_whitespace().next() == Some("when")
+}
+
+/// Whether a sentence (its lower-cased text, its extracted entities)
+/// holds what the query wants.
+fn holds(text: &str, entities: &[String], wanted: &str) -> bool {
+    text.contains(wanted) || entities.iter().any(|e| e.contains(wanted))
+}
+
+/// Whether `name` occurs in `text` as whole words ("ip" is not in
+/// "relationship").
+fn holds_word(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// Words written with a capital that name nothing: a question's opening
+/// word is capitalised by convention and skipped anyway, but these also
+/// open clauses inside one ("… and Which …").
+const NOT_NAMES: &[&str] = &[
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "the", "a", "an", "is",
+    "are", "was", "were", "do", "does", "did", "i", "in", "of", "on", "and", "or",
+];
+
+/// The proper names a query writes: runs of capitalised words (an
+/// organisation, a place, a person: "Acme Corp", "New York", "Norman"),
+/// or acronyms, lower-cased. The first word of the query (or of a
+/// sentence in it) is capitalised by convention, so it opens a name only
+/// as an acronym or when the next word is capitalised too.
+fn proper_names(query: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    let mut flush = |run: &mut Vec<&str>| {
+        if !run.is_empty() {
+            let name = run.join(" ").to_lowercase();
+            if name.chars().count() >= 2 && !names.contains(&name) {
+                names.push(name);
+            }
+            run.clear();
+        }
+    };
+    // Each token's word (surrounding punctuation and a possessive cut),
+    // whether it is capitalised and not a question or function word, and
+    // whether punctuation or a possessive ends the name it belongs to, and
+    // whether it ends a sentence or opens a clause with a colon.
+    let words: Vec<(&str, bool, bool, bool)> = query
+        .split_whitespace()
+        .map(|token| {
+            let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+            let possessive = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s"));
+            let word = possessive.unwrap_or(word);
+            let capitalised = word.chars().next().is_some_and(char::is_uppercase)
+                && word.chars().any(char::is_alphabetic)
+                && !NOT_NAMES.contains(&word.to_lowercase().as_str());
+            let ends = possessive.is_some() || token.ends_with(|c: char| ",;:?!.)\"'”".contains(c));
+            let closes = token.ends_with(|c: char| ".?!:".contains(c));
+            (word, capitalised, ends, closes)
+        })
+        .collect();
+    for (n, &(word, capitalised, ends, _)) in words.iter().enumerate() {
+        let acronym = word.chars().count() >= 2 && word.chars().all(|c| c.is_ascii_uppercase());
+        // The first word of the query, or of a sentence or a clause after
+        // a colon inside it, is capitalised by convention.
+        let first = n == 0 || words[n - 1].3;
+        let next_capitalised = !ends && words.get(n + 1).is_some_and(|&(_, c, _, _)| c);
+        if capitalised && (!first || acronym || next_capitalised) {
+            run.push(word);
+        } else {
+            flush(&mut run);
+        }
+        if ends {
+            flush(&mut run);
+        }
+    }
+    flush(&mut run);
+    names
 }
 
 /// Whether an entity is a date as enrichment writes one (`YYYY-MM-DD`).
@@ -360,6 +490,41 @@ pub(super) fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proper_names_are_runs_of_capitalised_words_after_the_first() {
+        assert_eq!(
+            proper_names("Who was the Norman leader who conquered England?"),
+            ["norman", "england"]
+        );
+        assert_eq!(
+            proper_names("Which state's law governs the hosting agreement?"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            proper_names("When did Acme Corp. sign with New York's Widget Ltd?"),
+            ["acme corp", "new york", "widget ltd"]
+        );
+        assert_eq!(
+            proper_names("IBM and the EU: what did Super Bowl 50 decide?"),
+            ["ibm", "eu", "super bowl"]
+        );
+        // A capitalised opening word names nothing on its own.
+        assert_eq!(proper_names("Fees are due when?"), Vec::<String>::new());
+        assert_eq!(
+            proper_names("Highlight the \"Governing Law\" parts. Details: Which law?"),
+            ["governing law"]
+        );
+    }
+
+    #[test]
+    fn names_match_whole_words() {
+        assert!(holds_word("the transfer of ip rights", "ip"));
+        assert!(holds_word("ip.", "ip"));
+        assert!(!holds_word("the relationship", "ip"));
+        assert!(holds_word("acme corp. and new york", "new york"));
+        assert!(!holds_word("new yorker", "new york"));
+    }
 
     #[test]
     fn date_questions_and_date_entities() {

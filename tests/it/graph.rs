@@ -689,6 +689,8 @@ fn anchored_suite(spec: &GraphSpec) {
         names,
         [
             "checksums.json",
+            "chunks.f32",
+            "chunks.json",
             "headings.f32",
             "manifest.json",
             "profile.json",
