@@ -63,6 +63,13 @@ pub fn redisearch_any(words: &[String]) -> String {
 /// many other versions, and the shorter list is the answer.
 const MAX_OVERSAMPLING: usize = 64;
 
+/// The fewest candidates a vector search asks the store for. Its index is
+/// approximate (HNSW) and searches a list as long as the count asked for:
+/// asked for five among two versions' copies of every vector, Neo4j's
+/// missed the fourth nearest. A longer list costs the store little and
+/// finds what an exact search would.
+const LEAST_VECTOR_CANDIDATES: usize = 64;
+
 /// The `k` sentences of `version` that `keep` lets through nearest
 /// `vector`: ids and cosine similarities, best first.
 pub fn nearest(
@@ -74,7 +81,8 @@ pub fn nearest(
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(String, f32)>, GraphError> {
     let search = store.search();
-    let found = oversampled(store, version, k, retries, keep, |candidates| {
+    let least = LEAST_VECTOR_CANDIDATES;
+    let found = oversampled(store, version, (k, least), retries, keep, |candidates| {
         Statement::new("nearest_sentences", search.nearest)
             .param("candidates", Value::Int(candidates as i64))
             .param("vector", Value::Vector(vector.to_vec()))
@@ -109,7 +117,7 @@ pub fn matching(
         Matched::Sentences => ("matching_sentences", search.matching),
         Matched::Paragraphs => ("matching_paragraphs", search.matching_paragraphs),
     };
-    let found = oversampled(store, version, k, retries, keep, |candidates| {
+    let found = oversampled(store, version, (k, k), retries, keep, |candidates| {
         Statement::new(name, statement)
             .param("candidates", Value::Int(candidates as i64))
             .param("query", text.as_str())
@@ -283,15 +291,15 @@ fn best_first(found: Vec<(String, f64)>, score: impl Fn(f64) -> f32) -> Vec<(Str
     ranked
 }
 
-/// Runs `statement(candidates)` for `k` candidates, then twice as many,
-/// and so on, until `k` indexed sentences of `version` that `keep` lets
+/// Runs `statement(candidates)` for `k` candidates (or `least`, when
+/// more), then twice as many, and so on, until `k` indexed sentences of `version` that `keep` lets
 /// through came back, asking for more gave no more, or
 /// [`MAX_OVERSAMPLING`] is reached; those with their raw scores, in the
 /// store's order, at most `k`.
 fn oversampled<'s>(
     store: &mut dyn GraphStore,
     version: &str,
-    k: usize,
+    (k, least): (usize, usize),
     retries: u32,
     keep: &dyn Fn(&str) -> bool,
     statement: impl Fn(usize) -> Statement<'s>,
@@ -299,7 +307,8 @@ fn oversampled<'s>(
     if k == 0 {
         return Ok(Vec::new());
     }
-    let mut candidates = k;
+    let first = k.max(least);
+    let mut candidates = first;
     let mut rows_before = 0;
     loop {
         let statement = statement(candidates);
@@ -331,7 +340,7 @@ fn oversampled<'s>(
         // with fewer distinct nodes.)
         let exhausted = rows.len() <= rows_before;
         rows_before = rows.len();
-        if found.len() >= k || exhausted || candidates >= k * MAX_OVERSAMPLING {
+        if found.len() >= k || exhausted || candidates >= first * MAX_OVERSAMPLING {
             found.truncate(k);
             return Ok(found);
         }

@@ -37,7 +37,7 @@ pub(super) struct QueryFeatures<'q> {
     /// weighted by the share of the candidates' paragraphs that do not
     /// hold it (a name every paragraph holds tells none apart), with the
     /// paragraphs that do.
-    names: Vec<f32>,
+    name_weights: Vec<f32>,
     name_paragraphs: HashMap<u32, Vec<bool>>,
     /// The query asks for a date ("the date of the contract", "when
     /// does …"), so a sentence that states one may hold the answer.
@@ -99,7 +99,7 @@ impl<'q> QueryFeatures<'q> {
                 });
             }
         }
-        let names: Vec<f32> = (0..names.len())
+        let name_weights: Vec<f32> = (0..names.len())
             .map(|n| {
                 let holding = paragraphs.values().filter(|held| held[n]).count();
                 1.0 - holding as f32 / paragraphs.len().max(1) as f32
@@ -115,7 +115,7 @@ impl<'q> QueryFeatures<'q> {
             vector,
             relevance_weights: [weights.fusion, weights.dense, weights.lexical],
             wanted,
-            names,
+            name_weights,
             name_paragraphs: paragraphs,
             lower,
             definitions,
@@ -201,7 +201,7 @@ pub(super) fn signals(
             .iter()
             .map(|w| (1.0, holds(&text, &s.entities, w)))
             .chain(
-                query.names.iter().enumerate().map(|(n, &weight)| {
+                query.name_weights.iter().enumerate().map(|(n, &weight)| {
                     (weight, held.is_some_and(|held| held.get(n) == Some(&true)))
                 }),
             );
