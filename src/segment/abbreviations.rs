@@ -26,11 +26,18 @@ pub(super) enum AbbreviationKind {
     /// the ordinary word it spells ("modern art. Picasso …") and the period
     /// ends the sentence.
     BeforeNumber,
-    /// Abbreviations that may close a sentence ("Inc.", "Co.", "etc.",
-    /// "U.S.", "a.m.", initials): the period ends a sentence only before a
-    /// typical sentence starter ("… & Co. It closed", but "the U.S.
-    /// Government", "Jonas E. Smith").
+    /// Abbreviations that may close a sentence ("Inc.", "Co.", "U.S.",
+    /// initials): the period ends a sentence only before a typical sentence
+    /// starter ("… & Co. It closed", but "the U.S. Government", "Jonas E.
+    /// Smith").
     Ambiguous,
+    /// "a.m." and "p.m.". After a number they close a time of day, and
+    /// nothing they qualify follows them: any capitalised word after them
+    /// opens a sentence ("at 6 P.M. Travelers who …") unless it continues
+    /// the time, a time zone, a weekday or a month ("6:00 p.m. Pacific
+    /// time", "4:30 p.m. Monday"). After a word they are initials ("an
+    /// A.M. Best rating") and behave as [`Ambiguous`](Self::Ambiguous).
+    Time,
 }
 
 /// Classifies the word before a period (leading quotes and brackets already
@@ -59,6 +66,9 @@ pub(super) fn classify(word: &[u8], extra: &[Box<[u8]>]) -> Option<AbbreviationK
 fn classify_dotted(lower: &[u8]) -> Option<AbbreviationKind> {
     if matches!(lower, b"e.g" | b"i.e" | b"n.b" | b"et.al") {
         return Some(AbbreviationKind::Never);
+    }
+    if matches!(lower, b"a.m" | b"p.m") {
+        return Some(AbbreviationKind::Time);
     }
     // Runs of one or two letters joined by periods are abbreviations
     // ("U.S.A", "Ph.D", "a.m"); anything else with inner periods is a
@@ -387,6 +397,15 @@ pub(super) fn is_sentence_starter(word: &[u8]) -> bool {
             | b"only"
             | b"even"
             | b"millions"
+            | b"nobody"
+            | b"everyone"
+            | b"everybody"
+            | b"someone"
+            | b"somebody"
+            | b"nothing"
+            | b"everything"
+            | b"something"
+            | b"none"
             // Conjunctions and conjunctive adverbs.
             | b"and"
             | b"but"
@@ -486,6 +505,73 @@ pub(super) fn is_sentence_starter(word: &[u8]) -> bool {
     )
 }
 
+/// Whether a capitalised word after a time of day continues it: a time
+/// zone ("Pacific", "EST", "UTC"), a weekday or a month ("4:30 p.m.
+/// Monday", "9 a.m. March 3").
+pub(super) fn continues_time(word: &[u8]) -> bool {
+    let mut buf = [0u8; MAX_WORD];
+    let Some(lower) = lowercase(word, &mut buf) else {
+        return false;
+    };
+    matches!(
+        lower,
+        // Time zones, spelt out and abbreviated.
+        b"eastern"
+            | b"central"
+            | b"mountain"
+            | b"pacific"
+            | b"atlantic"
+            | b"alaska"
+            | b"hawaii"
+            | b"greenwich"
+            | b"universal"
+            | b"coordinated"
+            | b"gmt"
+            | b"utc"
+            | b"bst"
+            | b"cet"
+            | b"cest"
+            | b"eet"
+            | b"ist"
+            | b"jst"
+            | b"aest"
+            | b"et"
+            | b"ct"
+            | b"mt"
+            | b"pt"
+            | b"est"
+            | b"edt"
+            | b"cst"
+            | b"cdt"
+            | b"mst"
+            | b"mdt"
+            | b"pst"
+            | b"pdt"
+            | b"hst"
+            | b"akst"
+            // Weekdays and months.
+            | b"monday"
+            | b"tuesday"
+            | b"wednesday"
+            | b"thursday"
+            | b"friday"
+            | b"saturday"
+            | b"sunday"
+            | b"january"
+            | b"february"
+            | b"march"
+            | b"april"
+            | b"may"
+            | b"june"
+            | b"july"
+            | b"august"
+            | b"september"
+            | b"october"
+            | b"november"
+            | b"december"
+    )
+}
+
 /// ASCII-lowercases `word` into `buf`; `None` if it does not fit.
 fn lowercase<'b>(word: &[u8], buf: &'b mut [u8; MAX_WORD]) -> Option<&'b [u8]> {
     let out = buf.get_mut(..word.len())?;
@@ -519,7 +605,9 @@ mod tests {
             ("co", Some(Ambiguous)),
             ("U.S.A", Some(Ambiguous)),
             ("Ph.D", Some(Ambiguous)),
-            ("a.m", Some(Ambiguous)),
+            ("a.m", Some(Time)),
+            ("P.M", Some(Time)),
+            ("etc", Some(Ambiguous)),
             ("E", Some(Ambiguous)),
             ("example.com", None),
             ("5.1", None),

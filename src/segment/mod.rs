@@ -18,28 +18,47 @@
 //!   "5.1", "Jane.Doe@example.com" never split. A digit opens a new
 //!   sentence only after an ordinary word ("… Arab oil. 71% of …"), never
 //!   after an abbreviation ("p. 55", "No. 5") or a number.
+//! * Two exceptions need no whitespace: a sentence run into the next one
+//!   ("world.Today is", "bought 1,000.That is"; not "U.S.Army",
+//!   "Dr.Smith", "example.com/Setup.Html", "obj.Dispose()"), and footnote
+//!   numerals after a word's period, which stay with the sentence they
+//!   mark ("… a consultation.11 12 Take the …", "(1987).1 According …").
 //! * After an abbreviation (see `abbreviations.rs`) a capitalised word ends the
 //!   sentence only if it typically opens one ("… & Co. It closed"), never
 //!   after a title ("Mr. Smith"), and only when the sentence so far has a
-//!   few words ("At 5 a.m. Mr. Smith went …" is one sentence).
+//!   few words ("At 5 a.m. Mr. Smith went …" is one sentence). After a
+//!   time of day ("6 P.M.") any capitalised word but a time zone, weekday
+//!   or month opens the next sentence ("… at 6 P.M. Travelers who …").
+//! * Inside a quotation or a parenthesis that closes later in the same
+//!   paragraph no terminator ends the sentence (`"Help! Help!" he
+//!   cried`, `(see Exhibit B. The rates vary.)`); a quoted `?` or `!`
+//!   followed by a speaker and a verb of speech continues it (`"… know
+//!   that?" I asked`). See `quotes.rs`.
 //! * Ellipses: "[...]" never ends a sentence, a free-standing "..." or
 //!   ". . ." is a pause, four dots and an attached "..." end a sentence
 //!   before a capitalised word, and a word's own period before a spaced
 //!   ellipsis ("compounds. . . . The") ends it with the ellipsis opening the
 //!   next sentence.
+//! * Full-width and CJK terminators ("。", "．", "！", "？") end a sentence
+//!   with no space after them, in CJK and in Latin text.
 //! * A blank line always ends a sentence; a single newline does when a
-//!   bullet or list marker follows it; any other newline is whitespace.
+//!   bullet or list marker follows it, or when its block of lines is a
+//!   list of short items without punctuation ("Home\nAbout us\nContact",
+//!   see `lines.rs`); any other newline is whitespace.
 //! * Bullets ("•", "⁃") start a sentence; so does the next number of an
-//!   open list ("1.) The first item 2.) The second item"), a numbered item
-//!   after a terminator ("… (\"GAAP\"). 2. Milestone Payments") and the
-//!   first item after a colon ("Compensation: 1. Sales Commissions.").
+//!   open list ("1.) The first item 2.) The second item", "a. here it is
+//!   b. another"), a numbered item after a terminator (`… ("GAAP"). 2.
+//!   Milestone Payments`) and the first item after a colon ("Compensation:
+//!   1. Sales Commissions.").
 //!
 //! No regular expressions, no allocation beyond the output vector.
 
 mod abbreviations;
 mod filter;
+mod lines;
 mod lists;
 mod punctuation;
+mod quotes;
 
 use std::ops::Range;
 
@@ -47,13 +66,15 @@ use crate::spec::SentenceSpec;
 
 pub use filter::{SentenceFilter, is_form_label};
 
-use abbreviations::{AbbreviationKind, is_sentence_starter};
+use abbreviations::{AbbreviationKind, continues_time, is_sentence_starter};
+use lines::ItemBlock;
 use lists::{ListState, bullet_len, parse_marker};
 use punctuation::{
     BYTE_CLASS, EXCLAMATION, Following, GENERAL_PUNCTUATION, NEWLINE, PERIOD, PLAIN,
-    WIDE_TERMINATOR, following, is_whitespace_at, skip_closers, skip_whitespace, strip_openers,
-    whitespace_len,
+    WIDE_TERMINATOR, following, footnote_end, is_whitespace_at, skip_closers, skip_whitespace,
+    strip_openers, unspaced_word, whitespace_len,
 };
+use quotes::{ends_with_quote, is_inside_quotation, is_speech_tag};
 
 /// Longest word (in bytes) before a period that is looked up as an
 /// abbreviation; a longer run of non-space bytes is a URL, a number or a
@@ -115,6 +136,7 @@ impl Segmenter {
             list: None,
             list_byte: NO_LIST_BYTE,
             stops: [None; 3],
+            block: None,
         }
         .run();
     }
@@ -140,6 +162,9 @@ struct Scanner<'t, 'o> {
     /// [`next_stop`](Self::next_stop)), or `None` when it must be searched
     /// for again.
     stops: [Option<usize>; 3],
+    /// The block of lines (text between blank lines) the last newline
+    /// met belongs to, and whether its lines are items.
+    block: Option<ItemBlock>,
 }
 
 impl Scanner<'_, '_> {
@@ -296,7 +321,19 @@ impl Scanner<'_, '_> {
         let close = skip_closers(self.bytes, end);
         if !is_whitespace_at(self.bytes, close) {
             // End of text, or more text right after: "5.1", "U.S.A",
-            // "Jane.Doe", "Jr.'s".
+            // "Jane.Doe", "Jr.'s" — unless a sentence was run into the
+            // next one ("world.Today"), or footnote numerals follow the
+            // period ("consultation.11 12 Take").
+            if end - p == 1 && close == end {
+                if self.is_unspaced_boundary(p, end) {
+                    return self.end_sentence(end);
+                }
+                let (_, word) = self.word_before(p);
+                let plain = abbreviations::classify(word, self.extra_abbreviations).is_none();
+                if let Some(numerals_end) = footnote_end(self.text, word, end).filter(|_| plain) {
+                    return self.end_sentence(numerals_end);
+                }
+            }
             return close;
         }
         let next = following(self.text, skip_whitespace(self.bytes, close));
@@ -304,10 +341,15 @@ impl Scanner<'_, '_> {
             return close;
         }
         let (word_start, word) = self.word_before(p);
-        let kind = if end - p == 1 {
-            abbreviations::classify(word, self.extra_abbreviations)
-        } else {
-            None
+        let kind = match end - p {
+            1 => abbreviations::classify(word, self.extra_abbreviations),
+            _ => None,
+        };
+        let kind = match kind {
+            Some(AbbreviationKind::Time) if !self.follows_number(word_start) => {
+                Some(AbbreviationKind::Ambiguous)
+            }
+            kind => kind,
         };
         if kind.is_none()
             && matches!(next, Following::Word(_))
@@ -341,12 +383,33 @@ impl Scanner<'_, '_> {
                 };
                 starter && self.has_words_before(word_start, MIN_WORDS_BEFORE_ABBREVIATION)
             }
+            Some(AbbreviationKind::Time) => {
+                let opens = match next {
+                    Following::Word(w) => !continues_time(w),
+                    Following::Enumerator | Following::ListItem => true,
+                    _ => false,
+                };
+                opens && self.has_words_before(word_start, MIN_WORDS_BEFORE_ABBREVIATION)
+            }
         };
-        if ends {
+        if ends && !(close == end && is_inside_quotation(self.bytes, self.sentence_start, p)) {
             self.end_sentence(close)
         } else {
             close
         }
+    }
+
+    /// Whether the terminator at `p`, ending at `end`, is run into the
+    /// next sentence without a space: "world.Today", "1,000.That",
+    /// "happened?Nobody". The word before must be a plain word (not an
+    /// abbreviation: "Dr.Smith") or a number, not part of an address
+    /// ("example.com/Setup.Html", "Jane.Doe@"); see [`unspaced_word`].
+    fn is_unspaced_boundary(&self, p: usize, end: usize) -> bool {
+        let (word_start, word) = self.word_before(p);
+        // A number opening the sentence is a clause number ("5.Term").
+        self.has_words_before(word_start, 1)
+            && unspaced_word(self.bytes, word, end)
+            && abbreviations::classify(word, self.extra_abbreviations).is_none()
     }
 
     /// An ellipsis from `start` to `end` ("...", "....", ". . . .", "…").
@@ -386,12 +449,25 @@ impl Scanner<'_, '_> {
                 .take_while(|&&b| matches!(b, b'?' | b'!'))
                 .count()
         });
-        let close = skip_closers(self.bytes, p + run);
+        let end = p + run;
+        let close = skip_closers(self.bytes, end);
         if !is_whitespace_at(self.bytes, close) {
+            if close == end && self.is_unspaced_boundary(p, end) {
+                return self.end_sentence(end);
+            }
             return close;
         }
-        match following(self.text, skip_whitespace(self.bytes, close)) {
+        let next = skip_whitespace(self.bytes, close);
+        match following(self.text, next) {
             Following::End | Following::Continuation | Following::Numeral => close,
+            // "Where? When?" inside a quotation that goes on, and a
+            // quoted question before its speech tag (`… that?" I asked`).
+            _ if close == end && is_inside_quotation(self.bytes, self.sentence_start, p) => close,
+            Following::Word(_)
+                if ends_with_quote(self.bytes, close) && is_speech_tag(self.bytes, next) =>
+            {
+                close
+            }
             Following::Word(_)
             | Following::Enumerator
             | Following::ListItem
@@ -413,11 +489,26 @@ impl Scanner<'_, '_> {
         if blank_line
             || bullet_len(self.text, j, true).is_some()
             || parse_marker(self.bytes, j).is_some()
+            || self.is_item_line_end(i)
         {
             self.end_sentence(i)
         } else {
             j
         }
+    }
+
+    /// Whether the newline at `i` ends an item of a block of item lines
+    /// (see `lines.rs`), deciding each block once.
+    fn is_item_line_end(&mut self, i: usize) -> bool {
+        let block = match self.block {
+            Some(block) if block.contains(i) => block,
+            _ => {
+                let block = ItemBlock::around(self.bytes, i);
+                self.block = Some(block);
+                block
+            }
+        };
+        block.items
     }
 
     /// A character of U+2000–U+2FFF: "…" or a bullet.
@@ -446,11 +537,15 @@ impl Scanner<'_, '_> {
     }
 
     /// A lead byte of U+3000–U+3FFF or U+F000–U+FFFF: the CJK full stop
-    /// and full-width "！" and "？" end a sentence with no space after.
+    /// ("。", "｡"), the full-width period "．" and the full-width "！" and
+    /// "？" end a sentence with no space after, in CJK and in Latin text
+    /// ("This is a sentence．This is another．"). They do not where a
+    /// lowercase word follows after a space ("He shouted “yes！” and
+    /// left"), and "．" between digits is a full-width decimal point.
     fn at_wide_terminator(&mut self, i: usize) -> usize {
         let mut end = i;
         while let Some(c) = self.text.get(end..).and_then(|rest| rest.chars().next()) {
-            if !matches!(c, '。' | '！' | '？') {
+            if !matches!(c, '。' | '｡' | '．' | '！' | '？') {
                 break;
             }
             end += c.len_utf8();
@@ -458,7 +553,26 @@ impl Scanner<'_, '_> {
         if end == i {
             return i + 1;
         }
+        let decimal = self
+            .text
+            .get(..i)
+            .and_then(|before| before.chars().next_back())
+            .is_some_and(|c| c.is_numeric())
+            && self.text.get(i..end) == Some("．")
+            && self
+                .text
+                .get(end..)
+                .and_then(|rest| rest.chars().next())
+                .is_some_and(|c| c.is_numeric());
+        if decimal {
+            return end;
+        }
         let close = skip_closers(self.bytes, end);
+        if is_whitespace_at(self.bytes, close)
+            && following(self.text, skip_whitespace(self.bytes, close)) == Following::Continuation
+        {
+            return close;
+        }
         self.end_sentence(close)
     }
 
@@ -517,6 +631,20 @@ impl Scanner<'_, '_> {
         }
         let word = self.bytes.get(start..p).unwrap_or_default();
         (start, strip_openers(word))
+    }
+
+    /// Whether the word before `word_start` ends with a digit: "6 P.M.",
+    /// "6:00 p.m.".
+    fn follows_number(&self, word_start: usize) -> bool {
+        let before = self
+            .bytes
+            .get(self.sentence_start..word_start)
+            .unwrap_or_default();
+        before
+            .iter()
+            .rev()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(u8::is_ascii_digit)
     }
 
     /// Whether at least `n` words stand between the sentence start and

@@ -15,8 +15,9 @@ pub(super) const EXCLAMATION: u8 = 2;
 pub(super) const NEWLINE: u8 = 3;
 /// Lead byte `0xE2` of U+2000–U+2FFF: "…", bullets ("•", "⁃", "◦", "▪").
 pub(super) const GENERAL_PUNCTUATION: u8 = 4;
-/// Lead bytes `0xE3` and `0xEF`: the CJK full stop "。" and the
-/// full-width "！" and "？", which end sentences without a following space.
+/// Lead bytes `0xE3` and `0xEF`: the CJK full stops "。" and "｡", and the
+/// full-width "．", "！" and "？", which end sentences without a following
+/// space.
 pub(super) const WIDE_TERMINATOR: u8 = 5;
 
 /// The class of every byte; all but the few above are [`PLAIN`]. The
@@ -77,6 +78,10 @@ fn closer_len(bytes: &[u8], i: usize) -> usize {
         Some([0xE3, 0x80, 0x8D | 0x8F, ..]) => 3,
         // ） (U+FF09)
         Some([0xEF, 0xBC, 0x89, ..]) => 3,
+        // Superscript footnote numerals: ¹ ² ³ (U+00B9, U+00B2, U+00B3)
+        // and ⁰ ⁴–⁹ (U+2070, U+2074–U+2079).
+        Some([0xC2, 0xB2 | 0xB3 | 0xB9, ..]) => 2,
+        Some([0xE2, 0x81, 0xB0 | 0xB4..=0xB9, ..]) => 3,
         _ => 0,
     }
 }
@@ -167,6 +172,94 @@ fn page_citation_len(bytes: &[u8], i: usize) -> usize {
         };
     }
     if j > i + 1 { j - i } else { 0 }
+}
+
+/// Most digits in one footnote numeral after a period ("….11 12 Take").
+const MAX_FOOTNOTE_DIGITS: usize = 3;
+
+/// Footnote or citation numerals right after the period that ends `word`,
+/// at `end`: "consultation.11 12 Take", "(1987).1 According",
+/// "documented.3,4 However". Returns where the numerals end when whitespace
+/// and a capitalised word follow them. The word must be a word of two
+/// letters or more ending in a lowercase letter, or end in a closing
+/// bracket or quote: after a digit or a capital the numerals are a decimal
+/// or a clause number ("2.1 Definitions", "Table A.1 The").
+pub(super) fn footnote_end(text: &str, word: &[u8], end: usize) -> Option<usize> {
+    let after_word = match word {
+        [.., b')' | b']' | b'"'] => true,
+        [.., a, b] => a.is_ascii_alphabetic() && b.is_ascii_lowercase(),
+        _ => false,
+    };
+    if !after_word {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut j = end;
+    loop {
+        let digits = bytes
+            .get(j..)?
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits == 0 || digits > MAX_FOOTNOTE_DIGITS {
+            return None;
+        }
+        j += digits;
+        match bytes.get(j..) {
+            Some([b',' | b' ', d, ..]) if d.is_ascii_digit() => j += 1,
+            _ => break,
+        }
+    }
+    (is_whitespace_at(bytes, j)
+        && matches!(
+            following(text, skip_whitespace(bytes, j)),
+            Following::Word(_)
+        ))
+    .then_some(j)
+}
+
+/// Whether the terminator ending `word` at `end` is run into a next
+/// sentence with no space between: "world.Today", "1,000.That",
+/// "happened?Nobody". The word before is a plain word of two letters or
+/// more with a lowercase one, or a number; the word after is a capital and
+/// lowercase letters ending at a space or punctuation. Anything else is an
+/// address, a name or code: "example.com/Setup.Html", "U.S.Army",
+/// "obj.Dispose()". (The caller rules out abbreviations: "Dr.Smith".)
+pub(super) fn unspaced_word(bytes: &[u8], word: &[u8], end: usize) -> bool {
+    let plain = word
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b',' | b'$' | b'%' | b'\'' | b')'));
+    let before_ok = plain
+        && match word.last() {
+            Some(b) if b.is_ascii_digit() || matches!(b, b'%' | b')') => true,
+            Some(b) if b.is_ascii_alphabetic() => {
+                let letters = word.iter().rev().take_while(|b| b.is_ascii_alphabetic());
+                let (count, lower) = letters.fold((0, false), |(n, lower), b| {
+                    (n + 1, lower || b.is_ascii_lowercase())
+                });
+                count >= 2 && lower
+            }
+            _ => false,
+        };
+    if !before_ok {
+        return false;
+    }
+    let Some([first, rest @ ..]) = bytes.get(end..) else {
+        return false;
+    };
+    let lower = rest.iter().take_while(|b| b.is_ascii_lowercase()).count();
+    if !first.is_ascii_uppercase() || lower == 0 {
+        return false;
+    }
+    match rest.get(lower..) {
+        None | Some([]) => true,
+        Some([b'.', after, ..]) => after.is_ascii_whitespace(),
+        Some([b'.']) => true,
+        Some([b, ..]) => {
+            b.is_ascii_whitespace()
+                || matches!(b, b',' | b';' | b':' | b'!' | b'?' | b'\'' | b'"' | b')')
+        }
+    }
 }
 
 /// What follows a terminator and the whitespace after it.
