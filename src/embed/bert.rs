@@ -22,6 +22,7 @@
 
 use std::path::Path;
 
+use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
@@ -548,6 +549,14 @@ fn f16_to_f32(bits: u16) -> f32 {
     f32::from_bits(value)
 }
 
+/// Most tokens a forward pass multiplies by reading the weights directly
+/// ([`few_rows`]) instead of through `sgemm`. `sgemm` copies every weight
+/// matrix into packed panels on each call: over thousands of tokens that
+/// copy is nothing, but for one short query (a dozen tokens) it costs more
+/// than the arithmetic, since it reads and writes every weight of the
+/// model once more.
+const FEW_ROWS: usize = 32;
+
 impl Linear {
     /// `out[tokens, outputs] = x[tokens, inputs] · Wᵀ + b`.
     fn forward(&self, x: &[f32], tokens: usize, out: &mut [f32]) {
@@ -559,6 +568,15 @@ impl Linear {
         if tokens == 0 {
             return;
         }
+        if tokens <= FEW_ROWS {
+            few_rows(x, &self.weight, self.inputs, out);
+            return;
+        }
+        self.packed(x, tokens, out);
+    }
+
+    /// `out += x · Wᵀ` through `sgemm` (which packs both operands).
+    fn packed(&self, x: &[f32], tokens: usize, out: &mut [f32]) {
         // SAFETY: the pointers cover exactly the [m, k], [k, n] and [m, n]
         // matrices described by the strides: x is tokens×inputs row-major,
         // W is outputs×inputs row-major read as its transpose (row stride
@@ -580,6 +598,147 @@ impl Linear {
                 self.outputs as isize,
                 1,
             );
+        }
+    }
+}
+
+/// `out[t, o] += x[t, ·] · w[o, ·]` for a few rows of `x`: the weights
+/// are read once, from where they lie, each core reading a share of their
+/// rows ([`few_rows_here`]).
+fn few_rows(x: &[f32], w: &[f32], inputs: usize, out: &mut [f32]) {
+    let outputs = w.len() / inputs;
+    let tokens = x.len() / inputs;
+    let parts = rayon::current_num_threads().min(outputs / LEAST_ROWS_PER_PART);
+    if parts <= 1 || tokens == 0 {
+        few_rows_here(x, w, inputs, out);
+        return;
+    }
+    // Each core takes a share of the weight rows: one query's pass is
+    // bound by reading the weights, and the cores read them side by side.
+    let rows_per_part = outputs.div_ceil(parts).next_multiple_of(ROWS_AT_ONCE);
+    let shares: Vec<Vec<f32>> = w
+        .par_chunks(rows_per_part * inputs)
+        .map(|part| {
+            let mut share = vec![0f32; tokens * (part.len() / inputs)];
+            few_rows_here(x, part, inputs, &mut share);
+            share
+        })
+        .collect();
+    for (index, share) in shares.iter().enumerate() {
+        let first = index * rows_per_part;
+        let width = share.len() / tokens;
+        for (t, row) in share.chunks_exact(width).enumerate() {
+            let target = &mut out[t * outputs + first..t * outputs + first + width];
+            for (o, v) in target.iter_mut().zip(row) {
+                *o += v;
+            }
+        }
+    }
+}
+
+/// Fewest weight rows worth a core of their own in [`few_rows`].
+const LEAST_ROWS_PER_PART: usize = 128;
+
+/// [`few_rows`] on the calling thread: [`ROWS_AT_ONCE`] weight rows at a
+/// time, each block dotted with every row of `x` (which stays in cache),
+/// built for AVX2 and FMA when the CPU has them.
+fn few_rows_here(x: &[f32], w: &[f32], inputs: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+            unsafe { few_rows_fma(x, w, inputs, out) };
+            return;
+        }
+    }
+    few_rows_portable(x, w, inputs, out);
+}
+
+/// [`few_rows`] with AVX2 and FMA: eight multiply-adds per instruction,
+/// [`ROWS_AT_ONCE`] weight rows per load of `x`.
+///
+/// # Safety
+///
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn few_rows_fma(x: &[f32], w: &[f32], inputs: usize, out: &mut [f32]) {
+    use std::arch::x86_64::{
+        __m256, _mm_add_ps, _mm_cvtss_f32, _mm_hadd_ps, _mm256_castps256_ps128,
+        _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps,
+    };
+    let horizontal = |v: __m256| -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_hadd_ps(s, s);
+        _mm_cvtss_f32(_mm_hadd_ps(s, s))
+    };
+    let outputs = w.len() / inputs;
+    let tokens = x.len() / inputs;
+    debug_assert!(out.len() >= tokens * outputs, "output too short");
+    let body = inputs - inputs % LANES;
+    let blocked = outputs - outputs % ROWS_AT_ONCE;
+    for o in (0..blocked).step_by(ROWS_AT_ONCE) {
+        let rows: [&[f32]; ROWS_AT_ONCE] =
+            std::array::from_fn(|r| &w[(o + r) * inputs..(o + r + 1) * inputs]);
+        for (t, xs) in x.chunks_exact(inputs).enumerate() {
+            let mut sums = [_mm256_setzero_ps(); ROWS_AT_ONCE];
+            for start in (0..body).step_by(LANES) {
+                let lanes = &xs[start..start + LANES];
+                // SAFETY: `lanes` holds LANES floats, read unaligned.
+                let xv = unsafe { _mm256_loadu_ps(lanes.as_ptr()) };
+                for (sum, row) in sums.iter_mut().zip(&rows) {
+                    let ws = &row[start..start + LANES];
+                    // SAFETY: `ws` holds LANES floats, read unaligned.
+                    let wv = unsafe { _mm256_loadu_ps(ws.as_ptr()) };
+                    *sum = _mm256_fmadd_ps(xv, wv, *sum);
+                }
+            }
+            for (r, (sum, row)) in sums.iter().zip(&rows).enumerate() {
+                let tail: f32 = xs[body..]
+                    .iter()
+                    .zip(&row[body..])
+                    .map(|(a, b)| a * b)
+                    .sum();
+                out[t * outputs + o + r] += horizontal(*sum) + tail;
+            }
+        }
+    }
+    for o in blocked..outputs {
+        let row = &w[o * inputs..(o + 1) * inputs];
+        for (t, xs) in x.chunks_exact(inputs).enumerate() {
+            let dot: f32 = xs.iter().zip(row).map(|(a, b)| a * b).sum();
+            out[t * outputs + o] += dot;
+        }
+    }
+}
+
+/// Weight rows dotted with each row of `x` in one pass over it, so that
+/// every load of `x` serves several sums.
+const ROWS_AT_ONCE: usize = 4;
+
+/// Lanes of each partial sum: 8 × f32 is one AVX register.
+const LANES: usize = 8;
+
+/// The loop of [`few_rows`] in plain Rust, for CPUs without AVX2 and FMA.
+fn few_rows_portable(x: &[f32], w: &[f32], inputs: usize, out: &mut [f32]) {
+    let outputs = w.len() / inputs;
+    for (o, row) in w.chunks_exact(inputs).enumerate() {
+        for (t, xs) in x.chunks_exact(inputs).enumerate() {
+            let mut sums = [0f32; LANES];
+            let mut pairs = xs.chunks_exact(LANES).zip(row.chunks_exact(LANES));
+            for (a, b) in pairs.by_ref() {
+                for lane in 0..LANES {
+                    sums[lane] += a[lane] * b[lane];
+                }
+            }
+            let body = inputs - inputs % LANES;
+            let tail: f32 = xs[body..]
+                .iter()
+                .zip(&row[body..])
+                .map(|(a, b)| a * b)
+                .sum();
+            out[t * outputs + o] += sums.iter().sum::<f32>() + tail;
         }
     }
 }
@@ -694,6 +853,41 @@ fn attention(qkv: &[f32], context: &mut [f32], segments: &[Segment], hidden: usi
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn few_rows_agree_with_sgemm() {
+        use super::{FEW_ROWS, Linear, few_rows, few_rows_portable};
+        // 37 inputs leave a tail after the 8-lane body; 11 outputs leave
+        // rows after the blocks of 4; 300 outputs are shared among cores.
+        for (inputs, outputs, tokens) in [(37, 11, 5), (37, 300, 5)] {
+            // A fixed pseudo-random fill (an LCG), so the test is repeatable.
+            let mut state = 12345u32;
+            let mut next = move || {
+                state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (state >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+            };
+            let linear = Linear {
+                weight: (0..inputs * outputs).map(|_| next()).collect(),
+                bias: (0..outputs).map(|_| next()).collect(),
+                inputs,
+                outputs,
+            };
+            let x: Vec<f32> = (0..tokens * inputs).map(|_| next()).collect();
+            let mut direct = vec![0f32; tokens * outputs];
+            let mut portable = vec![0f32; tokens * outputs];
+            let mut packed = vec![0f32; tokens * outputs];
+            few_rows(&x, &linear.weight, inputs, &mut direct);
+            few_rows_portable(&x, &linear.weight, inputs, &mut portable);
+            linear.packed(&x, tokens, &mut packed);
+            for ((a, b), c) in direct.iter().zip(&packed).zip(&portable) {
+                assert!(
+                    (a - b).abs() <= 1e-5 && (c - b).abs() <= 1e-5,
+                    "{a}, {c} vs {b}"
+                );
+            }
+            assert!(tokens <= FEW_ROWS);
+        }
+    }
+
     use super::*;
 
     #[test]
