@@ -289,21 +289,27 @@ impl PassageAccumulator {
         self.hit_1 += f64::from(u8::from(relevant.keys().any(|i| first.contains(i))));
         self.words_5 += five.iter().map(|&i| words(i)).sum::<usize>() as f64;
         self.words_10 += ten.iter().map(|&i| words(i)).sum::<usize>() as f64;
-        let [within_500, within_1000] = BUDGETS.map(|budget| {
-            let mut read = 0;
-            let mut seen = std::collections::HashSet::new();
-            let mut found = 0;
-            for &i in passages.iter().flatten() {
-                if read >= budget {
-                    break;
-                }
-                if seen.insert(i) {
-                    found += usize::from(relevant.contains_key(&i));
-                    read += words(i);
-                }
+        // One reading of the passages serves every budget: a sentence
+        // counts for each budget not yet spent when it starts.
+        let largest = BUDGETS.iter().copied().max().unwrap_or(0);
+        let mut read = 0;
+        let mut seen = std::collections::HashSet::new();
+        let mut found = [0usize; BUDGETS.len()];
+        for &i in passages.iter().flatten() {
+            if read >= largest {
+                break;
             }
-            found as f64 / relevant.len() as f64
-        });
+            if seen.insert(i) {
+                let hit = usize::from(relevant.contains_key(&i));
+                for (found, &budget) in found.iter_mut().zip(&BUDGETS) {
+                    if read < budget {
+                        *found += hit;
+                    }
+                }
+                read += words(i);
+            }
+        }
+        let [within_500, within_1000] = found.map(|n| n as f64 / relevant.len() as f64);
         self.within_500 += within_500;
         self.within_1000 += within_1000;
     }

@@ -81,8 +81,8 @@ pub fn nearest(
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(String, f32)>, GraphError> {
     let search = store.search();
-    let least = LEAST_VECTOR_CANDIDATES;
-    let found = oversampled(store, version, (k, least), retries, keep, |candidates| {
+    let counts = (k, LEAST_VECTOR_CANDIDATES);
+    let found = oversampled(store, version, counts, retries, keep, |candidates| {
         Statement::new("nearest_sentences", search.nearest)
             .param("candidates", Value::Int(candidates as i64))
             .param("vector", Value::Vector(vector.to_vec()))
@@ -292,10 +292,10 @@ fn best_first(found: Vec<(String, f64)>, score: impl Fn(f64) -> f32) -> Vec<(Str
 }
 
 /// Runs `statement(candidates)` for `k` candidates (or `least`, when
-/// more), then twice as many, and so on, until `k` indexed sentences of `version` that `keep` lets
-/// through came back, asking for more gave no more, or
-/// [`MAX_OVERSAMPLING`] is reached; those with their raw scores, in the
-/// store's order, at most `k`.
+/// more), then twice as many, and so on, until `k` indexed sentences of
+/// `version` that `keep` lets through came back, asking for more gave no
+/// more, or [`MAX_OVERSAMPLING`] is reached; those with their raw scores,
+/// in the store's order, at most `k`.
 fn oversampled<'s>(
     store: &mut dyn GraphStore,
     version: &str,

@@ -318,41 +318,54 @@ fn proper_names(query: &str) -> Vec<String> {
             run.clear();
         }
     };
-    // Each token's word (surrounding punctuation and a possessive cut),
-    // whether it is capitalised and not a question or function word, and
-    // whether punctuation or a possessive ends the name it belongs to, and
-    // whether it ends a sentence or opens a clause with a colon.
-    let words: Vec<(&str, bool, bool, bool)> = query
-        .split_whitespace()
-        .map(|token| {
-            let word = token.trim_matches(|c: char| !c.is_alphanumeric());
-            let possessive = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s"));
-            let word = possessive.unwrap_or(word);
-            let capitalised = word.chars().next().is_some_and(char::is_uppercase)
-                && word.chars().any(char::is_alphabetic)
-                && !NOT_NAMES.contains(&word.to_lowercase().as_str());
-            let ends = possessive.is_some() || token.ends_with(|c: char| ",;:?!.)\"'”".contains(c));
-            let closes = token.ends_with(|c: char| ".?!:".contains(c));
-            (word, capitalised, ends, closes)
-        })
-        .collect();
-    for (n, &(word, capitalised, ends, _)) in words.iter().enumerate() {
+    let tokens: Vec<NameToken<'_>> = query.split_whitespace().map(NameToken::read).collect();
+    for (n, token) in tokens.iter().enumerate() {
+        let word = token.word;
         let acronym = word.chars().count() >= 2 && word.chars().all(|c| c.is_ascii_uppercase());
         // The first word of the query, or of a sentence or a clause after
         // a colon inside it, is capitalised by convention.
-        let first = n == 0 || words[n - 1].3;
-        let next_capitalised = !ends && words.get(n + 1).is_some_and(|&(_, c, _, _)| c);
-        if capitalised && (!first || acronym || next_capitalised) {
+        let first = n == 0 || tokens[n - 1].closes;
+        let next_capitalised = !token.ends && tokens.get(n + 1).is_some_and(|t| t.capitalised);
+        if token.capitalised && (!first || acronym || next_capitalised) {
             run.push(word);
         } else {
             flush(&mut run);
         }
-        if ends {
+        if token.ends {
             flush(&mut run);
         }
     }
     flush(&mut run);
     names
+}
+
+/// One whitespace-separated token of a query, read for [`proper_names`].
+struct NameToken<'q> {
+    /// The word, surrounding punctuation and a possessive cut.
+    word: &'q str,
+    /// Capitalised, and not a question or function word.
+    capitalised: bool,
+    /// Punctuation or a possessive ends the name it belongs to.
+    ends: bool,
+    /// It ends a sentence or opens a clause with a colon.
+    closes: bool,
+}
+
+impl<'q> NameToken<'q> {
+    fn read(token: &'q str) -> Self {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+        let possessive = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s"));
+        let word = possessive.unwrap_or(word);
+        let capitalised = word.chars().next().is_some_and(char::is_uppercase)
+            && word.chars().any(char::is_alphabetic)
+            && !NOT_NAMES.contains(&word.to_lowercase().as_str());
+        Self {
+            word,
+            capitalised,
+            ends: possessive.is_some() || token.ends_with(|c: char| ",;:?!.)\"'”".contains(c)),
+            closes: token.ends_with(|c: char| ".?!:".contains(c)),
+        }
+    }
 }
 
 /// Whether an entity is a date as enrichment writes one (`YYYY-MM-DD`).

@@ -573,7 +573,7 @@ pub(super) fn continues_time(word: &[u8]) -> bool {
 }
 
 /// ASCII-lowercases `word` into `buf`; `None` if it does not fit.
-fn lowercase<'b>(word: &[u8], buf: &'b mut [u8; MAX_WORD]) -> Option<&'b [u8]> {
+pub(super) fn lowercase<'b>(word: &[u8], buf: &'b mut [u8; MAX_WORD]) -> Option<&'b [u8]> {
     let out = buf.get_mut(..word.len())?;
     for (o, &b) in out.iter_mut().zip(word) {
         *o = b.to_ascii_lowercase();

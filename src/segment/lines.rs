@@ -14,6 +14,8 @@
 //! * every line is short (at most [`MAX_ITEM_WORDS`] words): wrapped prose
 //!   fills its lines.
 
+use super::abbreviations::{MAX_WORD, lowercase};
+
 /// Most words on one line of an item block; a wrapped line of prose
 /// (60–80 characters) holds more.
 const MAX_ITEM_WORDS: usize = 8;
@@ -108,15 +110,12 @@ fn is_item_block(block: &[u8]) -> bool {
 /// Words that do not end a phrase: a line ending with one is continued on
 /// the next.
 fn is_joining_word(word: &[u8]) -> bool {
-    let mut buf = [0u8; 8];
-    let Some(lower) = buf.get_mut(..word.len()) else {
+    let mut buf = [0u8; MAX_WORD];
+    let Some(lower) = lowercase(word, &mut buf) else {
         return false;
     };
-    for (l, &b) in lower.iter_mut().zip(word) {
-        *l = b.to_ascii_lowercase();
-    }
     matches!(
-        &*lower,
+        lower,
         b"the"
             | b"a"
             | b"an"

@@ -325,13 +325,14 @@ impl Scanner<'_, '_> {
             // next one ("world.Today"), or footnote numerals follow the
             // period ("consultation.11 12 Take").
             if end - p == 1 && close == end {
-                if self.is_unspaced_boundary(p, end) {
-                    return self.end_sentence(end);
-                }
-                let (_, word) = self.word_before(p);
-                let plain = abbreviations::classify(word, self.extra_abbreviations).is_none();
-                if let Some(numerals_end) = footnote_end(self.text, word, end).filter(|_| plain) {
-                    return self.end_sentence(numerals_end);
+                let (word_start, word) = self.word_before(p);
+                if abbreviations::classify(word, self.extra_abbreviations).is_none() {
+                    if self.runs_into_next(word_start, word, end) {
+                        return self.end_sentence(end);
+                    }
+                    if let Some(numerals_end) = footnote_end(self.text, word, end) {
+                        return self.end_sentence(numerals_end);
+                    }
                 }
             }
             return close;
@@ -399,17 +400,15 @@ impl Scanner<'_, '_> {
         }
     }
 
-    /// Whether the terminator at `p`, ending at `end`, is run into the
-    /// next sentence without a space: "world.Today", "1,000.That",
-    /// "happened?Nobody". The word before must be a plain word (not an
-    /// abbreviation: "Dr.Smith") or a number, not part of an address
-    /// ("example.com/Setup.Html", "Jane.Doe@"); see [`unspaced_word`].
-    fn is_unspaced_boundary(&self, p: usize, end: usize) -> bool {
-        let (word_start, word) = self.word_before(p);
+    /// Whether the terminator after `word` (which starts at `word_start`
+    /// and is no abbreviation: "Dr.Smith"), ending at `end`, is run into
+    /// the next sentence without a space: "world.Today", "1,000.That",
+    /// "happened?Nobody". The word must be a plain word or a number, not
+    /// part of an address ("example.com/Setup.Html", "Jane.Doe@"); see
+    /// [`unspaced_word`].
+    fn runs_into_next(&self, word_start: usize, word: &[u8], end: usize) -> bool {
         // A number opening the sentence is a clause number ("5.Term").
-        self.has_words_before(word_start, 1)
-            && unspaced_word(self.bytes, word, end)
-            && abbreviations::classify(word, self.extra_abbreviations).is_none()
+        self.has_words_before(word_start, 1) && unspaced_word(self.bytes, word, end)
     }
 
     /// An ellipsis from `start` to `end` ("...", "....", ". . . .", "…").
@@ -452,8 +451,13 @@ impl Scanner<'_, '_> {
         let end = p + run;
         let close = skip_closers(self.bytes, end);
         if !is_whitespace_at(self.bytes, close) {
-            if close == end && self.is_unspaced_boundary(p, end) {
-                return self.end_sentence(end);
+            if close == end {
+                let (word_start, word) = self.word_before(p);
+                if abbreviations::classify(word, self.extra_abbreviations).is_none()
+                    && self.runs_into_next(word_start, word, end)
+                {
+                    return self.end_sentence(end);
+                }
             }
             return close;
         }
