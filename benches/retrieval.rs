@@ -31,7 +31,7 @@ use std::time::Instant;
 use trellis::embed;
 use trellis::eval::{DatasetKind, EvalSet, Evaluation};
 use trellis::index::IndexVersion;
-use trellis::index::vectors::{HnswGraph, Vectors};
+use trellis::index::{HnswGraph, Vectors};
 use trellis::retrieve::{Filter, Retriever};
 use trellis::spec::{AnchorMode, IndexProfileSpec, RetrievalRouteSpec};
 
@@ -100,10 +100,7 @@ fn hnsw_against_exact() {
         })
         .collect();
     let spread = 0.6 / (DIMS as f32).sqrt();
-    let vectors = Vectors {
-        dims: DIMS,
-        data: clustered(N, DIMS, &centres, spread, &mut rng),
-    };
+    let vectors = Vectors::from_vec(DIMS, clustered(N, DIMS, &centres, spread, &mut rng));
     let queries = clustered(QUERIES, DIMS, &centres, spread, &mut rng);
     let rows: Vec<u32> = (0..N as u32).collect();
 
@@ -129,7 +126,7 @@ fn hnsw_against_exact() {
         .chunks_exact(DIMS)
         .map(|q| {
             graph
-                .search(&vectors, q, K, 200, &all)
+                .search(&vectors, None, q, K, 200, &all)
                 .into_iter()
                 .map(|(i, _)| i)
                 .collect()

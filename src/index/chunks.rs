@@ -30,7 +30,7 @@ pub fn mean_vectors(chunks: &[ChunkRecord], store: &SkeletonStore, vectors: &Vec
         }
         crate::embed::normalize(out);
     }
-    Vectors { dims, data }
+    Vectors::from_vec(dims, data)
 }
 
 /// What a query reads of a version's chunks: their vectors and the
@@ -120,10 +120,7 @@ mod tests {
         let records = ChunkRecord::of(&doc, &store);
         store.add(&doc, &[], &Default::default());
         assert_eq!(store.sentences.len(), 2);
-        let vectors = Vectors {
-            dims: 2,
-            data: vec![1.0, 0.0, 0.0, 1.0],
-        };
+        let vectors = Vectors::from_vec(2, vec![1.0, 0.0, 0.0, 1.0]);
         let means = mean_vectors(&records, &store, &vectors);
         let h = std::f32::consts::FRAC_1_SQRT_2;
         assert_eq!(means.len(), 1);

@@ -12,7 +12,8 @@
 //!         vectors.f32         sentence vectors (vectors.rs)
 //!         headings.f32        one vector per section: its heading path embedded
 //!         terms.f32           one vector per defined term, in sentence order
-//!         hnsw.hnsw.graph     HNSW graph, and hnsw.hnsw.data its points
+//!         vectors.i8          the indexed rows in int8 (`index.quantization: int8` only)
+//!         hnsw.graph          HNSW graph: neighbour lists, no vectors (hnsw.rs)
 //!         bm25/               tantivy index (bm25.rs)
 //!         related.json        RELATED_TO edges (links.rs)
 //!         chunks.json         the chunks (store.rs)
@@ -36,7 +37,7 @@ use super::IndexError;
 
 /// Version of the on-disk layout this build writes; part of every version
 /// hash.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
 /// The on-disk layouts this build opens. A version written in another one
 /// must be rebuilt before this build serves it: the operator keeps a
@@ -60,9 +61,11 @@ pub const SENTENCE_VECTORS: &str = "vectors.f32";
 pub const HEADING_VECTORS: &str = "headings.f32";
 /// One vector per defined term of an indexed sentence, in sentence order.
 pub const TERM_VECTORS: &str = "terms.f32";
-/// The stem of the HNSW graph's two files (hnsw_rs adds `.hnsw.graph` and
-/// `.hnsw.data`).
-pub const HNSW_STEM: &str = "hnsw";
+/// The indexed sentences' vectors in int8, in the graph's node order
+/// ([`super::Quantized`]); written when the profile asks for int8 search.
+pub const QUANTIZED_VECTORS: &str = "vectors.i8";
+/// The HNSW graph ([`super::HnswGraph`]).
+pub const HNSW_GRAPH: &str = "hnsw.graph";
 /// The tantivy BM25 index, a directory.
 pub const BM25_DIR: &str = "bm25";
 /// `RELATED_TO` edges ([`super::RelatedEdge`]).

@@ -4,8 +4,9 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::hnsw::HnswGraph;
 use super::store::SkeletonStore;
-use super::vectors::{self, HnswGraph, Vectors};
+use super::vectors::{self, Vectors};
 use crate::spec::SemanticLinksSpec;
 
 /// One directed link.
@@ -41,7 +42,8 @@ pub fn build(
         .par_iter()
         .map(|&from| {
             let query = vectors.row(from);
-            let found = vectors::nearest(vectors, graph, query, fetch, 64.max(fetch), &indexed);
+            let found =
+                vectors::nearest(vectors, graph, None, query, fetch, 64.max(fetch), &indexed);
             found
                 .into_iter()
                 .filter(|&(to, sim)| {

@@ -11,6 +11,7 @@ pub mod checksums;
 pub mod chunks;
 pub mod current;
 pub mod files;
+pub mod hnsw;
 pub mod ids;
 pub mod lexical;
 pub mod links;
@@ -28,10 +29,11 @@ use thiserror::Error;
 pub use chunks::ChunkIndex;
 pub use current::current_version;
 pub use files::{CACHE_DIR, FORMAT_VERSION, READABLE_FORMATS, corpus_dir};
+pub use hnsw::HnswGraph;
 pub use links::RelatedEdge;
 pub use manifest::{Counts, DocumentNote, Timings, VersionManifest};
 pub use store::{ChunkRecord, SkeletonStore};
-pub use vectors::{HnswGraph, Vectors};
+pub use vectors::{Quantized, Vectors};
 pub(crate) use version::defined_terms;
 pub use version::{IndexVersion, Opening, SearchFiles};
 
@@ -45,8 +47,6 @@ pub enum IndexError {
     },
     #[error("BM25 index: {0}")]
     Bm25(String),
-    #[error("HNSW index: {0}")]
-    Hnsw(String),
     #[error("index is corrupt: {0}")]
     Corrupt(String),
     #[error("{0}")]

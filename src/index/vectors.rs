@@ -1,17 +1,21 @@
-//! Sentence vectors on disk and their nearest-neighbour searches.
+//! Sentence vectors on disk, their int8 form, and nearest-neighbour search
+//! over them.
 //!
 //! `vectors.f32` holds one row of `dims` little-endian f32 per global
-//! sentence (zeros for sentences that are not indexed). The HNSW graph
-//! (hnsw_rs, [`UnitCosine`] distance) is built once, dumped
-//! beside it and reloaded as is.
+//! sentence (zeros for sentences that are not indexed). A loaded version
+//! maps it into memory instead of reading it: the file is the one copy of
+//! the vectors, shared by the HNSW search, the rescoring and the
+//! expansion, and the kernel pages in only the rows a query touches.
+//! `vectors.i8` ([`Quantized`]) holds the indexed rows again in int8 for a
+//! profile with `index.quantization: int8`, a quarter of the size, for the
+//! graph walk.
 
 use std::path::Path;
 
-use hnsw_rs::api::AnnT;
-use hnsw_rs::hnswio::HnswIo;
-use hnsw_rs::prelude::{Distance, Hnsw};
+use memmap2::Mmap;
 
 use super::IndexError;
+use super::hnsw::HnswGraph;
 use crate::embed::dot;
 
 /// Below this many indexed sentences neighbours are found exactly (faster
@@ -20,10 +24,11 @@ pub const EXACT_BELOW: usize = 5000;
 
 /// The `k` nearest indexed sentences to `query` among those `allowed`,
 /// best first: exact search on small indexes, else the HNSW graph with
-/// search list `ef`, rescored exactly.
+/// search list `ef` (over the int8 rows when given), rescored exactly.
 pub fn nearest(
     vectors: &Vectors,
     graph: &HnswGraph,
+    quantized: Option<&Quantized>,
     query: &[f32],
     k: usize,
     ef: usize,
@@ -32,19 +37,67 @@ pub fn nearest(
     if graph.len() < EXACT_BELOW {
         vectors.exact_search(query, k, allowed)
     } else {
-        graph.search(vectors, query, k, ef, allowed)
+        graph.search(vectors, quantized, query, k, ef, allowed)
     }
 }
 
-/// All sentence vectors, row-major.
+/// Where a file's rows lie: built in memory, or mapped from the file.
+enum Rows {
+    Owned(Vec<f32>),
+    Mapped(Mmap),
+}
+
+/// Vectors of one width, row-major.
 pub struct Vectors {
     pub dims: usize,
-    pub data: Vec<f32>,
+    rows: Rows,
+}
+
+/// Maps `path` into memory. The mapped files are parts of a published
+/// index version, which is never written again: a new version is a new
+/// directory, and an old one is removed whole, which leaves a live mapping
+/// valid (the inode stays until it is unmapped).
+fn map(path: &Path) -> Result<Option<Mmap>, IndexError> {
+    let file = std::fs::File::open(path).map_err(|e| IndexError::io(path, e))?;
+    let len = file.metadata().map_err(|e| IndexError::io(path, e))?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the file is immutable once published (above); nothing in
+    // this process writes to it, and the mapping is only read.
+    let mapped = unsafe { Mmap::map(&file) }.map_err(|e| IndexError::io(path, e))?;
+    // A search reads scattered rows: without this, every row read pages in
+    // (and counts as resident) the 64 KiB around it.
+    #[cfg(unix)]
+    let _ = mapped.advise(memmap2::Advice::Random);
+    Ok(Some(mapped))
 }
 
 impl Vectors {
+    pub fn from_vec(dims: usize, data: Vec<f32>) -> Self {
+        Self {
+            dims,
+            rows: Rows::Owned(data),
+        }
+    }
+
+    /// `rows` rows of zeros, to be filled.
+    pub fn zeroed(rows: usize, dims: usize) -> Self {
+        Self::from_vec(dims, vec![0.0; rows * dims])
+    }
+
+    /// Every value, row after row.
+    pub fn as_slice(&self) -> &[f32] {
+        match &self.rows {
+            Rows::Owned(data) => data,
+            // Checked at read: the map is page-aligned and a whole number of
+            // f32, so the cast cannot fail.
+            Rows::Mapped(map) => bytemuck::cast_slice(map),
+        }
+    }
+
     pub fn len(&self) -> usize {
-        self.data.len().checked_div(self.dims).unwrap_or(0)
+        self.as_slice().len().checked_div(self.dims).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -53,31 +106,66 @@ impl Vectors {
 
     pub fn row(&self, i: u32) -> &[f32] {
         let i = i as usize;
-        &self.data[i * self.dims..(i + 1) * self.dims]
+        &self.as_slice()[i * self.dims..(i + 1) * self.dims]
+    }
+
+    /// Row `i` to fill; rows built in memory only.
+    ///
+    /// # Panics
+    /// On mapped rows, which are read-only.
+    pub fn row_mut(&mut self, i: usize) -> &mut [f32] {
+        let dims = self.dims;
+        match &mut self.rows {
+            Rows::Owned(data) => &mut data[i * dims..(i + 1) * dims],
+            Rows::Mapped(_) => panic!("mapped vectors are read-only"),
+        }
+    }
+
+    /// Bytes the rows take, in memory or mapped.
+    pub fn bytes(&self) -> usize {
+        self.as_slice().len() * 4
     }
 
     pub fn write(&self, path: &Path) -> Result<(), IndexError> {
-        let mut bytes = Vec::with_capacity(self.data.len() * 4);
-        for x in &self.data {
+        let mut bytes = Vec::with_capacity(self.bytes());
+        for x in self.as_slice() {
             bytes.extend_from_slice(&x.to_le_bytes());
         }
         std::fs::write(path, bytes).map_err(|e| IndexError::io(path, e))
     }
 
+    /// Maps a vector file into memory (reads it on a big-endian machine).
     pub fn read(path: &Path, dims: usize) -> Result<Self, IndexError> {
-        let bytes = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
-        if dims == 0 || bytes.len() % (4 * dims) != 0 {
+        let len = std::fs::metadata(path)
+            .map_err(|e| IndexError::io(path, e))?
+            .len() as usize;
+        if dims == 0 || !len.is_multiple_of(4 * dims) {
             return Err(IndexError::Corrupt(format!(
-                "{}: {} bytes is not a whole number of {dims}-dimensional rows",
+                "{}: {len} bytes is not a whole number of {dims}-dimensional rows",
                 path.display(),
-                bytes.len()
             )));
         }
-        let data = bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Ok(Self { dims, data })
+        if cfg!(target_endian = "big") {
+            let bytes = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
+            let data = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            return Ok(Self::from_vec(dims, data));
+        }
+        let rows = match map(path)? {
+            Some(map) => {
+                if bytemuck::try_cast_slice::<u8, f32>(&map).is_err() {
+                    return Err(IndexError::Corrupt(format!(
+                        "{}: mapped at an address not aligned for f32",
+                        path.display()
+                    )));
+                }
+                Rows::Mapped(map)
+            }
+            None => Rows::Owned(Vec::new()),
+        };
+        Ok(Self { dims, rows })
     }
 
     /// Exact top-`k` by dot product among rows where `allowed` holds.
@@ -102,100 +190,136 @@ impl Vectors {
     }
 }
 
-/// Cosine distance of unit vectors, `1 - a·b`, clamped at zero.
+/// The graph's rows in int8: each dimension scaled by its largest magnitude
+/// over the rows, so that every code uses the range −127..=127.
 ///
-/// hnsw_rs' own `DistDot` asserts that the distance is not negative, which
-/// rounding breaks for two copies of the same sentence (a·a can come out
-/// a hair above 1) and would panic an ingest; this one clamps instead.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct UnitCosine;
-
-impl Distance<f32> for UnitCosine {
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - dot(a, b)).max(0.0)
-    }
+/// The query stays in f32 and is multiplied by the scales once
+/// ([`Quantized::prepare`]); a score is then one f32 × int8 dot product, and
+/// only the stored side carries rounding. `vectors.i8`: `dims` little-endian
+/// f32 scales, then one row of `dims` bytes per graph node, in node order.
+pub struct Quantized {
+    dims: usize,
+    scales: Vec<f32>,
+    codes: Codes,
 }
 
-/// The HNSW graph over the indexed sentences' vectors.
-pub struct HnswGraph {
-    hnsw: Hnsw<'static, f32, UnitCosine>,
+enum Codes {
+    Owned(Vec<u8>),
+    Mapped(Mmap),
 }
 
-impl HnswGraph {
-    /// Builds the graph over `rows` (global sentence numbers) of `vectors`.
-    pub fn build(vectors: &Vectors, rows: &[u32], m: usize, ef_construction: usize) -> Self {
-        let max_layer = 16;
-        let hnsw = Hnsw::<f32, UnitCosine>::new(
-            m,
-            rows.len().max(1),
-            max_layer,
-            ef_construction,
-            UnitCosine,
-        );
-        let data: Vec<(&[f32], usize)> =
-            rows.iter().map(|&r| (vectors.row(r), r as usize)).collect();
-        hnsw.parallel_insert_slice(&data);
-        Self { hnsw }
+impl Quantized {
+    /// Quantizes `rows` (sentence numbers, the graph's node order) of
+    /// `vectors`.
+    pub fn build(vectors: &Vectors, rows: &[u32]) -> Self {
+        let dims = vectors.dims;
+        let mut largest = vec![0f32; dims];
+        for &r in rows {
+            for (m, x) in largest.iter_mut().zip(vectors.row(r)) {
+                *m = m.max(x.abs());
+            }
+        }
+        let scales: Vec<f32> = largest
+            .iter()
+            .map(|&m| if m > 0.0 { m / 127.0 } else { 1.0 })
+            .collect();
+        let mut codes = Vec::with_capacity(rows.len() * dims);
+        for &r in rows {
+            codes.extend(
+                vectors
+                    .row(r)
+                    .iter()
+                    .zip(&scales)
+                    .map(|(x, s)| (x / s).round().clamp(-127.0, 127.0) as i8 as u8),
+            );
+        }
+        Self {
+            dims,
+            scales,
+            codes: Codes::Owned(codes),
+        }
     }
 
-    /// Dumps the graph into `dir` (`hnsw.hnsw.graph`, `hnsw.hnsw.data`).
-    pub fn dump(&self, dir: &Path) -> Result<(), IndexError> {
-        self.hnsw
-            .file_dump(dir, super::files::HNSW_STEM)
-            .map(|_| ())
-            .map_err(|e| IndexError::Hnsw(e.to_string()))
+    fn codes(&self) -> &[u8] {
+        match &self.codes {
+            Codes::Owned(codes) => codes,
+            Codes::Mapped(map) => &map[4 * self.dims..],
+        }
     }
 
-    /// Reloads a dumped graph.
-    pub fn load(dir: &Path) -> Result<Self, IndexError> {
-        // hnsw_rs ties the loaded graph's lifetime to its loader. The loader
-        // is small and the graph lives as long as the loaded index version,
-        // so the loader is leaked: one small allocation per load.
-        let io: &'static mut HnswIo =
-            Box::leak(Box::new(HnswIo::new(dir, super::files::HNSW_STEM)));
-        let hnsw = io
-            .load_hnsw::<f32, UnitCosine>()
-            .map_err(|e| IndexError::Hnsw(e.to_string()))?;
-        Ok(Self { hnsw })
-    }
-
+    /// Rows held.
     pub fn len(&self) -> usize {
-        self.hnsw.get_nb_point()
+        self.codes().len().checked_div(self.dims).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Approximate top-`k`, rescored exactly against `vectors`.
-    pub fn search(
-        &self,
-        vectors: &Vectors,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        allowed: &dyn Fn(u32) -> bool,
-    ) -> Vec<(u32, f32)> {
-        if k == 0 || self.is_empty() {
-            return Vec::new();
-        }
-        let mut fetch = k;
-        loop {
-            let found = self.hnsw.search(query, fetch, ef.max(fetch));
-            let exhausted = found.len() < fetch;
-            let mut out: Vec<(u32, f32)> = found
-                .iter()
-                .map(|n| n.d_id as u32)
-                .filter(|&id| (id as usize) < vectors.len() && allowed(id))
-                .map(|id| (id, dot(query, vectors.row(id))))
-                .collect();
-            if out.len() >= k || exhausted || fetch >= 4096 {
-                out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                out.truncate(k);
-                return out;
+    /// Bytes the codes take, in memory or mapped.
+    pub fn bytes(&self) -> usize {
+        self.codes().len() + 4 * self.scales.len()
+    }
+
+    /// The query as [`Quantized::score`] takes it: scaled per dimension.
+    pub fn prepare(&self, query: &[f32]) -> Vec<f32> {
+        query.iter().zip(&self.scales).map(|(q, s)| q * s).collect()
+    }
+
+    /// The dot product of a prepared query with node `node`'s row.
+    pub fn score(&self, prepared: &[f32], node: u32) -> f32 {
+        let start = node as usize * self.dims;
+        let row = &self.codes()[start..start + self.dims];
+        // Eight accumulators, as in `embed::dot`, so that the loop
+        // vectorises.
+        let mut acc = [0f32; 8];
+        let (q_chunks, r_chunks) = (prepared.chunks_exact(8), row.chunks_exact(8));
+        let tail: f32 = q_chunks
+            .remainder()
+            .iter()
+            .zip(r_chunks.remainder())
+            .map(|(q, &c)| q * (c as i8) as f32)
+            .sum();
+        for (q, c) in q_chunks.zip(r_chunks) {
+            for lane in 0..8 {
+                acc[lane] += q[lane] * (c[lane] as i8) as f32;
             }
-            fetch *= 4;
         }
+        acc.iter().sum::<f32>() + tail
+    }
+
+    pub fn write(&self, path: &Path) -> Result<(), IndexError> {
+        let mut bytes = Vec::with_capacity(self.bytes());
+        for s in &self.scales {
+            bytes.extend_from_slice(&s.to_le_bytes());
+        }
+        bytes.extend_from_slice(self.codes());
+        std::fs::write(path, bytes).map_err(|e| IndexError::io(path, e))
+    }
+
+    /// Maps `vectors.i8`, which must hold `rows` rows of `dims`.
+    pub fn read(path: &Path, dims: usize, rows: usize) -> Result<Self, IndexError> {
+        let corrupt = |why: String| IndexError::Corrupt(format!("{}: {why}", path.display()));
+        let expected = 4 * dims + rows * dims;
+        let map = map(path)?.ok_or_else(|| corrupt("empty".into()))?;
+        if map.len() != expected {
+            return Err(corrupt(format!(
+                "{} bytes where {rows} rows of {dims} take {expected}",
+                map.len()
+            )));
+        }
+        let scales: Vec<f32> = map[..4 * dims]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        if scales.iter().any(|s| !s.is_finite() || *s <= 0.0) {
+            return Err(corrupt("a scale that is not a positive number".into()));
+        }
+        Ok(Self {
+            dims,
+            scales,
+            codes: Codes::Mapped(map),
+        })
     }
 }
 
@@ -204,13 +328,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unit_cosine_never_goes_negative_for_a_vector_with_itself() {
-        // Rounding makes this unit vector's dot product with itself
-        // exceed 1.
-        let mut v = vec![0.1f32; 100];
-        crate::embed::normalize(&mut v);
-        let v: Vec<f32> = v.iter().map(|x| x * 1.000001).collect();
-        assert!(dot(&v, &v) > 1.0);
-        assert_eq!(UnitCosine.eval(&v, &v), 0.0);
+    fn mapped_vectors_read_what_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.f32");
+        let vectors = Vectors::from_vec(3, vec![0.5, -1.0, 2.0, 0.0, 0.25, -0.125]);
+        vectors.write(&path).unwrap();
+        let read = Vectors::read(&path, 3).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!(read.row(1), &[0.0, 0.25, -0.125]);
+        assert_eq!(read.as_slice(), vectors.as_slice());
+
+        std::fs::write(&path, []).unwrap();
+        assert!(Vectors::read(&path, 3).unwrap().is_empty());
+        std::fs::write(&path, [0u8; 8]).unwrap();
+        let err = Vectors::read(&path, 3).err().unwrap().to_string();
+        assert!(err.contains("not a whole number"), "{err}");
+    }
+
+    #[test]
+    fn int8_scores_track_f32_dot_products() {
+        let mut data = Vec::new();
+        for i in 0..50u32 {
+            let mut v: Vec<f32> = (0..32)
+                .map(|d| ((i * 7 + d * 13) % 17) as f32 - 8.0)
+                .collect();
+            crate::embed::normalize(&mut v);
+            data.extend(v);
+        }
+        let vectors = Vectors::from_vec(32, data);
+        let rows: Vec<u32> = (10..50).collect();
+        let quantized = Quantized::build(&vectors, &rows);
+        let query = vectors.row(3).to_vec();
+        let prepared = quantized.prepare(&query);
+        for (node, &row) in rows.iter().enumerate() {
+            let exact = dot(&query, vectors.row(row));
+            let approx = quantized.score(&prepared, node as u32);
+            assert!((exact - approx).abs() < 0.02, "{exact} vs {approx}");
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.i8");
+        quantized.write(&path).unwrap();
+        let read = Quantized::read(&path, 32, 40).unwrap();
+        assert_eq!(read.codes(), quantized.codes());
+        assert_eq!(read.score(&prepared, 7), quantized.score(&prepared, 7));
+        let err = Quantized::read(&path, 32, 41).err().unwrap().to_string();
+        assert!(err.contains("where 41 rows"), "{err}");
     }
 }

@@ -9,10 +9,10 @@ use super::ids::IdNumbers;
 use super::lexical::LexicalStats;
 use super::names::DocumentNames;
 use super::{
-    ChunkIndex, ChunkRecord, HnswGraph, IndexError, READABLE_FORMATS, RelatedEdge, SkeletonStore,
-    Vectors, VersionManifest, bm25, checksums, current_version,
+    ChunkIndex, ChunkRecord, HnswGraph, IndexError, Quantized, READABLE_FORMATS, RelatedEdge,
+    SkeletonStore, Vectors, VersionManifest, bm25, checksums, current_version,
 };
-use crate::spec::IndexProfileSpec;
+use crate::spec::{IndexProfileSpec, Quantization};
 
 /// A loaded index version.
 pub struct IndexVersion {
@@ -72,6 +72,9 @@ pub struct SearchFiles {
     /// sentences' vectors, derived at load.
     pub paragraphs: Vectors,
     pub graph: HnswGraph,
+    /// The graph's rows in int8, for a profile with `index.quantization:
+    /// int8`.
+    pub quantized: Option<Quantized>,
     pub bm25: bm25::Bm25Index,
 }
 
@@ -178,10 +181,27 @@ impl IndexVersion {
                     manifest.dims,
                     store.sentences.len(),
                 )?;
+                let graph = HnswGraph::read(&dir.join(files::HNSW_GRAPH))?;
+                if let Some(&row) = graph.rows().iter().find(|&&r| r as usize >= vectors.len()) {
+                    return Err(IndexError::Corrupt(format!(
+                        "{}: a node for sentence {row} of {}",
+                        dir.join(files::HNSW_GRAPH).display(),
+                        vectors.len()
+                    )));
+                }
+                let quantized = match profile.index.quantization {
+                    Quantization::Int8 => Some(Quantized::read(
+                        &dir.join(files::QUANTIZED_VECTORS),
+                        manifest.dims,
+                        graph.len(),
+                    )?),
+                    Quantization::None => None,
+                };
                 Searching::InProcess(SearchFiles {
                     paragraphs: paragraph_centroids(&store, &vectors),
                     vectors,
-                    graph: HnswGraph::load(&dir)?,
+                    graph,
+                    quantized,
                     bm25: bm25::Bm25Index::open(&dir.join(files::BM25_DIR))?,
                 })
             }
@@ -277,7 +297,7 @@ fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> Vectors {
         }
         crate::embed::normalize(out);
     }
-    Vectors { dims, data }
+    Vectors::from_vec(dims, data)
 }
 
 /// Reads a vector file that must hold one row per sentence, section or

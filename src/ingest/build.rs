@@ -11,12 +11,12 @@ use rayon::prelude::*;
 use crate::embed::{self, Embedder, EmbeddingCache};
 use crate::index::files::{self, write_json};
 use crate::index::{
-    ChunkRecord, Counts, DocumentNote, FORMAT_VERSION, HnswGraph, SkeletonStore, Timings,
-    VersionManifest, bm25, checksums, links,
+    ChunkRecord, Counts, DocumentNote, FORMAT_VERSION, HnswGraph, Quantized, SkeletonStore,
+    Timings, VersionManifest, bm25, checksums, links,
 };
 use crate::pipeline::Pipeline;
 use crate::source::{CorpusDocument, Fetched, Printable};
-use crate::spec::{ChunkVectors, EmbeddingProvider, IndexProfileSpec};
+use crate::spec::{ChunkVectors, EmbeddingProvider, IndexProfileSpec, Quantization};
 
 use super::embedding::{Embedded, embed_chunks, embed_store};
 use super::{IngestError, Inputs, Progress, profile_hash};
@@ -125,7 +125,10 @@ impl Build<'_> {
             profile.index.hnsw_m as usize,
             profile.index.hnsw_ef_construction as usize,
         );
-        graph.dump(dir)?;
+        graph.write(&dir.join(files::HNSW_GRAPH))?;
+        if profile.index.quantization == Quantization::Int8 {
+            Quantized::build(&vectors, graph.rows()).write(&dir.join(files::QUANTIZED_VECTORS))?;
+        }
         timings.hnsw = t.elapsed().as_secs_f64();
         progress("hnsw", 1, 1);
 

@@ -13,14 +13,6 @@ use super::{IngestError, Progress};
 /// flushes.
 const EMBED_BATCH: usize = 2048;
 
-/// A table of `rows` zero vectors; rows left zero have no text.
-fn zeroed(rows: usize, dims: usize) -> Vectors {
-    Vectors {
-        dims,
-        data: vec![0.0; rows * dims],
-    }
-}
-
 /// The vectors of a build.
 pub(super) struct Embedded {
     pub(super) vectors: Vectors,
@@ -129,7 +121,7 @@ fn embed_rows(
     progress: &dyn Fn(u64, u64),
 ) -> Result<(Vectors, CacheStats), IngestError> {
     let dims = embedder.dimensions();
-    let mut vectors = zeroed(rows, dims);
+    let mut vectors = Vectors::zeroed(rows, dims);
     let mut stats = CacheStats::default();
     let mut done = 0;
     for batch in texts.chunks(EMBED_BATCH) {
@@ -138,7 +130,7 @@ fn embed_rows(
         stats.embedded += batch_stats.embedded;
         stats.hits += batch_stats.hits;
         for (&(row, _), v) in batch.iter().zip(batch_vectors) {
-            vectors.data[row * dims..(row + 1) * dims].copy_from_slice(&v);
+            vectors.row_mut(row).copy_from_slice(&v);
         }
         cache.flush()?;
         done += batch.len();
@@ -199,7 +191,7 @@ fn embed_in_context(
     progress: &dyn Fn(u64, u64),
 ) -> Result<(Vectors, CacheStats), IngestError> {
     let dims = embedder.dimensions();
-    let mut vectors = zeroed(store.sentences.len(), dims);
+    let mut vectors = Vectors::zeroed(store.sentences.len(), dims);
     let mode = match context {
         EmbeddingContext::Window => "window",
         _ => "paragraph",
@@ -222,7 +214,7 @@ fn embed_in_context(
         stats.hits += batch_stats.hits;
         for ((_, sentence_rows), passage_vectors) in batch.iter().zip(batch_vectors) {
             for (&row, v) in sentence_rows.iter().zip(passage_vectors) {
-                vectors.data[row * dims..(row + 1) * dims].copy_from_slice(&v);
+                vectors.row_mut(row).copy_from_slice(&v);
             }
         }
         cache.flush()?;

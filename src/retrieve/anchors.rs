@@ -59,6 +59,7 @@ impl Retriever<'_> {
                     Some(q) => vectors::nearest(
                         &search.vectors,
                         &search.graph,
+                        search.quantized.as_ref(),
                         q,
                         c,
                         route.anchors.ef_search as usize,

@@ -22,8 +22,8 @@ pub use manifest::{
 pub use profile::{
     ChunkStrategy, ChunkVectors, ChunkingSpec, EmbeddingContext, EmbeddingProvider, EmbeddingSpec,
     EnrichmentSpec, FalkorDbSpec, FixedChunkingSpec, GraphSpec, GraphStoreKind, IndexProfile,
-    IndexProfileSpec, IndexSpec, Neo4jSpec, ParsingSpec, SecretKeyRef, SemanticLinksSpec,
-    SentenceSpec,
+    IndexProfileSpec, IndexSpec, Neo4jSpec, ParsingSpec, Quantization, SecretKeyRef,
+    SemanticLinksSpec, SentenceSpec,
 };
 pub use route::{
     AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec,

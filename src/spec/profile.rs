@@ -390,6 +390,23 @@ impl ChunkVectors {
     }
 }
 
+/// The form of the vectors the HNSW search walks over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Quantization {
+    /// The f32 vectors.
+    #[default]
+    None,
+    /// Int8 scalar quantization, one scale per dimension; f32 rescoring.
+    Int8,
+}
+
+impl Quantization {
+    fn is_none(&self) -> bool {
+        *self == Quantization::None
+    }
+}
+
 /// The sentence embedding model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
@@ -531,6 +548,12 @@ pub struct IndexSpec {
     pub hnsw_m: u32,
     /// HNSW: candidate list size while building. Default 200.
     pub hnsw_ef_construction: u32,
+    /// How the HNSW graph is walked at query time: `none` reads the f32
+    /// sentence vectors; `int8` walks over int8 copies of them (written
+    /// to `vectors.i8`, a quarter of the bytes) and rescores every
+    /// candidate found in f32. Default none.
+    #[serde(skip_serializing_if = "Quantization::is_none")]
+    pub quantization: Quantization,
     /// Index the heading path of each sentence for BM25 as well (at a lower
     /// weight than its text). Default true.
     pub bm25_section_path: bool,
@@ -546,6 +569,7 @@ impl Default for IndexSpec {
         Self {
             hnsw_m: 16,
             hnsw_ef_construction: 200,
+            quantization: Quantization::None,
             bm25_section_path: true,
             bm25_paragraph: true,
         }
