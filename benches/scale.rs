@@ -39,6 +39,7 @@ use hnsw_rs::hnswio::HnswIo;
 use hnsw_rs::prelude::{Distance, Hnsw};
 use rayon::prelude::*;
 use trellis::embed;
+use trellis::index::vectors::Paging;
 use trellis::index::{HnswGraph, Quantized, Vectors};
 
 const DIMS: usize = 384;
@@ -243,7 +244,13 @@ fn probe(args: &[String]) {
 
     let search: Box<Search> = match mode {
         "f32" | "int8" => {
-            let vectors = Vectors::read(&dir.join("vectors.f32"), DIMS).expect("vectors");
+            // As a version opens them: read in whole when the walk reads
+            // them, paged in by the rows rescored under an int8 walk.
+            let paging = match mode {
+                "f32" => Paging::Resident,
+                _ => Paging::OnDemand,
+            };
+            let vectors = Vectors::map(&dir.join("vectors.f32"), DIMS, paging).expect("vectors");
             let graph = HnswGraph::read(&dir.join("hnsw.graph")).expect("graph");
             let quantized = (mode == "int8").then(|| {
                 Quantized::read(&dir.join("vectors.i8"), DIMS, graph.len()).expect("int8 rows")

@@ -10,6 +10,7 @@
 //!                             key file made absolute, a service's dimensions filled in)
 //!         skeleton.json       the skeleton store (store.rs)
 //!         vectors.f32         sentence vectors (vectors.rs)
+//!         paragraphs.f32      one vector per paragraph: its indexed sentences' centroid
 //!         headings.f32        one vector per section: its heading path embedded
 //!         terms.f32           one vector per defined term, in sentence order
 //!         vectors.i8          the indexed rows in int8 (`index.quantization: int8` only)
@@ -37,7 +38,7 @@ use super::IndexError;
 
 /// Version of the on-disk layout this build writes; part of every version
 /// hash.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 
 /// The on-disk layouts this build opens. A version written in another one
 /// must be rebuilt before this build serves it: the operator keeps a
@@ -57,6 +58,9 @@ pub const PROFILE: &str = "profile.json";
 pub const SKELETON: &str = "skeleton.json";
 /// One vector per sentence (zeros for sentences not indexed).
 pub const SENTENCE_VECTORS: &str = "vectors.f32";
+/// One vector per paragraph: the normalised mean of its indexed
+/// sentences' vectors.
+pub const PARAGRAPH_VECTORS: &str = "paragraphs.f32";
 /// One vector per section: its heading path embedded.
 pub const HEADING_VECTORS: &str = "headings.f32";
 /// One vector per defined term of an indexed sentence, in sentence order.

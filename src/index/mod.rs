@@ -34,8 +34,8 @@ pub use links::RelatedEdge;
 pub use manifest::{Counts, DocumentNote, Timings, VersionManifest};
 pub use store::{ChunkRecord, SkeletonStore};
 pub use vectors::{Quantized, Vectors};
-pub(crate) use version::defined_terms;
 pub use version::{IndexVersion, Opening, SearchFiles};
+pub(crate) use version::{defined_terms, paragraph_centroids};
 
 #[derive(Debug, Error)]
 pub enum IndexError {

@@ -53,11 +53,22 @@ pub struct Vectors {
     rows: Rows,
 }
 
+/// Whether a mapped file's pages are read in when it is mapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paging {
+    /// Read in whole at load: every search reads it, and no query should
+    /// wait on a page fault.
+    Resident,
+    /// Read in row by row as searches touch them: the f32 rows under an
+    /// int8 search, which reads only the candidates it rescores.
+    OnDemand,
+}
+
 /// Maps `path` into memory. The mapped files are parts of a published
 /// index version, which is never written again: a new version is a new
 /// directory, and an old one is removed whole, which leaves a live mapping
 /// valid (the inode stays until it is unmapped).
-fn map(path: &Path) -> Result<Option<Mmap>, IndexError> {
+fn map(path: &Path, paging: Paging) -> Result<Option<Mmap>, IndexError> {
     let file = std::fs::File::open(path).map_err(|e| IndexError::io(path, e))?;
     let len = file.metadata().map_err(|e| IndexError::io(path, e))?.len();
     if len == 0 {
@@ -65,7 +76,11 @@ fn map(path: &Path) -> Result<Option<Mmap>, IndexError> {
     }
     // SAFETY: the file is immutable once published (above); nothing in
     // this process writes to it, and the mapping is only read.
-    let mapped = unsafe { Mmap::map(&file) }.map_err(|e| IndexError::io(path, e))?;
+    let mut options = memmap2::MmapOptions::new();
+    if paging == Paging::Resident {
+        options.populate();
+    }
+    let mapped = unsafe { options.map(&file) }.map_err(|e| IndexError::io(path, e))?;
     // A search reads scattered rows: without this, every row read pages in
     // (and counts as resident) the 64 KiB around it.
     #[cfg(unix)]
@@ -134,8 +149,14 @@ impl Vectors {
         std::fs::write(path, bytes).map_err(|e| IndexError::io(path, e))
     }
 
-    /// Maps a vector file into memory (reads it on a big-endian machine).
+    /// Maps a vector file into memory, read in whole.
     pub fn read(path: &Path, dims: usize) -> Result<Self, IndexError> {
+        Self::map(path, dims, Paging::Resident)
+    }
+
+    /// Maps a vector file into memory, paged as `paging` says (reads it
+    /// into memory on a big-endian machine).
+    pub fn map(path: &Path, dims: usize, paging: Paging) -> Result<Self, IndexError> {
         let len = std::fs::metadata(path)
             .map_err(|e| IndexError::io(path, e))?
             .len() as usize;
@@ -153,7 +174,7 @@ impl Vectors {
                 .collect();
             return Ok(Self::from_vec(dims, data));
         }
-        let rows = match map(path)? {
+        let rows = match map(path, paging)? {
             Some(map) => {
                 if bytemuck::try_cast_slice::<u8, f32>(&map).is_err() {
                     return Err(IndexError::Corrupt(format!(
@@ -301,7 +322,7 @@ impl Quantized {
     pub fn read(path: &Path, dims: usize, rows: usize) -> Result<Self, IndexError> {
         let corrupt = |why: String| IndexError::Corrupt(format!("{}: {why}", path.display()));
         let expected = 4 * dims + rows * dims;
-        let map = map(path)?.ok_or_else(|| corrupt("empty".into()))?;
+        let map = map(path, Paging::Resident)?.ok_or_else(|| corrupt("empty".into()))?;
         if map.len() != expected {
             return Err(corrupt(format!(
                 "{} bytes where {rows} rows of {dims} take {expected}",

@@ -8,6 +8,7 @@ use super::files::{self, corpus_dir, read_json, read_manifest};
 use super::ids::IdNumbers;
 use super::lexical::LexicalStats;
 use super::names::DocumentNames;
+use super::vectors::Paging;
 use super::{
     ChunkIndex, ChunkRecord, HnswGraph, IndexError, Quantized, READABLE_FORMATS, RelatedEdge,
     SkeletonStore, Vectors, VersionManifest, bm25, checksums, current_version,
@@ -69,7 +70,7 @@ pub enum Opening {
 pub struct SearchFiles {
     pub vectors: Vectors,
     /// One vector per paragraph: the normalised mean of its indexed
-    /// sentences' vectors, derived at load.
+    /// sentences' vectors (`paragraphs.f32`).
     pub paragraphs: Vectors,
     pub graph: HnswGraph,
     /// The graph's rows in int8, for a profile with `index.quantization:
@@ -165,6 +166,7 @@ impl IndexVersion {
             files::HEADING_VECTORS,
             manifest.dims,
             store.sections.len(),
+            Paging::Resident,
         )?;
         let term_sentences: Vec<u32> = defined_terms(&store).iter().map(|&(i, _)| i).collect();
         let terms = read_rows(
@@ -172,14 +174,30 @@ impl IndexVersion {
             files::TERM_VECTORS,
             manifest.dims,
             term_sentences.len(),
+            Paging::Resident,
         )?;
         let searching = match opening {
             Opening::Whole => {
+                // The f32 rows are read in whole when the graph walk reads
+                // them; under an int8 walk, only the rows rescoring and
+                // expansion touch.
+                let paging = match profile.index.quantization {
+                    Quantization::None => Paging::Resident,
+                    Quantization::Int8 => Paging::OnDemand,
+                };
                 let vectors = read_rows(
                     &dir,
                     files::SENTENCE_VECTORS,
                     manifest.dims,
                     store.sentences.len(),
+                    paging,
+                )?;
+                let paragraphs = read_rows(
+                    &dir,
+                    files::PARAGRAPH_VECTORS,
+                    manifest.dims,
+                    store.paragraphs.len(),
+                    Paging::Resident,
                 )?;
                 let graph = HnswGraph::read(&dir.join(files::HNSW_GRAPH))?;
                 if let Some(&row) = graph.rows().iter().find(|&&r| r as usize >= vectors.len()) {
@@ -198,7 +216,7 @@ impl IndexVersion {
                     Quantization::None => None,
                 };
                 Searching::InProcess(SearchFiles {
-                    paragraphs: paragraph_centroids(&store, &vectors),
+                    paragraphs,
                     vectors,
                     graph,
                     quantized,
@@ -282,8 +300,9 @@ impl IndexVersion {
 }
 
 /// Each paragraph's centroid: the mean of its indexed sentences'
-/// vectors, normalised; zeros for a paragraph with none.
-fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> Vectors {
+/// vectors, normalised; zeros for a paragraph with none. Written at
+/// ingest, so that opening a version reads no sentence vector.
+pub(crate) fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> Vectors {
     let dims = vectors.dims;
     let mut data = vec![0f32; store.paragraphs.len() * dims];
     for (p, out) in data.chunks_exact_mut(dims).enumerate() {
@@ -300,11 +319,17 @@ fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> Vectors {
     Vectors::from_vec(dims, data)
 }
 
-/// Reads a vector file that must hold one row per sentence, section or
-/// defined term.
-fn read_rows(dir: &Path, file: &str, dims: usize, rows: usize) -> Result<Vectors, IndexError> {
+/// Maps a vector file that must hold one row per sentence, paragraph,
+/// section or defined term.
+fn read_rows(
+    dir: &Path,
+    file: &str,
+    dims: usize,
+    rows: usize,
+    paging: Paging,
+) -> Result<Vectors, IndexError> {
     let path = dir.join(file);
-    let vectors = Vectors::read(&path, dims)?;
+    let vectors = Vectors::map(&path, dims, paging)?;
     if vectors.len() != rows {
         return Err(IndexError::Corrupt(format!(
             "{}: {} rows where the skeleton has {rows}",

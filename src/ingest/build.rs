@@ -109,6 +109,8 @@ impl Build<'_> {
         };
         timings.embed = t.elapsed().as_secs_f64();
         vectors.write(&dir.join(files::SENTENCE_VECTORS))?;
+        crate::index::paragraph_centroids(&store, &vectors)
+            .write(&dir.join(files::PARAGRAPH_VECTORS))?;
         chunk_vectors.write(&dir.join(files::CHUNK_VECTORS))?;
         headings.write(&dir.join(files::HEADING_VECTORS))?;
         terms.write(&dir.join(files::TERM_VECTORS))?;
