@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use common::Rng;
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
 use hnsw_rs::prelude::{Distance, Hnsw};
@@ -444,23 +445,4 @@ fn scifact_claims(n: usize) -> Vec<String> {
             v["text"].as_str().unwrap_or_default().replace('\n', " ")
         })
         .collect()
-}
-
-/// splitmix64 with Box–Muller normals: every run draws the same noise.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn normal(&mut self) -> f32 {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let v = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        ((-2.0 * u.max(1e-300).ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
-    }
 }

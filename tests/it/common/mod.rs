@@ -208,3 +208,24 @@ pub fn run_in_child(test: &str, vars: &[(&str, &std::ffi::OsStr)]) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// splitmix64: a small deterministic generator, so that every run of a
+/// benchmark draws the same vectors.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f32 {
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let v = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        ((-2.0 * u.max(1e-300).ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+    }
+}
