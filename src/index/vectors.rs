@@ -5,8 +5,9 @@
 //! sentence (zeros for sentences that are not indexed). A loaded version
 //! maps it into memory instead of reading it: the file is the one copy of
 //! the vectors, shared by the HNSW search, the rescoring and the
-//! expansion, and the kernel pages in only the rows a query touches.
-//! `vectors.i8` ([`Quantized`]) holds the indexed rows again in int8 for a
+//! expansion. It is read in whole at load when the graph walk reads it
+//! ([`Paging::Resident`]); under an int8 walk it is paged in as rescoring
+//! and expansion touch rows ([`Paging::OnDemand`]). `vectors.i8` ([`Quantized`]) holds the indexed rows again in int8 for a
 //! profile with `index.quantization: int8`, a quarter of the size, for the
 //! graph walk.
 
