@@ -618,11 +618,16 @@ impl HnswGraph {
                 ),
             };
             let exhausted = found.len() < width;
+            // An f32 walk scored every candidate exactly already; an int8
+            // walk's scores are rescored here.
             let mut out: Vec<(u32, f32)> = found
                 .iter()
-                .map(|s| self.rows[s.node as usize])
-                .filter(|&row| (row as usize) < vectors.len() && allowed(row))
-                .map(|row| (row, dot(query, vectors.row(row))))
+                .map(|s| (self.rows[s.node as usize], s.similarity))
+                .filter(|&(row, _)| (row as usize) < vectors.len() && allowed(row))
+                .map(|(row, similarity)| match quantized {
+                    Some(_) => (row, dot(query, vectors.row(row))),
+                    None => (row, similarity),
+                })
                 .collect();
             if out.len() >= k || exhausted || width >= 4096.max(ef) {
                 out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
