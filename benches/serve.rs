@@ -17,6 +17,9 @@
 //!   thread, SciFact's queries in turn, `k` 10) for the set time each:
 //!   queries/s, p50/p99 latency, errors (anything but 200), and the ratios
 //!   to the baseline and to one client.
+//! - **earlier build** (when `SERVE_BENCH_EARLIER_BIN` names another
+//!   `trellis` binary): the same levels against it, served alone, before
+//!   this build is started, and the ratio of queries/s at each level.
 //! - **soak**: 8 clients for the soak time, the server's resident memory
 //!   sampled every 5 s: first sample after a 10 s warm-up, last, highest.
 
@@ -68,29 +71,37 @@ fn main() {
         "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: bench}}\n\
          spec:\n  corpusRef: {{name: {corpus}}}\n  anchors: {{mode: full}}\n"
     );
-    let server = Server::start(&manifest, &data, &["--concurrency", "128", "--max-k", "10"]);
+    let queries = Arc::new(queries);
+    let earlier = earlier_build(&scifact, &queries, level_time);
+
+    let server = Server::start(&manifest, &data, SERVE_ARGS);
     println!(
         "server: trellis serve on {} (pid {}), resident {:.0} MiB when ready",
         server.addr,
         server.child.id(),
         mib(server.resident())
     );
-    let queries = Arc::new(queries);
-    let mut one_client_qps = 0.0;
-    for clients in [1, 8, 64] {
-        let run = load(&server, &queries, clients, level_time, None);
-        if clients == 1 {
-            one_client_qps = run.qps();
-        }
+    let levels = load_levels(&server, &queries, level_time);
+    for (clients, run) in &levels {
         println!(
             "load {clients:>2} clients: {:.1} q/s ({:.2}x one client), p50 {:.1} ms ({:.2}x baseline p50), p99 {:.1} ms, errors {}",
             run.qps(),
-            run.qps() / one_client_qps,
+            run.qps() / levels[0].1.qps(),
             run.percentile(0.5),
             run.percentile(0.5) / baseline.percentile(0.5),
             run.percentile(0.99),
             run.errors
         );
+    }
+    if let Some(earlier) = &earlier {
+        for ((clients, now), (_, then)) in levels.iter().zip(earlier) {
+            println!(
+                "this build against the earlier one, {clients:>2} clients: {:.2}x queries/s, p99 {:.1} ms against {:.1} ms",
+                now.qps() / then.qps(),
+                now.percentile(0.99),
+                then.percentile(0.99)
+            );
+        }
     }
 
     let samples = Arc::new(Mutex::new(Vec::new()));
@@ -135,6 +146,92 @@ fn ensure_index(set: &EvalSet, data: &Path) -> String {
         .expect("SciFact evaluation");
     }
     corpus
+}
+
+/// The server's options in every run: no client is turned away.
+const SERVE_ARGS: &[&str] = &["--concurrency", "128", "--max-k", "10"];
+
+/// Client counts of the load levels.
+const CLIENTS: [usize; 3] = [1, 8, 64];
+
+/// Each load level for `level_time`, in [`CLIENTS`] order.
+fn load_levels(
+    server: &Server,
+    queries: &Arc<Vec<String>>,
+    level_time: Duration,
+) -> Vec<(usize, Run)> {
+    CLIENTS
+        .into_iter()
+        .map(|clients| (clients, load(server, queries, clients, level_time, None)))
+        .collect()
+}
+
+/// The load levels against an earlier build, when
+/// `SERVE_BENCH_EARLIER_BIN` names its `trellis` binary: its own SciFact
+/// index (an earlier build may not read today's index format) is built by
+/// its own `trellis eval` under `SERVE_BENCH_EARLIER_DATA` (default
+/// `./.trellis-earlier`) when missing, and served with the same options.
+fn earlier_build(
+    scifact: &Path,
+    queries: &Arc<Vec<String>>,
+    level_time: Duration,
+) -> Option<Vec<(usize, Run)>> {
+    let binary = PathBuf::from(std::env::var_os("SERVE_BENCH_EARLIER_BIN")?);
+    let data = std::env::var_os("SERVE_BENCH_EARLIER_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(".trellis-earlier"));
+    let set = EvalSet::load(DatasetKind::Beir, scifact, None).expect("SciFact");
+    let corpus = format!("eval-beir-{}", set.content_hash());
+    if !data.join("indexes").join(&corpus).exists() {
+        println!(
+            "building the earlier build's SciFact index under {}",
+            data.display()
+        );
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let manifests = dir.path().join("eval.yaml");
+        std::fs::write(
+            &manifests,
+            "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {name: p}\nspec: {}\n---\n\
+             apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {name: r}\n\
+             spec: {corpusRef: {name: evaluation}}\n",
+        )
+        .expect("eval manifests");
+        let status = std::process::Command::new(&binary)
+            .arg("eval")
+            .arg("--dataset")
+            .arg(format!("beir:{}", scifact.display()))
+            .arg("-f")
+            .arg(&manifests)
+            .arg("--data-dir")
+            .arg(&data)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("running the earlier build's eval");
+        assert!(status.success(), "the earlier build's eval failed");
+    }
+    let manifest = format!(
+        "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: bench}}\n\
+         spec:\n  corpusRef: {{name: {corpus}}}\n  anchors: {{mode: full}}\n"
+    );
+    let server = Server::start_binary(&binary, &manifest, &data, SERVE_ARGS);
+    println!(
+        "earlier build: {} on {}, resident {:.0} MiB when ready",
+        binary.display(),
+        server.addr,
+        mib(server.resident())
+    );
+    let levels = load_levels(&server, queries, level_time);
+    for (clients, run) in &levels {
+        println!(
+            "earlier build, load {clients:>2} clients: {:.1} q/s, p50 {:.1} ms, p99 {:.1} ms, errors {}",
+            run.qps(),
+            run.percentile(0.5),
+            run.percentile(0.99),
+            run.errors
+        );
+    }
+    server.stop();
+    Some(levels)
 }
 
 fn route() -> RetrievalRouteSpec {

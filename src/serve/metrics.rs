@@ -1,5 +1,5 @@
 //! Prometheus metrics of the retrieval service: requests and their latency
-//! by route and outcome, query-embedding latency, open and evicted
+//! by route and outcome, query-embedding latency and batch sizes, open and evicted
 //! connections, reranking latency and the queries a reranker missed, and
 //! the served index version as an info metric.
 
@@ -38,6 +38,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
     embed_latency: Histogram,
+    embed_batch: Histogram,
     rerank_latency: Histogram,
     rerank_skipped: Counter,
     index: Family<IndexLabels, Gauge>,
@@ -71,6 +72,8 @@ impl Metrics {
             Histogram::new(exponential_buckets(0.001, 2.0, 16))
         });
         let embed_latency = Histogram::new(exponential_buckets(0.0005, 2.0, 14));
+        // 1 to 32 queries: the batcher's largest batch.
+        let embed_batch = Histogram::new(exponential_buckets(1.0, 2.0, 6));
         let rerank_latency = Histogram::new(exponential_buckets(0.001, 2.0, 14));
         let rerank_skipped = Counter::default();
         let index = Family::<IndexLabels, Gauge>::default();
@@ -88,8 +91,13 @@ impl Metrics {
         );
         registry.register(
             "query_embed_seconds",
-            "Time to embed one query",
+            "Time to embed one query, its wait for a batch included",
             embed_latency.clone(),
+        );
+        registry.register(
+            "query_embed_batch_size",
+            "Queries embedded together in one encoder call",
+            embed_batch.clone(),
         );
         registry.register(
             "rerank_seconds",
@@ -121,6 +129,7 @@ impl Metrics {
             requests,
             latency,
             embed_latency,
+            embed_batch,
             rerank_latency,
             rerank_skipped,
             index,
@@ -142,6 +151,11 @@ impl Metrics {
 
     pub fn query_embedded(&self, took: Duration) {
         self.embed_latency.observe(took.as_secs_f64());
+    }
+
+    /// Records one batch of queries embedded together.
+    pub fn query_batch(&self, queries: usize) {
+        self.embed_batch.observe(queries as f64);
     }
 
     /// Records what the reranker did for one query.

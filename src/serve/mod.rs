@@ -29,6 +29,7 @@ use axum::{Json, Router};
 use thiserror::Error;
 use tokio::sync::Semaphore;
 
+use crate::embed::batch::{MOST_QUERIES_PER_BATCH, QueryBatcher};
 use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
 use api::{ErrorBody, ErrorDetail};
@@ -137,6 +138,15 @@ impl Service {
     /// and embeds one query, so that the first request does not pay for
     /// loading the model.
     pub fn set_loaded(&self, loaded: LoadedRoute) -> Result<(), RetrieveError> {
+        // Requests' queries are embedded in batches: those that arrive
+        // while the encoder is busy share its next pass.
+        let metrics = self.metrics.clone();
+        let batcher = QueryBatcher::new(loaded.embedder, MOST_QUERIES_PER_BATCH)
+            .observed_by(Box::new(move |queries| metrics.query_batch(queries)));
+        let loaded = LoadedRoute {
+            embedder: Box::new(batcher),
+            ..loaded
+        };
         loaded.retriever()?;
         if self.route.anchors.mode != AnchorMode::Bm25 {
             loaded.embedder.embed_query("warm-up")?;

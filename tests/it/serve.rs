@@ -262,10 +262,57 @@ fn live_at_once_ready_once_loaded_then_answers() {
     assert!(metrics.contains(r#"outcome="not_ready""#));
     assert!(metrics.contains("trellis_retrieve_request_seconds_bucket"));
     assert!(metrics.contains("trellis_query_embed_seconds_count 7"));
+    // Every embedded query went through the batcher, the warm-up too.
+    let batched: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("trellis_query_embed_batch_size_sum "))
+        .and_then(|sum| sum.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no batch size sum in {metrics}"));
+    assert_eq!(batched, 8.0, "{metrics}");
     let version = info["index_version"].as_str().unwrap();
     assert!(metrics.contains(&format!(r#"version="{version}""#)));
 
     server.stop();
+}
+
+/// Requests at once share encoder calls, and each still gets its own
+/// query's answer: the same first hit as when it is asked alone.
+#[test]
+fn concurrent_requests_get_their_own_answers() {
+    let (_tmp, server) = start_with(Limits::default());
+    let queries = [
+        "When are fees due?",
+        "Which law governs the agreement?",
+        "How can the agreement be terminated?",
+        "fees",
+    ];
+    let first_document = |body: &Value| body["hits"][0]["citation"]["document"].clone();
+    let alone: Vec<Value> = queries
+        .iter()
+        .map(|q| {
+            let (status, body) = post(&server, &json!({"query": q}));
+            assert_eq!(status, 200, "{body}");
+            first_document(&body)
+        })
+        .collect();
+    let start = std::sync::Barrier::new(16);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let (server, start, query) = (&server, &start, queries[i % queries.len()]);
+                scope.spawn(move || {
+                    start.wait();
+                    let (status, body) = post(server, &json!({"query": query}));
+                    assert_eq!(status, 200, "{body}");
+                    (i % queries.len(), first_document(&body))
+                })
+            })
+            .collect();
+        for handle in handles {
+            let (which, document) = handle.join().unwrap();
+            assert_eq!(document, alone[which], "{}", queries[which]);
+        }
+    });
 }
 
 #[test]

@@ -20,6 +20,12 @@ impl Server {
     /// `data`, with `args` added to the command line, once `/readyz`
     /// answers (two minutes at most).
     pub fn start(route: &str, data: &Path, args: &[&str]) -> Self {
+        Self::start_binary(Path::new(env!("CARGO_BIN_EXE_trellis")), route, data, args)
+    }
+
+    /// [`Server::start`] with another `trellis` binary (an earlier build,
+    /// to compare against).
+    pub fn start_binary(binary: &Path, route: &str, data: &Path, args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temporary directory");
         let manifest = dir.path().join("route.yaml");
         std::fs::File::create(&manifest)
@@ -30,7 +36,7 @@ impl Server {
             .expect("a free port")
             .port();
         let addr = format!("127.0.0.1:{port}");
-        let child = Command::new(env!("CARGO_BIN_EXE_trellis"))
+        let child = Command::new(binary)
             .args(["serve", "-f"])
             .arg(&manifest)
             .arg("--data-dir")
