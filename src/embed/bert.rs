@@ -27,6 +27,8 @@ use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
 use super::EmbedError;
+use super::int8::Int8Matrix;
+use super::packed::PackedMatrix;
 
 /// The fields of a Hugging Face `config.json` the encoder needs.
 #[derive(Clone, Debug, Deserialize)]
@@ -66,10 +68,32 @@ fn default_act() -> String {
 /// A dense layer, `y = x·Wᵀ + b`, with `W` kept in PyTorch's `[out, in]`
 /// row-major layout.
 struct Linear {
-    weight: Vec<f32>,
+    weights: Weights,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
+}
+
+/// A dense layer's weights, in the form its product runs on.
+enum Weights {
+    /// PyTorch's `[out, in]` layout, multiplied through `sgemm` or, for a
+    /// few tokens, read where they lie ([`few_rows`]).
+    Rows(Vec<f32>),
+    /// Packed once for the AVX-512 kernel ([`BertModel::pack`]).
+    Packed(PackedMatrix),
+    /// Quantized to int8 ([`BertModel::quantize`]).
+    Int8(Int8Matrix),
+}
+
+impl Weights {
+    /// The weights in PyTorch's layout; `None` once quantized.
+    fn rows(&self) -> Option<std::borrow::Cow<'_, [f32]>> {
+        match self {
+            Weights::Rows(w) => Some(std::borrow::Cow::Borrowed(w)),
+            Weights::Packed(p) => Some(std::borrow::Cow::Owned(p.unpack())),
+            Weights::Int8(_) => None,
+        }
+    }
 }
 
 struct LayerNorm {
@@ -305,8 +329,12 @@ impl BertModel {
             let q = reader.linear(&format!("{p}.attention.self.query"), h, h)?;
             let k = reader.linear(&format!("{p}.attention.self.key"), h, h)?;
             let v = reader.linear(&format!("{p}.attention.self.value"), h, h)?;
+            let rows = |linear: &Linear| linear.weights.rows().map(|w| w.into_owned());
+            let (Some(q_rows), Some(k_rows), Some(v_rows)) = (rows(&q), rows(&k), rows(&v)) else {
+                unreachable!("layers are read in PyTorch's layout");
+            };
             let qkv = Linear {
-                weight: [q.weight, k.weight, v.weight].concat(),
+                weights: Weights::Rows([q_rows, k_rows, v_rows].concat()),
                 bias: [q.bias, k.bias, v.bias].concat(),
                 inputs: h,
                 outputs: 3 * h,
@@ -324,7 +352,7 @@ impl BertModel {
             false => None,
             true => Some(ClassificationHead::read(&reader, family, h)?),
         };
-        let model = Self {
+        let mut model = Self {
             eps: config.layer_norm_eps as f32,
             position_offset,
             config,
@@ -336,7 +364,45 @@ impl BertModel {
             activation,
             weights_hash,
         };
+        if super::packed::available() {
+            model.pack();
+        }
         Ok((model, head))
+    }
+
+    /// The encoder layers' dense layers, for changing their weights' form.
+    fn dense_layers(&mut self) -> impl Iterator<Item = &mut Linear> {
+        self.layers.iter_mut().flat_map(|layer| {
+            [
+                &mut layer.qkv,
+                &mut layer.attention_out,
+                &mut layer.intermediate,
+                &mut layer.output,
+            ]
+        })
+    }
+
+    /// Packs the encoder layers' f32 weights for the AVX-512 kernel (see
+    /// [`super::packed`]); done at load on CPUs that have it.
+    fn pack(&mut self) {
+        for linear in self.dense_layers() {
+            if let Weights::Rows(w) = &linear.weights {
+                linear.weights =
+                    Weights::Packed(PackedMatrix::pack(w, linear.inputs, linear.outputs));
+            }
+        }
+    }
+
+    /// Quantizes the encoder layers' dense weights to int8 (see
+    /// [`super::int8`]); the f32 weights are dropped. Embeddings, layer
+    /// norms and any classification head stay f32.
+    pub fn quantize(&mut self) {
+        for linear in self.dense_layers() {
+            if let Some(rows) = linear.weights.rows() {
+                let quantized = Int8Matrix::quantize(&rows, linear.inputs, linear.outputs);
+                linear.weights = Weights::Int8(quantized);
+            }
+        }
     }
 
     /// BLAKE3 of the weights file, in hex: identifies the weights whatever
@@ -377,6 +443,40 @@ impl BertModel {
         types: Option<&[u32]>,
         segments: &[Segment],
     ) -> Vec<f32> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+                return unsafe { self.forward_wide(ids, types, segments) };
+            }
+        }
+        self.forward_steps(ids, types, segments)
+    }
+
+    /// [`Self::forward_typed`] built for AVX2 and FMA. The dense layers
+    /// pick their own kernels; this is for everything between them (layer
+    /// norms, GELU, attention, residuals), which the default target would
+    /// build for 128-bit SSE2, at a quarter or half the width.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn forward_wide(
+        &self,
+        ids: &[u32],
+        types: Option<&[u32]>,
+        segments: &[Segment],
+    ) -> Vec<f32> {
+        self.forward_steps(ids, types, segments)
+    }
+
+    /// The forward pass; inlined into each build of it.
+    #[inline(always)]
+    fn forward_steps(&self, ids: &[u32], types: Option<&[u32]>, segments: &[Segment]) -> Vec<f32> {
         let h = self.config.hidden_size;
         let last_type = self.config.type_vocab_size.saturating_sub(1);
         let tokens = ids.len();
@@ -474,7 +574,7 @@ impl TensorReader<'_> {
             ));
         }
         Ok(Linear {
-            weight,
+            weights: Weights::Rows(weight),
             bias: self.vector(&format!("{name}.bias"), outputs)?,
             inputs,
             outputs,
@@ -568,37 +668,49 @@ impl Linear {
         if tokens == 0 {
             return;
         }
-        if tokens <= FEW_ROWS {
-            few_rows(x, &self.weight, self.inputs, out);
-            return;
+        match &self.weights {
+            Weights::Int8(weights) => weights.multiply_add(x, tokens, out, FEW_ROWS),
+            Weights::Packed(weights) => weights.multiply_add(x, tokens, out),
+            Weights::Rows(weights) if tokens <= FEW_ROWS => few_rows(x, weights, self.inputs, out),
+            Weights::Rows(weights) => {
+                through_sgemm(x, weights, tokens, self.inputs, self.outputs, out)
+            }
         }
-        self.packed(x, tokens, out);
     }
+}
 
-    /// `out += x · Wᵀ` through `sgemm` (which packs both operands).
-    fn packed(&self, x: &[f32], tokens: usize, out: &mut [f32]) {
-        // SAFETY: the pointers cover exactly the [m, k], [k, n] and [m, n]
-        // matrices described by the strides: x is tokens×inputs row-major,
-        // W is outputs×inputs row-major read as its transpose (row stride
-        // 1, column stride `inputs`), out is tokens×outputs row-major.
-        unsafe {
-            matrixmultiply::sgemm(
-                tokens,
-                self.inputs,
-                self.outputs,
-                1.0,
-                x.as_ptr(),
-                self.inputs as isize,
-                1,
-                self.weight.as_ptr(),
-                1,
-                self.inputs as isize,
-                1.0,
-                out.as_mut_ptr(),
-                self.outputs as isize,
-                1,
-            );
-        }
+/// `out += x · Wᵀ` through `sgemm` (which packs both operands).
+fn through_sgemm(
+    x: &[f32],
+    weight: &[f32],
+    tokens: usize,
+    inputs: usize,
+    outputs: usize,
+    out: &mut [f32],
+) {
+    debug_assert_eq!(weight.len(), inputs * outputs);
+    debug_assert!(x.len() >= tokens * inputs && out.len() >= tokens * outputs);
+    // SAFETY: the pointers cover exactly the [m, k], [k, n] and [m, n]
+    // matrices described by the strides: x is tokens×inputs row-major,
+    // W is outputs×inputs row-major read as its transpose (row stride
+    // 1, column stride `inputs`), out is tokens×outputs row-major.
+    unsafe {
+        matrixmultiply::sgemm(
+            tokens,
+            inputs,
+            outputs,
+            1.0,
+            x.as_ptr(),
+            inputs as isize,
+            1,
+            weight.as_ptr(),
+            1,
+            inputs as isize,
+            1.0,
+            out.as_mut_ptr(),
+            outputs as isize,
+            1,
+        );
     }
 }
 
@@ -743,6 +855,7 @@ fn few_rows_portable(x: &[f32], w: &[f32], inputs: usize, out: &mut [f32]) {
     }
 }
 
+#[inline(always)]
 fn layer_norm_rows(x: &mut [f32], norm: &LayerNorm, eps: f32) {
     let h = norm.gamma.len();
     for row in x.chunks_exact_mut(h) {
@@ -755,12 +868,14 @@ fn layer_norm_rows(x: &mut [f32], norm: &LayerNorm, eps: f32) {
     }
 }
 
+#[inline(always)]
 fn add_rows(x: &mut [f32], residual: &[f32]) {
     for (a, b) in x.iter_mut().zip(residual) {
         *a += b;
     }
 }
 
+#[inline(always)]
 fn activate(block: &mut [f32], activation: Activation) {
     match activation {
         Activation::Gelu => {
@@ -787,6 +902,7 @@ fn activate(block: &mut [f32], activation: Activation) {
 /// erf is ±1 in f32), within a few ULP of the exact value. Unlike libm's
 /// branchy `erff` it vectorises, and GELU calls it for every intermediate
 /// activation.
+#[inline(always)]
 fn erf(x: f32) -> f32 {
     let x = x.clamp(-4.0, 4.0);
     let x2 = x * x;
@@ -807,6 +923,7 @@ fn erf(x: f32) -> f32 {
 /// Multi-head self-attention within each packed sequence. `qkv` holds, per
 /// token, the query, key and value vectors (`3 × hidden`); `context` gets
 /// the attended values (`hidden` per token).
+#[inline(always)]
 fn attention(qkv: &[f32], context: &mut [f32], segments: &[Segment], hidden: usize, heads: usize) {
     let head_dim = hidden / heads;
     let scale = 1.0 / (head_dim as f32).sqrt();
@@ -855,7 +972,7 @@ fn attention(qkv: &[f32], context: &mut [f32], segments: &[Segment], hidden: usi
 mod tests {
     #[test]
     fn few_rows_agree_with_sgemm() {
-        use super::{FEW_ROWS, Linear, few_rows, few_rows_portable};
+        use super::{FEW_ROWS, few_rows, few_rows_portable, through_sgemm};
         // 37 inputs leave a tail after the 8-lane body; 11 outputs leave
         // rows after the blocks of 4; 300 outputs are shared among cores.
         for (inputs, outputs, tokens) in [(37, 11, 5), (37, 300, 5)] {
@@ -865,19 +982,14 @@ mod tests {
                 state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
                 (state >> 8) as f32 / (1u32 << 24) as f32 - 0.5
             };
-            let linear = Linear {
-                weight: (0..inputs * outputs).map(|_| next()).collect(),
-                bias: (0..outputs).map(|_| next()).collect(),
-                inputs,
-                outputs,
-            };
+            let weight: Vec<f32> = (0..inputs * outputs).map(|_| next()).collect();
             let x: Vec<f32> = (0..tokens * inputs).map(|_| next()).collect();
             let mut direct = vec![0f32; tokens * outputs];
             let mut portable = vec![0f32; tokens * outputs];
             let mut packed = vec![0f32; tokens * outputs];
-            few_rows(&x, &linear.weight, inputs, &mut direct);
-            few_rows_portable(&x, &linear.weight, inputs, &mut portable);
-            linear.packed(&x, tokens, &mut packed);
+            few_rows(&x, &weight, inputs, &mut direct);
+            few_rows_portable(&x, &weight, inputs, &mut portable);
+            through_sgemm(&x, &weight, tokens, inputs, outputs, &mut packed);
             for ((a, b), c) in direct.iter().zip(&packed).zip(&portable) {
                 assert!(
                     (a - b).abs() <= 1e-5 && (c - b).abs() <= 1e-5,
@@ -912,7 +1024,7 @@ mod tests {
     #[test]
     fn linear_matches_naive_product() {
         let layer = Linear {
-            weight: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], // 2 outputs × 3 inputs
+            weights: Weights::Rows(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), // 2 outputs × 3 inputs
             bias: vec![0.5, -1.0],
             inputs: 3,
             outputs: 2,

@@ -47,7 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use super::service::{self, BodyError};
 use super::{EmbedError, Embedder, normalize};
-use crate::spec::{EmbeddingProvider, EmbeddingSpec};
+use crate::spec::{EmbeddingProvider, EmbeddingSpec, Quantization};
 
 /// Default first retry delay; doubled on every further retry.
 const DEFAULT_BACKOFF_BASE: Duration = Duration::from_millis(500);
@@ -329,6 +329,12 @@ impl<'a> HttpEmbedderBuilder<'a> {
             ))
         })?;
         let name = provider.name();
+        if spec.quantization != Quantization::None {
+            return Err(EmbedError::Config(format!(
+                "embedding.quantization quantizes the local encoder; provider {name} \
+                 runs its model in the service"
+            )));
+        }
 
         let endpoint = match (&spec.endpoint, provider.default_endpoint()) {
             (Some(endpoint), _) => endpoint.as_str(),

@@ -15,7 +15,7 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use super::bert::{BertModel, Segment, pack_batches};
 use super::{EmbedError, Embedder, Passage, SpanVectors, normalize};
-use crate::spec::EmbeddingSpec;
+use crate::spec::{EmbeddingSpec, Quantization};
 
 /// How token vectors become one sentence vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +65,17 @@ pub struct LocalEmbedder {
 impl LocalEmbedder {
     /// Loads a sentence-transformers directory.
     pub fn load(dir: &Path, spec: &EmbeddingSpec) -> Result<Self, EmbedError> {
-        let model = BertModel::load(dir)?;
+        let mut model = BertModel::load(dir)?;
+        if spec.quantization == Quantization::Int8 {
+            if !super::int8::accelerated() {
+                tracing::warn!(
+                    model = %dir.display(),
+                    "embedding.quantization int8: this CPU has no AVX-512 VNNI, \
+                     so the int8 encoder runs without its vector kernel, slower than f32"
+                );
+            }
+            model.quantize();
+        }
         let pooling = read_pooling(dir)?;
 
         let tokenizer_path = dir.join("tokenizer.json");
@@ -112,6 +122,11 @@ impl LocalEmbedder {
         }
 
         let mut model_id = model_id(&model, &spec.model);
+        if spec.quantization == Quantization::Int8 {
+            // Int8 vectors are not f32 vectors: they must not share a
+            // cache entry or an index with them.
+            model_id.push_str("+int8");
+        }
         if !spec.document_prefix.is_empty() {
             // A document prefix changes every vector: cached vectors made
             // without it must not be reused.

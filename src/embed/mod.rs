@@ -11,10 +11,13 @@
 //! embeds only new or changed sentences; model ids name the provider and,
 //! for a service, its host, so vectors of different origins never mix.
 
+pub mod batch;
 pub mod bert;
 pub mod cache;
 pub mod http;
+pub mod int8;
 pub mod local;
+mod packed;
 pub(crate) mod service;
 
 use std::path::{Path, PathBuf};
@@ -23,12 +26,13 @@ use thiserror::Error;
 
 use crate::spec::{EmbeddingProvider, EmbeddingSpec};
 
+pub use batch::QueryBatcher;
 pub use cache::EmbeddingCache;
 pub use http::HttpEmbedder;
 pub use local::LocalEmbedder;
 
 /// Why embedding failed.
-#[derive(Debug, Error)]
+#[derive(Clone, Debug, Error)]
 pub enum EmbedError {
     /// The model directory is missing, incomplete or of an unsupported kind.
     #[error("model {path}: {reason}")]
@@ -187,7 +191,9 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
-/// Dot product; the cosine similarity of two unit vectors.
+/// Dot product; the cosine similarity of two unit vectors. Always
+/// inlined, so that a caller built for wider vectors widens it too.
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use trellis::embed::{self, EmbedError, Embedder, HttpEmbedder};
-use trellis::spec::{EmbeddingProvider, EmbeddingSpec};
+use trellis::spec::{EmbeddingProvider, EmbeddingSpec, Quantization};
 
 use crate::common;
 use crate::common::scripted::{Reply, Request, Server, lock};
@@ -160,6 +160,18 @@ fn voyage_reads_the_key_file_and_tells_documents_from_queries() {
         "{}",
         embedder.model_id()
     );
+}
+
+#[test]
+fn int8_quantization_is_refused_for_a_service() {
+    let server = Server::start(|r, _| tei_reply(r, 4));
+    let mut spec = service_spec(EmbeddingProvider::Tei, &server);
+    spec.quantization = Quantization::Int8;
+    let Err(error) = build(&spec) else {
+        panic!("an int8 HTTP provider was built");
+    };
+    assert!(error.to_string().contains("quantization"), "{error}");
+    assert!(server.requests().is_empty());
 }
 
 #[test]
