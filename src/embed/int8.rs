@@ -21,8 +21,7 @@
 
 use rayon::prelude::*;
 
-/// Output rows per packed block: one 512-bit register of i32 sums.
-const BLOCK: usize = 16;
+use super::packed::{BLOCK, LEAST_BLOCKS_PER_PART, TILE_BLOCKS, TILE_TOKENS};
 
 /// Input columns multiplied per instruction and lane (`vpdpbusd` sums
 /// four byte products into each 32-bit lane).
@@ -349,16 +348,6 @@ impl Int8Matrix {
 /// pass over them.
 const CHUNK_TOKENS: usize = 192;
 
-/// Fewest output blocks worth a core of their own for a few tokens.
-const LEAST_BLOCKS_PER_PART: usize = 8;
-
-/// Tokens of a register tile: 6 × 4 sums, 4 weight registers and one
-/// input register fit AVX-512's 32 registers.
-const TILE_TOKENS: usize = 6;
-
-/// Output blocks of a register tile (64 outputs).
-const TILE_BLOCKS: usize = 4;
-
 /// Token rows quantized for the kernel.
 struct QuantizedRows {
     /// One code per value, rows padded to the matrix's padded input
@@ -446,32 +435,8 @@ pub fn accelerated() -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::packed::tests::{product, values};
     use super::*;
-
-    fn product(x: &[f32], w: &[f32], inputs: usize) -> Vec<f32> {
-        let outputs = w.len() / inputs;
-        x.chunks_exact(inputs)
-            .flat_map(|xs| {
-                w.chunks_exact(inputs)
-                    .map(|ws| xs.iter().zip(ws).map(|(a, b)| a * b).sum::<f32>())
-                    .collect::<Vec<_>>()
-            })
-            .take(x.len() / inputs * outputs)
-            .collect()
-    }
-
-    /// Deterministic values in −1..1 (a linear congruential sequence).
-    fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed;
-        (0..n)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
 
     /// The kernel's sums against the portable loop's, exactly, over
     /// shapes with partial tiles, partial blocks and padded inputs.

@@ -16,15 +16,16 @@
 
 use rayon::prelude::*;
 
-/// Outputs per packed block: one 512-bit register of f32.
-const BLOCK: usize = 16;
+/// Outputs per packed block: one 512-bit register of f32 (or of i32
+/// sums, in [`super::int8`]).
+pub(super) const BLOCK: usize = 16;
 
 /// Tokens of a register tile: 6 × 4 sums, 4 weight registers and one
 /// broadcast input fit AVX-512's 32 registers.
-const TILE_TOKENS: usize = 6;
+pub(super) const TILE_TOKENS: usize = 6;
 
 /// Output blocks of a register tile (64 outputs).
-const TILE_BLOCKS: usize = 4;
+pub(super) const TILE_BLOCKS: usize = 4;
 
 /// Most tokens whose product is shared among the cores: a query or a
 /// batch of queries. Bigger inputs are ingest batches, which already run
@@ -36,7 +37,7 @@ const SHARED_TOKENS: usize = 512;
 const CHUNK_TOKENS: usize = 96;
 
 /// Fewest output blocks worth a core of their own.
-const LEAST_BLOCKS_PER_PART: usize = 8;
+pub(super) const LEAST_BLOCKS_PER_PART: usize = 8;
 
 /// A weight matrix `[outputs, inputs]` as blocks of [`BLOCK`] output
 /// rows, each block stored input column by input column: `packed[(block
@@ -338,10 +339,11 @@ struct Target<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn values(n: usize, seed: u64) -> Vec<f32> {
+    /// Deterministic values in −1..1 (a linear congruential sequence).
+    pub(in crate::embed) fn values(n: usize, seed: u64) -> Vec<f32> {
         let mut state = seed;
         (0..n)
             .map(|_| {
@@ -353,7 +355,8 @@ mod tests {
             .collect()
     }
 
-    fn product(x: &[f32], w: &[f32], inputs: usize) -> Vec<f32> {
+    /// `x · wᵀ`, plainly.
+    pub(in crate::embed) fn product(x: &[f32], w: &[f32], inputs: usize) -> Vec<f32> {
         x.chunks_exact(inputs)
             .flat_map(|xs| {
                 w.chunks_exact(inputs)
