@@ -625,7 +625,7 @@ impl HnswGraph {
                 .map(|s| (self.rows[s.node as usize], s.similarity))
                 .filter(|&(row, _)| (row as usize) < vectors.len() && allowed(row))
                 .map(|(row, similarity)| match quantized {
-                    Some(_) => (row, dot(query, vectors.row(row))),
+                    Some(_) => (row, vectors.similarity(query, row)),
                     None => (row, similarity),
                 })
                 .collect();

@@ -6,8 +6,9 @@
 //! maps it into memory instead of reading it: the file is the one copy of
 //! the vectors, shared by the HNSW search, the rescoring and the
 //! expansion. It is read in whole at load when the graph walk reads it
-//! ([`Paging::Resident`]); under an int8 walk it is paged in as rescoring
-//! and expansion touch rows ([`Paging::OnDemand`]). `vectors.i8` ([`Quantized`]) holds the indexed rows again in int8 for a
+//! ([`Paging::Resident`]); under an int8 walk it is read with `pread` as
+//! rescoring needs rows and paged in as the expansion touches them
+//! ([`Paging::OnDemand`]). `vectors.i8` ([`Quantized`]) holds the indexed rows again in int8 for a
 //! profile with `index.quantization: int8`, a quarter of the size, for the
 //! graph walk.
 
@@ -46,6 +47,20 @@ pub fn nearest(
 enum Rows {
     Owned(Vec<f32>),
     Mapped(Mmap),
+    /// Mapped, and the file kept open so that a search's scattered reads
+    /// ([`Vectors::similarity`]) can copy rows out with `pread` instead
+    /// of faulting them into the mapping: each fault maps the cached
+    /// pages around it too (the kernel's fault-around), and all of those
+    /// count as the process's resident memory.
+    OnDemand {
+        map: Mmap,
+        file: std::fs::File,
+    },
+}
+
+thread_local! {
+    /// One row read with `pread`, reused by every read on its thread.
+    static ROW: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Vectors of one width, row-major.
@@ -69,7 +84,7 @@ pub enum Paging {
 /// index version, which is never written again: a new version is a new
 /// directory, and an old one is removed whole, which leaves a live mapping
 /// valid (the inode stays until it is unmapped).
-fn map(path: &Path, paging: Paging) -> Result<Option<Mmap>, IndexError> {
+fn map(path: &Path, paging: Paging) -> Result<Option<(Mmap, std::fs::File)>, IndexError> {
     let file = std::fs::File::open(path).map_err(|e| IndexError::io(path, e))?;
     let len = file.metadata().map_err(|e| IndexError::io(path, e))?.len();
     if len == 0 {
@@ -86,7 +101,7 @@ fn map(path: &Path, paging: Paging) -> Result<Option<Mmap>, IndexError> {
     // (and counts as resident) the 64 KiB around it.
     #[cfg(unix)]
     let _ = mapped.advise(memmap2::Advice::Random);
-    Ok(Some(mapped))
+    Ok(Some((mapped, file)))
 }
 
 impl Vectors {
@@ -108,7 +123,7 @@ impl Vectors {
             Rows::Owned(data) => data,
             // Checked at read: the map is page-aligned and a whole number of
             // f32, so the cast cannot fail.
-            Rows::Mapped(map) => bytemuck::cast_slice(map),
+            Rows::Mapped(map) | Rows::OnDemand { map, .. } => bytemuck::cast_slice(map),
         }
     }
 
@@ -133,7 +148,7 @@ impl Vectors {
         let dims = self.dims;
         match &mut self.rows {
             Rows::Owned(data) => &mut data[i * dims..(i + 1) * dims],
-            Rows::Mapped(_) => panic!("mapped vectors are read-only"),
+            Rows::Mapped(_) | Rows::OnDemand { .. } => panic!("mapped vectors are read-only"),
         }
     }
 
@@ -176,18 +191,44 @@ impl Vectors {
             return Ok(Self::from_vec(dims, data));
         }
         let rows = match map(path, paging)? {
-            Some(map) => {
+            Some((map, file)) => {
                 if bytemuck::try_cast_slice::<u8, f32>(&map).is_err() {
                     return Err(IndexError::Corrupt(format!(
                         "{}: mapped at an address not aligned for f32",
                         path.display()
                     )));
                 }
-                Rows::Mapped(map)
+                match paging {
+                    Paging::Resident => Rows::Mapped(map),
+                    Paging::OnDemand => Rows::OnDemand { map, file },
+                }
             }
             None => Rows::Owned(Vec::new()),
         };
         Ok(Self { dims, rows })
+    }
+
+    /// `query · row`, the row read with `pread` when the rows are paged
+    /// on demand (it stays out of the process's resident memory), else
+    /// where it lies. Rescoring an int8 walk's candidates reads rows this
+    /// way: a couple of hundred scattered rows a query.
+    pub fn similarity(&self, query: &[f32], row: u32) -> f32 {
+        #[cfg(unix)]
+        if let Rows::OnDemand { file, .. } = &self.rows {
+            use std::os::unix::fs::FileExt;
+            let offset = row as u64 * self.dims as u64 * 4;
+            let read = ROW.with_borrow_mut(|buffer| {
+                buffer.resize(self.dims, 0.0);
+                file.read_exact_at(bytemuck::cast_slice_mut(buffer.as_mut_slice()), offset)
+                    .map(|()| dot(query, buffer))
+            });
+            // The file is a published, immutable part of the version; if
+            // the read fails anyway, the mapping answers.
+            if let Ok(similarity) = read {
+                return similarity;
+            }
+        }
+        dot(query, self.row(row))
     }
 
     /// Exact top-`k` by dot product among rows where `allowed` holds.
@@ -323,7 +364,7 @@ impl Quantized {
     pub fn read(path: &Path, dims: usize, rows: usize) -> Result<Self, IndexError> {
         let corrupt = |why: String| IndexError::Corrupt(format!("{}: {why}", path.display()));
         let expected = 4 * dims + rows * dims;
-        let map = map(path, Paging::Resident)?.ok_or_else(|| corrupt("empty".into()))?;
+        let (map, _) = map(path, Paging::Resident)?.ok_or_else(|| corrupt("empty".into()))?;
         if map.len() != expected {
             return Err(corrupt(format!(
                 "{} bytes where {rows} rows of {dims} take {expected}",
@@ -365,6 +406,23 @@ mod tests {
         std::fs::write(&path, [0u8; 8]).unwrap();
         let err = Vectors::read(&path, 3).err().unwrap().to_string();
         assert!(err.contains("not a whole number"), "{err}");
+    }
+
+    #[test]
+    fn rows_paged_on_demand_are_read_with_pread_to_the_same_scores() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.f32");
+        let data: Vec<f32> = (0..40).map(|i| (i as f32 * 0.37).sin()).collect();
+        let vectors = Vectors::from_vec(8, data);
+        vectors.write(&path).unwrap();
+        let paged = Vectors::map(&path, 8, Paging::OnDemand).unwrap();
+        assert!(matches!(paged.rows, Rows::OnDemand { .. }));
+        let query: Vec<f32> = (0..8).map(|i| i as f32 - 3.5).collect();
+        for row in 0..5 {
+            let want = dot(&query, vectors.row(row));
+            assert_eq!(paged.similarity(&query, row), want);
+            assert_eq!(vectors.similarity(&query, row), want);
+        }
     }
 
     #[test]
