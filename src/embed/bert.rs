@@ -65,8 +65,9 @@ fn default_act() -> String {
     "gelu".to_string()
 }
 
-/// A dense layer, `y = x·Wᵀ + b`, with `W` kept in PyTorch's `[out, in]`
-/// row-major layout.
+/// A dense layer, `y = x·Wᵀ + b`. `W` is read in PyTorch's `[out, in]`
+/// row-major layout and kept in the form its product runs on
+/// ([`Weights`]).
 struct Linear {
     weights: Weights,
     bias: Vec<f32>,
