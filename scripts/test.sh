@@ -7,7 +7,8 @@
 # server, for the S3 source tests; FalkorDB and Neo4j, for the graph-store
 # tests;
 # kube-apiserver, kube-controller-manager, etcd and helm, built from their
-# Go modules, for the end-to-end suite) on first use.
+# Go modules, for the end-to-end suite; chromium and playwright-core, for
+# the console's browser test) on first use.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -64,3 +65,8 @@ scripts/lint-deploy.sh
 
 # The retrieval service against its own OpenAPI document (schemathesis).
 scripts/fuzz-api.sh
+
+# The console in Debian's chromium, driven by playwright-core (both
+# installed on first use), against live services over the quick start and
+# a PDF.
+scripts/browser-test.sh

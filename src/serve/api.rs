@@ -33,6 +33,12 @@ pub struct RetrieveRequest {
     /// Overrides of the route's selection for this request.
     #[serde(default, deserialize_with = "object")]
     pub selection: SelectionOverrides,
+    /// Which signals produce anchors for this request (`bm25`, `dense`,
+    /// `hybrid` or `full`); the route's `anchors.mode` when absent. Lets a
+    /// caller compare modes on one index without a second route.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub mode: Option<AnchorMode>,
 }
 
 /// Restrictions a request adds to its token's ACL; like the ACL they apply

@@ -6,13 +6,14 @@
 //!
 //! Endpoints: `POST /v1/retrieve`, `GET /v1/info`, `GET /healthz`,
 //! `GET /readyz`, `GET /metrics` (Prometheus text) and `GET /openapi.json`
-//! (see [`api`]). Every response carries an `x-request-id`, the caller's
+//! (see [`api`]), and a console for people at `GET /` ([`console`]). Every response carries an `x-request-id`, the caller's
 //! when it sent a usable one, and every request runs in a tracing span
 //! with that id.
 
 pub mod api;
 pub mod auth;
 pub mod connections;
+mod console;
 mod metrics;
 
 use std::future::Future;
@@ -199,14 +200,20 @@ impl Service {
     /// The ACL tags a request may see (`None`: all), from its bearer
     /// token when the service has a token file.
     fn authorize(&self, headers: &HeaderMap) -> Result<Option<Vec<String>>, ApiError> {
-        let Some(tokens) = &self.tokens else {
-            return Ok(None);
-        };
-        let tokens = Arc::clone(&tokens.read().unwrap_or_else(|e| e.into_inner()));
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(bearer_token);
+        self.access(presented)
+    }
+
+    /// The ACL tags a presented token may see (`None`: all); wherever the
+    /// token came from, it is checked the same way.
+    fn access(&self, presented: Option<&str>) -> Result<Option<Vec<String>>, ApiError> {
+        let Some(tokens) = &self.tokens else {
+            return Ok(None);
+        };
+        let tokens = Arc::clone(&tokens.read().unwrap_or_else(|e| e.into_inner()));
         let Some(presented) = presented else {
             return Err(ApiError::unauthorized("a bearer token is required"));
         };
@@ -240,6 +247,10 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
+        .route("/", get(console::page))
+        .route("/console/app.js", get(console::app_js))
+        .route("/console/console.css", get(console::stylesheet))
+        .route("/console/signin.js", get(console::signin_js))
         .route(
             "/openapi.json",
             get(move || {
@@ -543,6 +554,9 @@ async fn answer(
         ));
     }
     let mut route = service.route.clone();
+    if let Some(mode) = request.mode {
+        route.anchors.mode = mode;
+    }
     route.selection = request
         .selection
         .apply(&route.selection, service.limits.max_k as u32)

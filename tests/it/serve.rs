@@ -1033,3 +1033,103 @@ fn two_thousand_idle_clients_neither_starve_probes_nor_hold_shutdown() {
     assert!(log.contains("connection limit lowered"), "{log}");
     drop(idle);
 }
+
+#[test]
+fn the_console_is_behind_the_token_and_a_request_may_pick_its_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let route = index(tmp.path());
+    let tokens = serve::Tokens::parse(TOKENS, Path::new("tokens")).unwrap();
+    let service = Arc::new(Service::new(
+        "contracts",
+        route.spec,
+        Limits::default(),
+        Some(tokens),
+    ));
+    service.set_loaded(load(tmp.path())).unwrap();
+    let server = Server::start(service);
+    let page = |cookie: Option<&str>, path: &str| {
+        let mut request = client().get(server.url(path));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().unwrap();
+        let status = response.status().as_u16();
+        let csp = response
+            .headers()
+            .get("content-security-policy")
+            .map(|v| v.to_str().unwrap().to_string());
+        (status, csp, response.text().unwrap())
+    };
+
+    // No token, or a bad one: the sign-in form, with the reason.
+    let (status, csp, body) = page(None, "/");
+    assert_eq!(status, 401);
+    assert!(csp.unwrap().contains("script-src 'self'"));
+    assert!(body.contains("401 Unauthorized: a bearer token is required"));
+    let (status, _, body) = page(Some("trellis_token=not-a-token-at-all"), "/");
+    assert_eq!(status, 401);
+    assert!(body.contains("401 Unauthorized: the bearer token is not valid"));
+    assert_eq!(page(None, "/console/app.js").0, 401);
+    // What the sign-in page needs is open.
+    assert_eq!(page(None, "/console/console.css").0, 200);
+    assert_eq!(page(None, "/console/signin.js").0, 200);
+
+    // A token from the cookie, percent-encoded as the form writes it, or
+    // from the header: the console.
+    let cookie = "theme=dark; trellis_token=token-for-everyone%2D03";
+    let (status, _, body) = page(Some(cookie), "/");
+    assert_eq!(status, 200);
+    assert!(body.contains("/console/app.js"));
+    let (status, _, script) = page(Some(cookie), "/console/app.js");
+    assert_eq!(status, 200);
+    assert!(script.contains("/v1/retrieve"));
+    let response = client()
+        .get(server.url("/"))
+        .bearer_auth("token-for-everyone-03")
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    // The cookie alone does not open the API: only the header does.
+    let response = client()
+        .post(server.url("/v1/retrieve"))
+        .header("cookie", cookie)
+        .json(&json!({"query": "When are fees due?"}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 401);
+
+    // A request may pick its anchor mode: BM25 alone fuses one list, so
+    // its anchors' signals carry no dense score.
+    let ask = |body: Value| -> Value {
+        let response = client()
+            .post(server.url("/v1/retrieve"))
+            .bearer_auth("token-for-everyone-03")
+            .json(&body)
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.json().unwrap()
+    };
+    let bm25 = ask(json!({"query": "When are fees due?", "mode": "bm25"}));
+    let hits = bm25["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|h| h["signals"]["dense"] == 0.0), "{bm25}");
+    let full = ask(json!({"query": "When are fees due?"}));
+    assert!(
+        full["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["signals"]["dense"].as_f64().unwrap() > 0.0),
+        "{full}"
+    );
+    let response = client()
+        .post(server.url("/v1/retrieve"))
+        .bearer_auth("token-for-everyone-03")
+        .json(&json!({"query": "When are fees due?", "mode": "sideways"}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    server.stop();
+}

@@ -1,0 +1,406 @@
+// The console's script. It asks the service's own API (/v1/info,
+// /v1/retrieve) with the token the sign-in form stored, and draws what
+// comes back: results as paragraphs with their anchor sentences marked,
+// citations, per-signal scores and page boxes; and, on the second tab, two
+// request settings side by side on one query. Everything is built with DOM
+// calls (never innerHTML), so text from documents is never read as markup.
+"use strict";
+
+const MODES = ["bm25", "dense", "hybrid", "full"];
+
+// The request options each form offers: where each goes in the request
+// body, and how its text is read.
+const OPTIONS = [
+  { name: "mode", label: "Anchor mode", kind: "mode" },
+  { name: "k", label: "Results (k)", kind: "int", min: 1, max: 50 },
+  { name: "documents", label: "Documents (comma-separated)", kind: "list", in: "filters" },
+  { name: "section_prefix", label: "Section path (A > B)", kind: "path", in: "filters" },
+  { name: "metadata", label: "Metadata (key=value, …)", kind: "pairs", in: "filters" },
+  { name: "threshold", label: "Threshold", kind: "float", in: "selection", min: 0, max: 10, step: 0.01 },
+  { name: "neighbours", label: "Neighbours", kind: "int", in: "selection", min: 0, max: 5 },
+  { name: "max_per_document", label: "Most per document", kind: "int", in: "selection", min: 0, max: 50 },
+  { name: "spread_per_document", label: "Spread per document", kind: "int", in: "selection", min: 0, max: 50 },
+  { name: "document_decay", label: "Document decay", kind: "float", in: "selection", min: 0, max: 1, step: 0.05 },
+  { name: "mmr_lambda", label: "MMR λ", kind: "float", in: "selection", min: 0, max: 1, step: 0.05 },
+];
+
+// Per-signal scores in the order stage 3 adds them.
+const SIGNALS = [
+  "fusion", "dense", "lexical", "structure", "context", "heading", "paragraph",
+  "definition", "provenance", "entity", "answer_type", "document", "rerank",
+];
+
+// A PDF page's size when the boxes do not say more: US Letter, in points.
+const PAGE_POINTS = [612, 792];
+
+let routeMode = "";
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    node.append(child);
+  }
+  return node;
+}
+
+function svg(tag, attributes = {}) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  return node;
+}
+
+function token() {
+  for (const pair of document.cookie.split(";")) {
+    const [name, ...rest] = pair.trim().split("=");
+    if (name === "trellis_token") return decodeURIComponent(rest.join("="));
+  }
+  return "";
+}
+
+class ApiFailure extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(path, body) {
+  const headers = { Accept: "application/json" };
+  const bearer = token();
+  if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  const init = { headers };
+  if (body !== undefined) {
+    init.method = "POST";
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (e) {
+    throw new ApiFailure(0, "unreachable", `the service did not answer (${e.message})`);
+  }
+  const text = await response.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch (_) {
+    // Not JSON: reported below with the status.
+  }
+  if (!response.ok) {
+    const error = json && json.error ? json.error : { code: "http", message: text.slice(0, 200) };
+    throw new ApiFailure(response.status, error.code, error.message);
+  }
+  return json;
+}
+
+function showError(failure) {
+  const box = document.getElementById("error");
+  box.replaceChildren();
+  if (!failure) {
+    box.hidden = true;
+    return;
+  }
+  if (failure.status === 401) {
+    box.append(`401 Unauthorized: ${failure.message}. `);
+    const again = el("button", { type: "button", text: "Sign in again" });
+    again.addEventListener("click", signOut);
+    box.append(again);
+  } else if (failure.status) {
+    box.append(`${failure.status} ${failure.code}: ${failure.message}`);
+  } else {
+    box.append(failure.message);
+  }
+  box.hidden = false;
+}
+
+function signOut() {
+  document.cookie = "trellis_token=; Path=/; Max-Age=0; SameSite=Strict";
+  location.assign("/");
+}
+
+// ---- request options ----
+
+function buildFields(container, defaults = {}) {
+  for (const option of OPTIONS) {
+    let input;
+    if (option.kind === "mode") {
+      input = el("select", { name: option.name });
+      input.append(el("option", { value: "", text: "the route's" }));
+      for (const mode of MODES) input.append(el("option", { value: mode, text: mode }));
+    } else {
+      const numeric = option.kind === "int" || option.kind === "float";
+      input = el("input", { name: option.name, type: numeric ? "number" : "text" });
+      if (numeric) {
+        input.min = option.min;
+        input.max = option.max;
+        input.step = option.step || 1;
+      }
+    }
+    if (defaults[option.name] !== undefined) input.value = defaults[option.name];
+    container.append(el("label", {}, option.label, input));
+  }
+}
+
+function setRouteMode(mode) {
+  routeMode = mode;
+  for (const select of document.querySelectorAll("select[name=mode]")) {
+    select.options[0].textContent = `the route's (${mode})`;
+  }
+}
+
+// The request body a form describes; empty fields are left out, so the
+// route's own settings apply.
+function readRequest(container, query) {
+  const request = { query };
+  for (const option of OPTIONS) {
+    const raw = container.querySelector(`[name=${option.name}]`).value.trim();
+    if (raw === "") continue;
+    let value;
+    switch (option.kind) {
+      case "int": value = parseInt(raw, 10); break;
+      case "float": value = parseFloat(raw); break;
+      case "list": value = raw.split(",").map((s) => s.trim()).filter(Boolean); break;
+      case "path": value = raw.split(">").map((s) => s.trim()).filter(Boolean); break;
+      case "pairs":
+        value = {};
+        for (const pair of raw.split(",")) {
+          const [key, ...rest] = pair.split("=");
+          if (key.trim()) value[key.trim()] = rest.join("=").trim();
+        }
+        break;
+      default: value = raw;
+    }
+    if (option.in) {
+      request[option.in] = request[option.in] || {};
+      request[option.in][option.name] = value;
+    } else {
+      request[option.name] = value;
+    }
+  }
+  return request;
+}
+
+// ---- results ----
+
+// The display paragraph with the anchor sentence and the other selected
+// sentences marked where they stand in it.
+function markedDisplay(hit) {
+  const display = hit.display;
+  const spans = [];
+  const anchorAt = display.indexOf(hit.text);
+  if (anchorAt >= 0) spans.push({ start: anchorAt, end: anchorAt + hit.text.length, kind: "anchor" });
+  let from = 0;
+  for (const other of hit.highlights || []) {
+    const at = display.indexOf(other.text, from);
+    if (at < 0) continue;
+    spans.push({ start: at, end: at + other.text.length, kind: "also", score: other.score });
+    from = at + other.text.length;
+  }
+  spans.sort((a, b) => a.start - b.start);
+  const paragraph = el("p", { class: "display" });
+  let at = 0;
+  for (const span of spans) {
+    if (span.start < at) continue; // overlaps one already marked
+    paragraph.append(display.slice(at, span.start));
+    const mark = el("mark", { class: span.kind, text: display.slice(span.start, span.end) });
+    if (span.score !== undefined) mark.title = `also selected, score ${span.score.toFixed(4)}`;
+    else mark.title = "anchor sentence";
+    paragraph.append(mark);
+    at = span.end;
+  }
+  paragraph.append(display.slice(at));
+  if (anchorAt < 0) {
+    // A display cut around the sentence may not hold all of it.
+    return [el("p", { class: "display" }, el("mark", { class: "anchor", text: hit.text })), paragraph];
+  }
+  return [paragraph];
+}
+
+function citation(hit) {
+  const c = hit.citation;
+  const cite = el("cite", {}, el("strong", { class: "document", text: c.document }));
+  if (c.section_path && c.section_path.length) {
+    cite.append(" · ", el("span", { class: "section", text: c.section_path.join(" › ") }));
+  }
+  if (c.page) cite.append(` · p. ${c.page}`);
+  cite.title = `${c.sentence_id}, characters ${c.char_span[0]}–${c.char_span[0] + c.char_span[1]}`;
+  return cite;
+}
+
+function signalTable(signals) {
+  const rows = SIGNALS.filter((name) => signals[name]);
+  const largest = Math.max(...rows.map((name) => Math.abs(signals[name])), 1e-9);
+  const table = el("table", { class: "signals" });
+  table.append(el("caption", { class: "missing", text: "Per-signal scores" }));
+  for (const name of rows) {
+    const value = signals[name];
+    const bar = el("span", { class: value < 0 ? "bar negative" : "bar" });
+    bar.style.width = `${(6 * Math.abs(value)) / largest}rem`;
+    table.append(el("tr", { "data-signal": name },
+      el("td", { class: "name", text: name.replace("_", " ") }),
+      el("td", { text: value.toFixed(4) }),
+      el("td", {}, bar)));
+  }
+  if (!rows.length) table.append(el("tr", {}, el("td", { class: "name", text: "no signal above zero" })));
+  return table;
+}
+
+// A PDF sentence's line boxes, drawn on an outline of each page they are
+// on (the service keeps the boxes, not the page images) and listed.
+function pageBoxes(boxes) {
+  const byPage = new Map();
+  for (const box of boxes) {
+    if (!byPage.has(box.page)) byPage.set(box.page, []);
+    byPage.get(box.page).push(box.bbox);
+  }
+  const pages = el("div", { class: "pages" });
+  for (const [page, bboxes] of byPage) {
+    const width = Math.max(PAGE_POINTS[0], ...bboxes.map((b) => b[2] + 18));
+    const height = Math.max(PAGE_POINTS[1], ...bboxes.map((b) => b[3] + 18));
+    const drawing = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img",
+      "aria-label": `page ${page} with ${bboxes.length} box(es)` });
+    drawing.append(svg("rect", { class: "sheet", x: 0, y: 0, width, height }));
+    const list = el("ul");
+    for (const [x0, y0, x1, y1] of bboxes) {
+      // PDF points grow upwards from the bottom left; SVG's downwards.
+      drawing.append(svg("rect", { class: "box", x: x0, y: height - y1,
+        width: Math.max(x1 - x0, 1), height: Math.max(y1 - y0, 1) }));
+      list.append(el("li", { text: `[${[x0, y0, x1, y1].map((v) => v.toFixed(1)).join(", ")}]` }));
+    }
+    pages.append(el("div", { class: "page", "data-page": page },
+      el("figure", {}, drawing, el("figcaption", { text: `p. ${page} (outline; boxes in PDF points)` })),
+      list));
+  }
+  return pages;
+}
+
+function renderHit(hit, rank) {
+  const item = el("li", { class: "hit", "data-document": hit.citation.document,
+    "data-sentence-id": hit.citation.sentence_id });
+  item.append(el("div", { class: "hit-head" },
+    el("span", { class: "rank", text: `#${rank}` }),
+    citation(hit),
+    el("span", { class: "score", text: `score ${hit.score.toFixed(4)}` })));
+  item.append(...markedDisplay(hit));
+  const details = el("div", { class: "details" }, signalTable(hit.signals));
+  if (hit.citation.boxes && hit.citation.boxes.length) details.append(pageBoxes(hit.citation.boxes));
+  item.append(details);
+  return item;
+}
+
+function renderCompact(hit, rank, shared) {
+  const item = el("li", { class: shared ? "hit shared" : "hit",
+    "data-document": hit.citation.document, "data-sentence-id": hit.citation.sentence_id });
+  item.append(el("div", { class: "hit-head" },
+    el("span", { class: "rank", text: `#${rank}` }),
+    citation(hit),
+    el("span", { class: "score", text: hit.score.toFixed(4) })));
+  item.append(el("p", { class: "display" }, el("mark", { class: "anchor", text: hit.text })));
+  if (shared) item.title = "the other side selected this sentence too";
+  return item;
+}
+
+function describe(request, answer) {
+  const mode = request.mode || routeMode || "the route's mode";
+  const results = answer.hits.length === 1 ? "1 result" : `${answer.hits.length} results`;
+  let text = `${results}, ${mode}, index ${answer.index_version}`;
+  if (answer.common_query) text += "; a query common to the corpus, answered per document";
+  if (answer.reranked !== undefined) text += answer.reranked ? "; reranked" : "; reranker skipped";
+  return text;
+}
+
+// ---- the two tabs ----
+
+async function search(event) {
+  event.preventDefault();
+  const form = event.target;
+  const request = readRequest(form, document.getElementById("search-query").value.trim());
+  const summary = document.getElementById("search-summary");
+  const results = document.getElementById("search-results");
+  summary.textContent = "searching…";
+  results.setAttribute("aria-busy", "true");
+  try {
+    const answer = await api("/v1/retrieve", request);
+    showError(null);
+    results.replaceChildren(...answer.hits.map((hit, i) => renderHit(hit, i + 1)));
+    summary.textContent = describe(request, answer);
+  } catch (failure) {
+    summary.textContent = "";
+    results.replaceChildren();
+    showError(failure);
+  } finally {
+    results.setAttribute("aria-busy", "false");
+  }
+}
+
+async function compare(event) {
+  event.preventDefault();
+  const query = document.getElementById("compare-query").value.trim();
+  const left = readRequest(document.getElementById("compare-options-a"), query);
+  const right = readRequest(document.getElementById("compare-options-b"), query);
+  const summary = document.getElementById("compare-summary");
+  summary.textContent = "asking both…";
+  summary.setAttribute("aria-busy", "true");
+  try {
+    const [a, b] = await Promise.all([api("/v1/retrieve", left), api("/v1/retrieve", right)]);
+    showError(null);
+    const idsOf = (answer) => new Set(answer.hits.map((h) => h.citation.sentence_id));
+    const inA = idsOf(a);
+    const inB = idsOf(b);
+    document.getElementById("compare-results-a").replaceChildren(
+      ...a.hits.map((hit, i) => renderCompact(hit, i + 1, inB.has(hit.citation.sentence_id))));
+    document.getElementById("compare-results-b").replaceChildren(
+      ...b.hits.map((hit, i) => renderCompact(hit, i + 1, inA.has(hit.citation.sentence_id))));
+    const both = [...inA].filter((id) => inB.has(id)).length;
+    const first = (answer) => (answer.hits[0] ? answer.hits[0].citation.document : "nothing");
+    summary.textContent = `left: ${describe(left, a)}; right: ${describe(right, b)}. ` +
+      `${both} anchor sentence(s) on both sides; first document ${first(a)} | ${first(b)}.`;
+  } catch (failure) {
+    summary.textContent = "";
+    showError(failure);
+  } finally {
+    summary.setAttribute("aria-busy", "false");
+  }
+}
+
+function selectTab(name) {
+  for (const tab of document.querySelectorAll(".tab")) {
+    tab.setAttribute("aria-selected", String(tab.dataset.tab === name));
+  }
+  for (const panel of document.querySelectorAll(".panel")) {
+    panel.hidden = panel.id !== `tab-${name}`;
+  }
+}
+
+async function start() {
+  buildFields(document.getElementById("search-options"));
+  buildFields(document.getElementById("compare-options-a"), { mode: "dense" });
+  buildFields(document.getElementById("compare-options-b"), { mode: "bm25" });
+  document.getElementById("search-form").addEventListener("submit", search);
+  document.getElementById("compare-form").addEventListener("submit", compare);
+  for (const tab of document.querySelectorAll(".tab")) {
+    tab.addEventListener("click", () => selectTab(tab.dataset.tab));
+  }
+  const signout = document.getElementById("signout");
+  signout.hidden = !token();
+  signout.addEventListener("click", signOut);
+  try {
+    const info = await api("/v1/info");
+    setRouteMode(info.mode);
+    document.getElementById("info").textContent =
+      `route ${info.route} · corpus ${info.corpus} · index ${info.index_version} · ` +
+      `${info.model} (${info.dimensions} dimensions)`;
+  } catch (failure) {
+    document.getElementById("info").textContent = "";
+    showError(failure);
+  }
+}
+
+start();
