@@ -238,7 +238,7 @@ function signalTable(signals) {
   const rows = SIGNALS.filter((name) => signals[name]);
   const largest = Math.max(...rows.map((name) => Math.abs(signals[name])), 1e-9);
   const table = el("table", { class: "signals" });
-  table.append(el("caption", { class: "missing", text: "Per-signal scores" }));
+  table.append(el("caption", { text: "Per-signal scores" }));
   for (const name of rows) {
     const value = signals[name];
     const bar = el("span", { class: value < 0 ? "bar negative" : "bar" });
