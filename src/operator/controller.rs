@@ -351,6 +351,12 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         let api: Api<Corpus> = Api::namespaced(client.clone(), &ns);
         patch_status(&api, &name, &plan.status).await?;
     }
+    // Counted once the status that records the end is written: a write
+    // that failed is retried, and the retry sees the same transition.
+    if let Some(finished) = &plan.finished {
+        ctx.metrics.ingest_finished(&ns, &name, finished);
+    }
+    ctx.metrics.observe_corpus(&ns, &name, &plan.status);
     for note in &plan.events {
         publish(&ctx, corpus.as_ref(), note).await;
     }
@@ -473,6 +479,7 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
         let api: Api<RetrievalRoute> = Api::namespaced(client.clone(), &ns);
         patch_status(&api, &name, &plan.status).await?;
     }
+    ctx.metrics.set_rollout(&ns, &name, plan.rollout_began);
     for note in &plan.events {
         publish(&ctx, route.as_ref(), note).await;
     }
@@ -674,6 +681,16 @@ fn logged<T, E: std::fmt::Display>(
         use kube::runtime::controller::Error as Controller;
         match outcome {
             Ok(_) | Err(Controller::ReconcilerFailed(..)) => {}
+            // The object was deleted before its reconcile: the usual end
+            // of one, not an error. Its gauges go with it.
+            Err(Controller::ObjectNotFound(object)) => {
+                tracing::debug!(kind, name = %object.name, "deleted");
+                ctx.metrics.forget(
+                    kind,
+                    object.namespace.as_deref().unwrap_or_default(),
+                    &object.name,
+                );
+            }
             Err(Controller::QueueError(e)) => {
                 tracing::warn!(kind, error = %e, "watch failed");
                 ctx.metrics.stream_error(kind, "watch");

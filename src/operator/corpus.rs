@@ -59,6 +59,26 @@ pub struct Observed {
     pub data_claim: Option<PersistentVolumeClaim>,
 }
 
+/// How an ingest ended, as the metrics count it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IngestOutcome {
+    /// Its version was published.
+    Succeeded,
+    /// Its Job failed, or it left no readable report.
+    Failed,
+}
+
+/// An ingest that ended, to be counted once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedIngest {
+    /// Which attempt ended (its inputs and `spec.ingest` hashes): the same
+    /// attempt reported twice is counted once.
+    pub attempt: String,
+    pub outcome: IngestOutcome,
+    /// From the (first) Job's start to its end, when the Job still says.
+    pub seconds: Option<f64>,
+}
+
 /// What to do for a Corpus.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -75,6 +95,8 @@ pub struct Plan {
     pub delete_jobs: Vec<String>,
     /// When to look again without being woken.
     pub requeue: Option<Duration>,
+    /// The ingest that ended in this reconcile, for the metrics.
+    pub finished: Option<FinishedIngest>,
 }
 
 /// The content hash of a Corpus: everything that decides what its index
@@ -183,7 +205,77 @@ pub fn plan_corpus(
         }
     }
     conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
+    plan.finished = finished_ingest(corpus.status.as_ref(), &plan.status, observed, now);
     Ok(plan)
+}
+
+/// The ingest that ended in this reconcile, if one did: the status moves
+/// from an attempt pending without error to that attempt's version being
+/// active (succeeded) or to its error (failed). Read from the status, not
+/// the Job, so that the reconciles after it (the Job's own end, requeues,
+/// a Job gone by its TTL) count nothing.
+fn finished_ingest(
+    before: Option<&CorpusStatus>,
+    after: &CorpusStatus,
+    observed: &Observed,
+    now: u64,
+) -> Option<FinishedIngest> {
+    let pending = before?
+        .pending_index
+        .as_ref()
+        .filter(|p| p.error.is_none())?;
+    let inputs = pending.inputs.as_deref()?;
+    let published = after.pending_index.is_none()
+        && after
+            .active_index
+            .as_ref()
+            .is_some_and(|a| a.inputs.as_deref() == Some(inputs));
+    let failed = after
+        .pending_index
+        .as_ref()
+        .is_some_and(|p| p.inputs.as_deref() == Some(inputs) && p.error.is_some());
+    let outcome = if published {
+        IngestOutcome::Succeeded
+    } else if failed {
+        IngestOutcome::Failed
+    } else {
+        return None;
+    };
+    Some(FinishedIngest {
+        attempt: format!(
+            "{inputs}/{}",
+            pending.ingest_spec.as_deref().unwrap_or_default()
+        ),
+        outcome,
+        seconds: ingest_seconds(observed, now),
+    })
+}
+
+/// Seconds from the start of the attempt's (first) Job to the end of its
+/// last, or to `now` (Unix seconds) when the last has not ended yet: its
+/// pod writes the report, which wakes the Corpus, before it exits. None
+/// when the first Job is gone (removed by its TTL) or never started.
+fn ingest_seconds(observed: &Observed, now: u64) -> Option<f64> {
+    let first = observed.ingest_job.as_ref()?;
+    let started = first.status.as_ref()?.start_time.as_ref()?.0;
+    let last = observed.finalize_job.as_ref().unwrap_or(first);
+    let ended = job_end(last).map_or(now as f64, |t| t.as_millisecond() as f64 / 1000.0);
+    Some(ended - started.as_millisecond() as f64 / 1000.0)
+}
+
+/// When a Job completed or failed, as its status says.
+fn job_end(job: &Job) -> Option<k8s_openapi::jiff::Timestamp> {
+    let status = job.status.as_ref()?;
+    if let Some(done) = &status.completion_time {
+        return Some(done.0);
+    }
+    status
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.status == "True" && matches!(c.type_.as_str(), "Complete" | "Failed"))
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0)
 }
 
 fn plan_ingest(
@@ -202,6 +294,7 @@ fn plan_ingest(
         prune_inputs: false,
         delete_jobs: Vec::new(),
         requeue: None,
+        finished: None,
     };
     let set = |plan: &mut Plan, change: Set<'_>| {
         conditions::set(&mut plan.status.conditions, change, generation, now_rfc3339)

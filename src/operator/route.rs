@@ -50,6 +50,11 @@ pub struct Plan {
     pub prune_configs: Option<String>,
     /// Events: the served version changed, conditions changed.
     pub events: Vec<Note>,
+    /// When the rollout under way began (Unix seconds), if one is: the
+    /// Deployment's pods do not all run its template and are not all
+    /// available, or this plan gives it a new template. None for a paused
+    /// route.
+    pub rollout_began: Option<i64>,
 }
 
 /// Why this build cannot serve the Corpus' active version, if it cannot:
@@ -126,9 +131,47 @@ pub fn plan_route(
     let mut plan = plan_serving(route, observed, settings, now)?;
     if !super::is_paused(&route.metadata) {
         summarize(&mut plan.status, route.metadata.generation, now);
+        let rolling = observed.deployment.as_ref().is_some_and(|d| !rolled_out(d))
+            || plan.objects.as_ref().is_some_and(|o| {
+                observed
+                    .deployment
+                    .as_ref()
+                    .is_none_or(|d| new_template(d, &o.deployment))
+            });
+        if rolling {
+            plan.rollout_began = rollout_began(&plan.status).or_else(|| unix_seconds(now));
+        }
     }
     conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
     Ok(plan)
+}
+
+/// Whether `desired` rolls the pods of `running`: another index version,
+/// configuration or set of Secrets in the pod template.
+fn new_template(running: &Deployment, desired: &Deployment) -> bool {
+    [
+        INDEX_VERSION_ANNOTATION,
+        CONFIG_HASH_ANNOTATION,
+        SECRETS_ANNOTATION,
+    ]
+    .iter()
+    .any(|key| template_annotation(running, key) != template_annotation(desired, key))
+}
+
+/// When the route's `Progressing` condition last changed, if it says a
+/// rollout is under way (or stuck: past the Deployment's deadline).
+fn rollout_began(status: &RetrievalRouteStatus) -> Option<i64> {
+    conditions::get(&status.conditions, "Progressing")
+        .filter(|c| c.status == "True" || c.reason == "ProgressDeadlineExceeded")
+        .and_then(|c| c.last_transition_time.as_deref())
+        .and_then(unix_seconds)
+}
+
+fn unix_seconds(rfc3339: &str) -> Option<i64> {
+    rfc3339
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_second())
 }
 
 /// kstatus' `Ready` from `Progressing` and `Available`: ready while the
@@ -185,6 +228,7 @@ fn plan_serving(
         status: route.status.clone().unwrap_or_default(),
         prune_configs: None,
         events: Vec::new(),
+        rollout_began: None,
     };
     let set = |plan: &mut Plan, change: Set<'_>| {
         conditions::set(&mut plan.status.conditions, change, generation, now)

@@ -1751,3 +1751,150 @@ fn a_reranking_service_key_is_mounted_into_the_route_pods_only_when_a_service_re
     let names = deployment::secret_names(&r, &corpus, &settings());
     assert!(!names.contains(&"cohere".to_string()), "{names:?}");
 }
+
+/// A Job of the attempt that started at `started` and, when `ended`, ended
+/// then (completed or failed), as its status says.
+fn timed_job(succeeded: bool, started: &str, ended: Option<&str>) -> Job {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    let time = |t: &str| Time(t.parse().unwrap());
+    let mut job = finished_job(succeeded);
+    let status = job.status.as_mut().unwrap();
+    status.start_time = Some(time(started));
+    match ended {
+        Some(ended) if succeeded => status.completion_time = Some(time(ended)),
+        Some(ended) => {
+            status.conditions.as_mut().unwrap()[0].last_transition_time = Some(time(ended))
+        }
+        None => status.conditions = None,
+    }
+    job
+}
+
+fn with_status(corpus: &Corpus, plan: &corpus::Plan) -> Corpus {
+    let mut next = corpus.clone();
+    next.status = Some(plan.status.clone());
+    next
+}
+
+/// An ingest ends once, whatever number of reconciles see it ended: the
+/// metrics count the status transition, with the Job's duration.
+#[test]
+fn an_ingest_that_ends_is_counted_once_with_its_duration() {
+    let c = corpus();
+    let started = plan(&c, &with_profile());
+    assert_eq!(
+        started.finished, None,
+        "an ingest that starts has not ended"
+    );
+    let running = with_status(&c, &started);
+    let report = report(&started.inputs, "v1", 0);
+    // The pod wrote its report and has not exited: the end is now.
+    let reported = Observed {
+        ingest_job: Some(timed_job(true, "2027-01-15T07:50:00Z", None)),
+        report: Some(report.clone()),
+        ..with_profile()
+    };
+    let first = plan(&running, &reported);
+    let finished = first.finished.clone().unwrap();
+    assert_eq!(finished.outcome, corpus::IngestOutcome::Succeeded);
+    // NOW is 2027-01-15T08:00:00Z.
+    assert_eq!(finished.seconds, Some(600.0));
+    // The Job's own end, and every requeue after, count nothing.
+    let settled = with_status(&running, &first);
+    let complete = Observed {
+        ingest_job: Some(timed_job(
+            true,
+            "2027-01-15T07:50:00Z",
+            Some("2027-01-15T08:02:30Z"),
+        )),
+        report: Some(report),
+        ..with_profile()
+    };
+    assert_eq!(plan(&settled, &complete).finished, None);
+    assert_eq!(plan(&settled, &with_profile()).finished, None);
+    // A Job that completed before its report was read: start to end.
+    let late = plan(&running, &complete).finished.unwrap();
+    assert_eq!(late.seconds, Some(750.0));
+    assert_eq!(late.attempt, finished.attempt);
+
+    // A failure, once; its Job gone by its TTL, nothing more.
+    let failed = plan(
+        &running,
+        &Observed {
+            ingest_job: Some(timed_job(
+                false,
+                "2027-01-15T07:50:00Z",
+                Some("2027-01-15T07:51:40Z"),
+            )),
+            ..with_profile()
+        },
+    );
+    let finished = failed.finished.clone().unwrap();
+    assert_eq!(
+        (finished.outcome, finished.seconds),
+        (corpus::IngestOutcome::Failed, Some(100.0))
+    );
+    let remembered = with_status(&running, &failed);
+    assert_eq!(plan(&remembered, &with_profile()).finished, None);
+    // A report with no Job left to time is counted without a duration.
+    let untimed = Observed {
+        report: Some(self::report(&started.inputs, "v1", 0)),
+        ..with_profile()
+    };
+    assert_eq!(plan(&running, &untimed).finished.unwrap().seconds, None);
+}
+
+/// The start of a rollout is when the route's status says it began, and
+/// there is none once every pod runs the template.
+#[test]
+fn a_rollout_under_way_reports_when_it_began() {
+    let r = route();
+    let first = plan_over(&r, Some(active_corpus("v1")), None);
+    let began = |plan: &route::Plan| plan.rollout_began;
+    // The first pods: a rollout from now (the plan's clock).
+    let now = "2026-11-24T00:00:00Z"
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .unwrap()
+        .as_second();
+    assert_eq!(began(&first), Some(now));
+    let objects = first.objects.unwrap();
+    let running = rolled(&objects.deployment, 2);
+    let mut served = r.clone();
+    served.status = Some(plan_over(&r, Some(active_corpus("v1")), Some(running.clone())).status);
+    assert_eq!(
+        began(&plan_over(
+            &served,
+            Some(active_corpus("v1")),
+            Some(running.clone())
+        )),
+        None,
+        "every pod runs the template"
+    );
+    // A new version: under way from the Progressing transition the
+    // status recorded, reconcile after reconcile.
+    let mut rolling = served.clone();
+    let mut status = plan_over(&served, Some(active_corpus("v2")), Some(running)).status;
+    for c in &mut status.conditions {
+        if c.type_ == "Progressing" {
+            c.last_transition_time = Some("2026-11-23T23:00:00Z".into());
+        }
+    }
+    rolling.status = Some(status);
+    let next = plan_over(&rolling, Some(active_corpus("v2")), None).objects;
+    let mut half = rolled(&next.unwrap().deployment, 2);
+    half.status.as_mut().unwrap().updated_replicas = Some(1);
+    assert_eq!(
+        began(&plan_over(&rolling, Some(active_corpus("v2")), Some(half))),
+        Some(now - 3600)
+    );
+    // A paused route reports none.
+    let mut paused = rolling.clone();
+    paused.metadata.annotations = Some(BTreeMap::from([(
+        PAUSED_ANNOTATION.to_string(),
+        "true".to_string(),
+    )]));
+    assert_eq!(
+        began(&plan_over(&paused, Some(active_corpus("v2")), None)),
+        None
+    );
+}
