@@ -18,7 +18,11 @@ import helm_sdkpy
 OVERLAYS = {
     "defaults": None,
     "everything-on": {
-        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}},
+        "metrics": {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
+            "prometheusRule": {"enabled": True, "labels": {"release": "prom"}, "alertLabels": {"team": "search"}},
+        },
+        "grafana": {"dashboard": {"enabled": True, "folder": "Search", "namespace": "monitoring"}},
         "networkPolicy": {
             "enabled": True,
             "metricsFrom": [{"namespaceSelector": {}}],

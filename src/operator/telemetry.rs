@@ -489,4 +489,96 @@ mod tests {
         metrics.forget("RetrievalRoute", "docs", "qa");
         assert!(!metrics.encode().contains(line));
     }
+
+    /// The series names a registry's exposition offers: a counter's with
+    /// `_total`, a histogram's `_bucket`, `_sum` and `_count`.
+    fn exported(text: &str) -> std::collections::BTreeSet<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_once(' '))
+            .flat_map(|(name, kind)| match kind {
+                "counter" => vec![format!("{name}_total")],
+                "histogram" => ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .map(|s| format!("{name}{s}"))
+                    .collect(),
+                _ => vec![name.to_string()],
+            })
+            .collect()
+    }
+
+    /// Every `trellis_` metric the chart's dashboard, alerts and alert
+    /// tests name is one the operator or the retrieval service exports:
+    /// a renamed metric fails here, not silently on a dashboard.
+    #[test]
+    fn the_charts_dashboard_and_alerts_name_only_exported_metrics() {
+        // A family is exposed once it has a series: give each one.
+        let operator = Metrics::new();
+        operator.reconciled("Corpus", Duration::from_millis(3));
+        operator.failed("Corpus", &super::super::Error::Render("x".into()));
+        operator.unreadable("Corpus");
+        operator.stream_error("Corpus", "watch");
+        operator.ingest_finished(
+            "docs",
+            "handbook",
+            &finished("a/1", IngestOutcome::Succeeded, Some(1.0)),
+        );
+        operator.observe_corpus(
+            "docs",
+            "handbook",
+            &CorpusStatus {
+                active_index: Some(Default::default()),
+                ..Default::default()
+            },
+        );
+        operator.set_rollout("docs", "qa", Some(1));
+        let serving = crate::serve::Metrics::new();
+        serving.request("qa", "ok", Duration::from_millis(3));
+        serving.index_loaded("handbook", "v1", "model");
+        serving.open_connections();
+        let mut names = exported(&operator.encode());
+        names.extend(exported(&serving.encode()));
+        assert!(
+            names.contains("trellis_operator_ingests_total"),
+            "{names:?}"
+        );
+        assert!(
+            names.contains("trellis_retrieve_request_seconds_bucket"),
+            "{names:?}"
+        );
+        let chart = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/trellis");
+        let mut files = vec![
+            chart.join("files/dashboards/trellis.json"),
+            chart.join("templates/prometheusrule.yaml"),
+        ];
+        let mut tests: Vec<_> = std::fs::read_dir(chart.join("tests"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
+        tests.sort();
+        assert!(!tests.is_empty());
+        files.extend(tests);
+        let mut used = 0;
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (at, _) in text.match_indices("trellis_") {
+                let before = text[..at].chars().next_back();
+                if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let name: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(
+                    names.contains(&name),
+                    "{} names {name}, which nothing exports; exported: {names:?}",
+                    file.display()
+                );
+                used += 1;
+            }
+        }
+        assert!(used > 20, "{used} metric names found");
+    }
 }
