@@ -4,7 +4,11 @@
 # render with the default values and with every optional part switched on
 # and values.schema.json accepts them; and runs the Argo CD health checks
 # of the examples on sample objects under Lua 5.1 (the lupa wheel). Tools
-# go into a cached virtualenv. Fails on any lint error or warning.
+# go into a cached virtualenv. Then checks the chart's alerts and dashboard
+# for real (scripts/check_monitoring.py): rendered by helm (the one
+# scripts/control-plane.sh builds; $HELM overrides it), checked and
+# unit-tested by promtool (built by scripts/promtool.sh). Fails on any lint
+# error or warning and on any failed check.
 #
 #   scripts/lint-deploy.sh [CHART_DIR]
 set -euo pipefail
@@ -27,3 +31,9 @@ fi
 
 "$VENV/bin/python" scripts/lint_chart.py "$CHART"
 "$VENV/bin/python" scripts/check_health_lua.py
+
+# Both tools build once per machine from the Go module proxy and are cached
+# (the test command has built helm for the e2e suite by now).
+HELM="${HELM:-$(scripts/control-plane.sh build)/helm}"
+PROMTOOL="$(scripts/promtool.sh)"
+"$VENV/bin/python" scripts/check_monitoring.py "$CHART" "$HELM" "$PROMTOOL"
