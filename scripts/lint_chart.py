@@ -20,6 +20,7 @@ OVERLAYS = {
     "everything-on": {
         "metrics": {
             "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
+            "podMonitor": {"enabled": True, "labels": {"release": "prom"}},
             "prometheusRule": {"enabled": True, "labels": {"release": "prom"}, "alertLabels": {"team": "search"}},
         },
         "grafana": {"dashboard": {"enabled": True, "folder": "Search", "namespace": "monitoring"}},
@@ -34,7 +35,12 @@ OVERLAYS = {
         "imagePullSecrets": [{"name": "registry"}],
         "priorityClassName": "system-cluster-critical",
     },
-    "namespaced": {"watchNamespace": "-", "replicaCount": 1, "leaderElection": {"enabled": False}},
+    "namespaced": {
+        "watchNamespace": "-",
+        "replicaCount": 1,
+        "leaderElection": {"enabled": False},
+        "metrics": {"podMonitor": {"enabled": True}},
+    },
     "crds-off": {"crds": {"install": False}, "serviceAccount": {"create": False, "name": "existing"}},
 }
 

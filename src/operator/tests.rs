@@ -1898,3 +1898,34 @@ fn a_rollout_under_way_reports_when_it_began() {
         None
     );
 }
+
+/// The chart's PodMonitor scrapes the retrieval pods by labels and a port
+/// they have.
+#[test]
+fn the_charts_pod_monitor_selects_the_retrieval_pods() {
+    let template = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/charts/trellis/templates/podmonitor.yaml"
+    ))
+    .unwrap();
+    let selector = template
+        .split("matchLabels:")
+        .nth(1)
+        .and_then(|rest| rest.split("namespaceSelector:").next())
+        .unwrap();
+    let objects = plan_over(&route(), Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
+    let pod = objects.deployment.spec.unwrap().template;
+    let labels = pod.metadata.unwrap().labels.unwrap();
+    let mut selected = 0;
+    for line in selector.lines().filter(|l| l.contains(": ")) {
+        let (key, value) = line.trim().split_once(": ").unwrap();
+        assert_eq!(labels.get(key).map(String::as_str), Some(value), "{key}");
+        selected += 1;
+    }
+    assert_eq!(selected, 3, "{selector}");
+    assert!(template.contains("- port: http"));
+    let ports = pod.spec.unwrap().containers[0].ports.clone().unwrap();
+    assert!(ports.iter().any(|p| p.name.as_deref() == Some("http")));
+}
