@@ -88,18 +88,18 @@ pub(super) fn leading(text: &str) -> Option<Opening<'_>> {
 /// (". ", ": ", "; "), with their byte offsets (never 0). Whether each
 /// continues the clause numbers is the caller's question.
 pub(super) fn inner_openings(text: &str) -> impl Iterator<Item = (usize, Opening<'_>)> {
-    // Digits after a space are rare next to spaces: one pass over the
-    // bytes finds them, where a search per space would cost a call each.
-    let bytes = text.as_bytes();
-    (1..bytes.len())
-        .filter(move |&start| bytes[start].is_ascii_digit() && bytes[start - 1] == b' ')
-        .filter_map(move |start| {
-            let before = text[..start - 1].trim_end_matches(['"', '”', ')', ']']);
-            if !before.ends_with(['.', ':', ';']) {
-                return None;
-            }
-            leading(&text[start..]).map(|opening| (start, opening))
-        })
+    // From each break, rarer than the spaces or digits around it: past
+    // closing quotes and brackets to a space and a digit.
+    memchr::memchr3_iter(b'.', b':', b';', text.as_bytes()).filter_map(move |at| {
+        let after = &text[at + 1..];
+        let rest = after.trim_start_matches(['"', '”', ')', ']']);
+        let digits = rest.strip_prefix(' ')?;
+        if !digits.starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        let start = text.len() - digits.len();
+        leading(digits).map(|opening| (start, opening))
+    })
 }
 
 /// "11." → [11], "10.1" → [10, 1]: a decimal outline number (parts of
