@@ -75,24 +75,7 @@ start_service() {
   "$TRELLIS" serve -f "$manifests" --data-dir "$WORK/$name-data" \
     --listen "127.0.0.1:$port" --token-file "$WORK/tokens" 2>"$WORK/$name-serve.log" &
   SERVERS+=($!)
-  "$PYTHON" - "$port" "$!" <<'PY' || { cat "$WORK/$name-serve.log" >&2; return 1; }
-import os, sys, time, urllib.request
-port, pid = sys.argv[1], int(sys.argv[2])
-deadline = time.time() + 60
-while time.time() < deadline:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        sys.exit("trellis serve exited")
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-            if r.status == 200:
-                sys.exit(0)
-    except OSError:
-        pass
-    time.sleep(0.2)
-sys.exit("trellis serve was not ready after 60 s")
-PY
+  "$PYTHON" scripts/wait_ready.py "$port" "$!" || { cat "$WORK/$name-serve.log" >&2; return 1; }
   SERVICE_URL="http://127.0.0.1:$port"
 }
 

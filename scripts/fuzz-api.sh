@@ -53,24 +53,7 @@ PORT="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0
 SERVER=$!
 
 # Ready within a minute, or the server's log says why not.
-"$PYTHON" - "$PORT" "$SERVER" <<'PY' || { cat "$WORK/serve.log" >&2; exit 1; }
-import os, sys, time, urllib.request
-port, pid = sys.argv[1], int(sys.argv[2])
-deadline = time.time() + 60
-while time.time() < deadline:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        sys.exit("trellis serve exited")
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-            if r.status == 200:
-                sys.exit(0)
-    except OSError:
-        pass
-    time.sleep(0.2)
-sys.exit("trellis serve was not ready after 60 s")
-PY
+"$PYTHON" scripts/wait_ready.py "$PORT" "$SERVER" || { cat "$WORK/serve.log" >&2; exit 1; }
 
 # From the scratch directory, where schemathesis keeps its example database.
 cd "$WORK"
