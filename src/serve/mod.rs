@@ -6,9 +6,9 @@
 //!
 //! Endpoints: `POST /v1/retrieve`, `GET /v1/info`, `GET /healthz`,
 //! `GET /readyz`, `GET /metrics` (Prometheus text) and `GET /openapi.json`
-//! (see [`api`]), and a console for people at `GET /` ([`console`]). Every response carries an `x-request-id`, the caller's
-//! when it sent a usable one, and every request runs in a tracing span
-//! with that id.
+//! (see [`api`]), and a console for people at `GET /` ([`console`]).
+//! Every response carries an `x-request-id`, the caller's when it sent a
+//! usable one, and every request runs in a tracing span with that id.
 
 pub mod api;
 pub mod auth;
