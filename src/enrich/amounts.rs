@@ -16,6 +16,7 @@ use regex::{Captures, Regex};
 use serde::Serialize;
 
 use super::compile;
+use super::cues::Cues;
 
 /// A money amount found in a sentence.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -125,6 +126,34 @@ static MONEY: LazyLock<Regex> = LazyLock::new(|| {
 static PERCENT: LazyLock<Regex> = LazyLock::new(|| {
     compile(r"(?-u:\b)(?P<num>\d+(?:\.\d+)?)\s?(?:%|(?i:percent|per\s?cent|pct)(?-u:\b))")
 });
+
+/// What every match of [`MONEY`] contains besides a digit: a currency
+/// marker or code as written ("$", "€", "USD"), or the last word of a
+/// currency name in any case ("dollars", "sterling").
+pub(super) fn money_cues() -> Cues {
+    Cues {
+        exact: PREFIXES
+            .iter()
+            .map(|(marker, _)| marker.to_string())
+            .collect(),
+        caseless: SUFFIXES
+            .iter()
+            .filter_map(|(name, _)| name.split(' ').next_back())
+            .map(String::from)
+            .collect(),
+        needs_digit: true,
+    }
+}
+
+/// What every match of [`PERCENT`] contains besides a digit: "%", or
+/// "cent" ("percent", "per cent") or "pct" in any case.
+pub(super) fn percentage_cues() -> Cues {
+    Cues {
+        exact: vec!["%".to_string()],
+        caseless: vec!["cent".to_string(), "pct".to_string()],
+        needs_digit: true,
+    }
+}
 
 /// The money amounts of a sentence, in order of appearance.
 pub fn find_money(text: &str) -> Vec<MoneyAmount> {

@@ -21,6 +21,7 @@ use regex::{Captures, Regex};
 use serde::Serialize;
 
 use super::compile;
+use super::cues::Cues;
 
 /// A date found in a sentence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -79,6 +80,24 @@ const ORDINALS: [&str; 31] = [
     "thirtieth",
     "thirty-first",
 ];
+
+/// What every match of [`DATE`] contains besides a digit: the hyphen of an
+/// ISO date, the slash of a US date, or the first three letters of a month
+/// name, which every full name and abbreviation opens with ("Sept" and
+/// "September" with "Sep"), in title case or upper case.
+pub(super) fn cues() -> Cues {
+    let mut exact = vec!["-".to_string(), "/".to_string()];
+    for (full, _) in MONTHS {
+        let opening = &full[..3];
+        exact.push(opening.to_string());
+        exact.push(opening.to_ascii_uppercase());
+    }
+    Cues {
+        exact,
+        needs_digit: true,
+        ..Cues::default()
+    }
+}
 
 /// Month names and abbreviations, in title case and upper case.
 fn month_alternation() -> String {

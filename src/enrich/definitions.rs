@@ -21,6 +21,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
+use super::cues::Cues;
 use super::{compile, dedup_in_order};
 
 /// How a sentence defines its terms.
@@ -110,6 +111,20 @@ const LABEL_WORDS: &[&str] = &[
 const NOT_TERMS: &[&str] = &[
     "the", "this", "that", "these", "those", "it", "such", "each", "which", "what", "who",
 ];
+
+/// What a sentence that defines a term contains: a quotation mark that
+/// opens [`QUOTED`], or a stem of [`MEANING_HINT`] in any case. Explicit
+/// definitions need both, unquoted ones a verb of meaning, inline ones a
+/// quotation.
+pub(super) fn cues() -> Cues {
+    Cues {
+        exact: ["\"", "“", "‘"].map(String::from).to_vec(),
+        caseless: ["mean", "refer", "defined", "includ"]
+            .map(String::from)
+            .to_vec(),
+        needs_digit: false,
+    }
+}
 
 /// The terms a sentence defines and how.
 pub fn find_definitions(text: &str) -> Definitions {

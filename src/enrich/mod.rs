@@ -19,12 +19,14 @@
 //! | clause ids | [`clauses`] | sentence (per paragraph) |
 //! | annexes | [`clauses`] | section |
 //!
-//! Extractors are regular expressions compiled once per process and run
-//! behind cheap pre-checks (a digit, a quote, a suffix token), so that the
-//! great majority of sentences cost a byte scan per extractor.
+//! Extractors are regular expressions compiled once per process. They run
+//! only on the sentences that hold one of their cues ([`cues`]), found for
+//! all of them in one literal search per sentence, so that the great
+//! majority of sentences never reach a pattern.
 
 pub mod amounts;
 pub mod clauses;
+pub mod cues;
 pub mod dates;
 pub mod definitions;
 pub mod labels;
@@ -38,6 +40,8 @@ use std::hash::Hash;
 
 use regex::Regex;
 use serde::Serialize;
+
+use cues::{Cued, Extractor};
 
 pub use amounts::{MoneyAmount, Percentage};
 pub use dates::DateMention;
@@ -156,24 +160,29 @@ pub fn enrich(skeleton: &Skeleton, spec: &EnrichmentSpec) -> Enrichment {
     let mut sentences = Vec::with_capacity(skeleton.sentences.len());
     for sentence in &skeleton.sentences {
         let text = sentence.text.as_str();
+        let cued = Cued::of(text);
         let mut annotations = SentenceAnnotations::default();
-        if let Some(resolver) = &resolver {
+        if let Some(resolver) = &resolver
+            && cued.may_match(Extractor::References)
+        {
             annotations.references = resolver.references(sentence);
         }
-        if spec.dates {
+        if spec.dates && cued.may_match(Extractor::Dates) {
             annotations.dates = dates::find_dates(text);
         }
-        if spec.fiscal_periods {
+        if spec.fiscal_periods && cued.may_match(Extractor::FiscalPeriods) {
             annotations.fiscal_periods = periods::find_periods(text);
         }
-        if spec.amounts {
+        if spec.amounts && cued.may_match(Extractor::Money) {
             annotations.amounts = amounts::find_money(text);
+        }
+        if spec.amounts && cued.may_match(Extractor::Percentages) {
             annotations.percentages = amounts::find_percentages(text);
         }
-        if spec.organizations {
+        if spec.organizations && cued.may_match(Extractor::Organizations) {
             annotations.organizations = organizations::find_organizations(text);
         }
-        if spec.definitions {
+        if spec.definitions && cued.may_match(Extractor::Definitions) {
             let found = definitions::find_definitions(text);
             annotations.defined_terms = found.terms;
             annotations.definition = found.form;

@@ -33,6 +33,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::cues::Cues;
 use super::{compile, dedup_in_order};
 
 /// Legal suffixes as written. Title-case and upper-case spellings are both
@@ -230,8 +231,9 @@ const CONNECTORS: &str = r"&|of|the|de|du|des|la|le|van|von|der|den|und|y";
 /// words opening with a digit that contain a letter ("3M", "1-800-Flowers").
 const NAME_WORD: &str = r"(?:\p{Lu}\.(?:\p{Lu}\.)*|\p{Ll}?\p{Lu}[\p{L}\p{N}'’&/\-]*(?:\.[\p{L}\p{N}]+)*|\p{N}[\p{N}\-]*\p{L}[\p{L}\p{N}\-]*(?:\.\p{L}+)*)";
 
-/// Longest first, so that "Inc." wins over "Inc" and "L.L.C." over "LLC".
-fn suffix_alternation() -> String {
+/// Every spelling of every suffix, longest first, so that "Inc." wins over
+/// "Inc" and "L.L.C." over "LLC".
+fn suffix_spellings() -> Vec<String> {
     let mut spellings: Vec<String> = Vec::new();
     for suffix in SUFFIXES {
         spellings.push((*suffix).to_string());
@@ -243,6 +245,19 @@ fn suffix_alternation() -> String {
     spellings.sort_by_key(|s| std::cmp::Reverse(s.len()));
     spellings.dedup();
     spellings
+}
+
+/// What every match of [`SUFFIX_RUN`] contains: one of the suffixes'
+/// spellings, matched case for case.
+pub(super) fn cues() -> Cues {
+    Cues {
+        exact: suffix_spellings(),
+        ..Cues::default()
+    }
+}
+
+fn suffix_alternation() -> String {
+    suffix_spellings()
         .iter()
         .map(|s| {
             // A suffix ending in a period needs no word boundary after it;

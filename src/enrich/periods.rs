@@ -14,6 +14,7 @@ use regex::{Captures, Regex};
 use serde::Serialize;
 
 use super::compile;
+use super::cues::Cues;
 
 /// A fiscal period found in a sentence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -44,6 +45,26 @@ static PERIOD: LazyLock<Regex> = LazyLock::new(|| {
     "
     ))
 });
+
+/// What every match of [`PERIOD`] contains besides a digit: "FY", a
+/// quarter or half with its number on either side ("Q4", "4Q", "H1", "1H"),
+/// or the words "fiscal", "quarter" or "half" in any case.
+pub(super) fn cues() -> Cues {
+    let mut exact = vec!["FY".to_string()];
+    for n in 1..=4 {
+        exact.push(format!("Q{n}"));
+        exact.push(format!("{n}Q"));
+    }
+    for n in 1..=2 {
+        exact.push(format!("H{n}"));
+        exact.push(format!("{n}H"));
+    }
+    Cues {
+        exact,
+        caseless: ["fiscal", "quarter", "half"].map(String::from).to_vec(),
+        needs_digit: true,
+    }
+}
 
 /// The fiscal periods of a sentence, in order of appearance.
 pub fn find_periods(text: &str) -> Vec<FiscalPeriod> {

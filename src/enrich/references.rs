@@ -43,6 +43,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::clauses::ParagraphClause;
+use super::cues::Cues;
 use super::labels::{DESIGNATOR, KEYWORD, Label, ReferenceKind, numbering_label};
 use super::numbering::{Romans, designator_key, is_parenthesised, parent_key, roman_value};
 use super::{compile, dedup_in_order};
@@ -117,6 +118,41 @@ const LAW_WORDS: &[&str] = &[
     "statutes",
     "constitution",
 ];
+
+/// What every match of [`MENTION`] contains: a word its keyword is made
+/// of, in any case ("sub-sections" holds "section", "Parts" holds "part"),
+/// an abbreviation with its period ("Sec.", "figs."), or "§".
+pub(super) fn cues() -> Cues {
+    let words = [
+        "section",
+        "sec.",
+        "secs.",
+        "article",
+        "art.",
+        "arts.",
+        "clause",
+        "paragraph",
+        "para.",
+        "paras.",
+        "chapter",
+        "table",
+        "figure",
+        "fig.",
+        "figs.",
+        "appendi",
+        "annex",
+        "schedule",
+        "exhibit",
+        "attachment",
+        "addend",
+        "part",
+    ];
+    Cues {
+        exact: vec!["§".to_string()],
+        caseless: words.map(String::from).to_vec(),
+        needs_digit: false,
+    }
+}
 
 /// The mentions of a sentence, in order of appearance.
 pub fn find_mentions(text: &str) -> Vec<Mention> {

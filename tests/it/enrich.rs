@@ -10,7 +10,10 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use trellis::enrich::{Enrichment, Target, enrich};
+use trellis::enrich::cues::{Cued, Extractor};
+use trellis::enrich::{
+    Enrichment, Target, amounts, dates, definitions, enrich, organizations, periods, references,
+};
 use trellis::segment::{Segmenter, SentenceFilter};
 use trellis::skeleton::Skeleton;
 use trellis::spec::{EnrichmentSpec, ParsingSpec};
@@ -183,6 +186,33 @@ fn truncate(text: &str) -> String {
     text.chars().take(70).collect()
 }
 
+/// Cues only skip work: an extractor that a sentence holds no cue of finds
+/// nothing in it when run anyway.
+fn uncued_sentences_hold_no_match(skeleton: &Skeleton) {
+    for sentence in &skeleton.sentences {
+        let text = sentence.text.as_str();
+        let cued = Cued::of(text);
+        for extractor in Extractor::ALL {
+            if cued.may_match(extractor) {
+                continue;
+            }
+            let found = match extractor {
+                Extractor::Dates => dates::find_dates(text).len(),
+                Extractor::FiscalPeriods => periods::find_periods(text).len(),
+                Extractor::Money => amounts::find_money(text).len(),
+                Extractor::Percentages => amounts::find_percentages(text).len(),
+                Extractor::Organizations => organizations::find_organizations(text).len(),
+                Extractor::References => references::find_mentions(text).len(),
+                Extractor::Definitions => {
+                    let found = definitions::find_definitions(text);
+                    found.terms.len() + usize::from(found.form.is_some())
+                }
+            };
+            assert_eq!(found, 0, "{extractor:?} uncued but found in {text:?}");
+        }
+    }
+}
+
 #[test]
 fn cuad_contracts_enrich_cleanly() {
     let spec = EnrichmentSpec::default();
@@ -193,6 +223,7 @@ fn cuad_contracts_enrich_cleanly() {
         let enrichment = enrich(&skeleton, &spec);
         tally.elapsed += started.elapsed();
         check(&skeleton, &enrichment);
+        uncued_sentences_hold_no_match(&skeleton);
         tally.add(&skeleton, &enrichment);
     }
     let seconds = tally.elapsed.as_secs_f64().max(1e-9);
