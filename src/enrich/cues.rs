@@ -7,9 +7,9 @@
 //! Cues are necessary, never sufficient: they decide what runs, never what
 //! is found, and the extractors keep their own checks.
 //!
-//! All cues are found by two Aho-Corasick automata, one matching case for
-//! case and one ignoring ASCII case, instead of one regular-expression scan
-//! per extractor. Most sentences of most documents hold no cue of most
+//! All cues are found by one Aho-Corasick automaton that ignores ASCII
+//! case, instead of one regular-expression scan per extractor; a cue that
+//! must match case for case is checked against its spellings where found. Most sentences of most documents hold no cue of most
 //! extractors, and the full patterns then never see them.
 
 use std::sync::LazyLock;
@@ -77,77 +77,89 @@ impl Extractor {
 /// holding every caseless cue.
 const ASCII_FOLDS: [&str; 2] = ["\u{17F}", "\u{212A}"];
 
-/// The two automata, and for each of their patterns the extractors it cues.
-struct Automata {
-    exact: AhoCorasick,
-    exact_cues: Vec<u8>,
-    caseless: AhoCorasick,
-    caseless_cues: Vec<u8>,
-    /// Extractors with caseless cues.
-    caseless_extractors: u8,
+/// One cue as the automaton sees it: a lower-case string, the extractors
+/// it cues in any case, and its spellings that cue only as written.
+#[derive(Default)]
+struct Pattern {
+    caseless: u8,
+    exact: Vec<(String, u8)>,
+}
+
+/// The automaton, and for each of its patterns the extractors it cues.
+struct Automaton {
+    search: AhoCorasick,
+    patterns: Vec<Pattern>,
     /// Extractors whose matches need a digit.
     need_digit: u8,
 }
 
-static AUTOMATA: LazyLock<Automata> = LazyLock::new(Automata::new);
+static AUTOMATON: LazyLock<Automaton> = LazyLock::new(Automaton::new);
 
-impl Automata {
+impl Automaton {
+    /// One automaton ignoring ASCII case for both kinds of cue: a text is
+    /// read once, and an exact cue is checked against its spellings only
+    /// where its letters were found.
     fn new() -> Self {
-        let mut exact: Vec<String> = Vec::new();
-        let mut exact_cues: Vec<u8> = Vec::new();
-        let mut caseless: Vec<String> = Vec::new();
-        let mut caseless_cues: Vec<u8> = Vec::new();
+        let mut keys: Vec<String> = Vec::new();
+        let mut patterns: Vec<Pattern> = Vec::new();
         let mut need_digit = 0;
+        let mut caseless_extractors = 0;
+        let mut pattern = |keys: &mut Vec<String>, word: &str| {
+            let key = word.to_ascii_lowercase();
+            match keys.iter().position(|k| *k == key) {
+                Some(at) => at,
+                None => {
+                    keys.push(key);
+                    patterns.push(Pattern::default());
+                    keys.len() - 1
+                }
+            }
+        };
+        let mut exact = Vec::new();
+        let mut caseless = Vec::new();
         for extractor in Extractor::ALL {
             let cues = extractor.cues();
-            add(&mut exact, &mut exact_cues, cues.exact, extractor.bit());
-            add(
-                &mut caseless,
-                &mut caseless_cues,
-                cues.caseless,
-                extractor.bit(),
-            );
+            for word in cues.exact {
+                exact.push((pattern(&mut keys, &word), word, extractor.bit()));
+            }
+            for word in cues.caseless {
+                caseless.push((pattern(&mut keys, &word), extractor.bit()));
+                caseless_extractors |= extractor.bit();
+            }
             if cues.needs_digit {
                 need_digit |= extractor.bit();
             }
         }
-        let caseless_extractors = caseless_cues.iter().fold(0, |all, bits| all | bits);
-        let folds = ASCII_FOLDS.map(String::from).to_vec();
-        add(&mut exact, &mut exact_cues, folds, caseless_extractors);
-        Automata {
-            exact: build(&exact, false),
-            exact_cues,
-            caseless: build(&caseless, true),
-            caseless_cues,
-            caseless_extractors,
+        for fold in ASCII_FOLDS {
+            caseless.push((pattern(&mut keys, fold), caseless_extractors));
+        }
+        for (at, word, bit) in exact {
+            let spellings = &mut patterns[at].exact;
+            match spellings.iter_mut().find(|(w, _)| *w == word) {
+                Some((_, bits)) => *bits |= bit,
+                None => spellings.push((word, bit)),
+            }
+        }
+        for (at, bits) in caseless {
+            patterns[at].caseless |= bits;
+        }
+        Automaton {
+            search: build(&keys),
+            patterns,
             need_digit,
         }
     }
 }
 
-/// Adds `words` to a pattern list, merging the extractors of a word that is
-/// already there.
-fn add(patterns: &mut Vec<String>, cues: &mut Vec<u8>, words: Vec<String>, bits: u8) {
-    for word in words {
-        match patterns.iter().position(|p| *p == word) {
-            Some(at) => cues[at] |= bits,
-            None => {
-                patterns.push(word);
-                cues.push(bits);
-            }
-        }
-    }
-}
-
-/// Builds an automaton over constant patterns. Overlapping search needs the
-/// standard match kind: a cue inside another extractor's cue ("SE" in
+/// Builds the automaton over constant patterns. Overlapping search needs
+/// the standard match kind: a cue inside another extractor's cue ("SE" in
 /// "SEP") must still be seen. A failure is a bug in this module, caught by
 /// every test that enriches, never a property of the input.
-fn build(patterns: &[String], ascii_case_insensitive: bool) -> AhoCorasick {
+fn build(patterns: &[String]) -> AhoCorasick {
     match AhoCorasick::builder()
         .match_kind(MatchKind::Standard)
         .kind(Some(AhoCorasickKind::DFA))
-        .ascii_case_insensitive(ascii_case_insensitive)
+        .ascii_case_insensitive(true)
         .build(patterns)
     {
         Ok(automaton) => automaton,
@@ -160,23 +172,42 @@ fn build(patterns: &[String], ascii_case_insensitive: bool) -> AhoCorasick {
 pub struct Cued(u8);
 
 impl Cued {
-    /// Reads `text` once per automaton; the caseless one is skipped when
-    /// the exact one has already cued every extractor it could.
-    pub fn of(text: &str) -> Cued {
-        let automata = &*AUTOMATA;
-        let mut bits = 0;
-        for found in automata.exact.find_overlapping_iter(text) {
-            bits |= automata.exact_cues[found.pattern().as_usize()];
+    /// No extractor.
+    pub const NONE: Cued = Cued(0);
+
+    /// A set of extractors to look for.
+    pub fn only(extractors: impl IntoIterator<Item = Extractor>) -> Cued {
+        Cued(extractors.into_iter().fold(0, |bits, e| bits | e.bit()))
+    }
+
+    /// The extractors of `wanted` that `text` holds cues of, read in one
+    /// pass (none when nothing is wanted), which stops once every wanted
+    /// extractor is cued.
+    pub fn of(text: &str, wanted: Cued) -> Cued {
+        if wanted == Cued::NONE {
+            return Cued::NONE;
         }
-        if bits & automata.caseless_extractors != automata.caseless_extractors {
-            for found in automata.caseless.find_overlapping_iter(text) {
-                bits |= automata.caseless_cues[found.pattern().as_usize()];
+        let automaton = &*AUTOMATON;
+        let mut bits = 0;
+        for found in automaton.search.find_overlapping_iter(text) {
+            let Some(pattern) = automaton.patterns.get(found.pattern().as_usize()) else {
+                continue;
+            };
+            bits |= pattern.caseless;
+            let written = text.as_bytes().get(found.range()).unwrap_or_default();
+            for (spelling, cued) in &pattern.exact {
+                if spelling.as_bytes() == written {
+                    bits |= cued;
+                }
+            }
+            if bits & wanted.0 == wanted.0 {
+                break;
             }
         }
-        if bits & automata.need_digit != 0 && !text.bytes().any(|b| b.is_ascii_digit()) {
-            bits &= !automata.need_digit;
+        if bits & automaton.need_digit != 0 && !text.bytes().any(|b| b.is_ascii_digit()) {
+            bits &= !automaton.need_digit;
         }
-        Cued(bits)
+        Cued(bits & wanted.0)
     }
 
     /// Whether `text` may hold a match of `extractor`.
@@ -189,8 +220,12 @@ impl Cued {
 mod tests {
     use super::*;
 
+    fn every(text: &str) -> Cued {
+        Cued::of(text, Cued::only(Extractor::ALL))
+    }
+
     fn cued(text: &str) -> Vec<Extractor> {
-        let cued = Cued::of(text);
+        let cued = every(text);
         Extractor::ALL
             .into_iter()
             .filter(|e| cued.may_match(*e))
@@ -221,23 +256,32 @@ mod tests {
     }
 
     #[test]
+    fn only_wanted_extractors_are_cued() {
+        let text = "signed on March 3, 2020 by Acme Inc.";
+        assert_eq!(Cued::of(text, Cued::NONE), Cued::NONE);
+        let dates = Cued::of(text, Cued::only([Extractor::Dates]));
+        assert!(dates.may_match(Extractor::Dates));
+        assert!(!dates.may_match(Extractor::Organizations));
+    }
+
+    #[test]
     fn digit_extractors_need_a_digit() {
-        assert!(!Cued::of("in March").may_match(Extractor::Dates));
-        assert!(!Cued::of("per cent").may_match(Extractor::Percentages));
+        assert!(!every("in March").may_match(Extractor::Dates));
+        assert!(!every("per cent").may_match(Extractor::Percentages));
     }
 
     #[test]
     fn exact_cues_keep_their_case() {
         // "sep" in lower case is no month; "fy" is no fiscal year.
-        assert!(!Cued::of("a separate 2 satisfy").may_match(Extractor::Dates));
-        assert!(!Cued::of("satisfy 2").may_match(Extractor::FiscalPeriods));
-        assert!(!Cued::of("inc 5 gmbh").may_match(Extractor::Organizations));
+        assert!(!every("a separate 2 satisfy").may_match(Extractor::Dates));
+        assert!(!every("satisfy 2").may_match(Extractor::FiscalPeriods));
+        assert!(!every("inc 5 gmbh").may_match(Extractor::Organizations));
     }
 
     #[test]
     fn a_cue_inside_another_cue_is_seen() {
         // "SE" (a suffix) and "SEP" (a month) start at the same place.
-        let cued = Cued::of("SEPT 5, 2020");
+        let cued = every("SEPT 5, 2020");
         assert!(cued.may_match(Extractor::Dates));
         assert!(cued.may_match(Extractor::Organizations));
     }
@@ -245,8 +289,8 @@ mod tests {
     #[test]
     fn characters_that_fold_to_ascii_cue_every_caseless_extractor() {
         // "ſection" matches `(?i:section)`; no ASCII-caseless cue sees it.
-        assert!(Cued::of("ſection 5").may_match(Extractor::References));
-        assert!(Cued::of("5 per \u{212A}").may_match(Extractor::Percentages));
+        assert!(every("ſection 5").may_match(Extractor::References));
+        assert!(every("5 per \u{212A}").may_match(Extractor::Percentages));
         let caseless = regex::Regex::new("(?i:section)").expect("a valid pattern");
         assert!(caseless.is_match("ſection"));
     }

@@ -157,32 +157,45 @@ pub fn enrich(skeleton: &Skeleton, spec: &EnrichmentSpec) -> Enrichment {
     let resolver = spec
         .references
         .then(|| references::Resolver::new(skeleton, &clauses));
+    let wanted = Cued::only(
+        [
+            (spec.references, Extractor::References),
+            (spec.dates, Extractor::Dates),
+            (spec.fiscal_periods, Extractor::FiscalPeriods),
+            (spec.amounts, Extractor::Money),
+            (spec.amounts, Extractor::Percentages),
+            (spec.organizations, Extractor::Organizations),
+            (spec.definitions, Extractor::Definitions),
+        ]
+        .into_iter()
+        .filter_map(|(on, extractor)| on.then_some(extractor)),
+    );
     let mut sentences = Vec::with_capacity(skeleton.sentences.len());
     for sentence in &skeleton.sentences {
         let text = sentence.text.as_str();
-        let cued = Cued::of(text);
+        let cued = Cued::of(text, wanted);
         let mut annotations = SentenceAnnotations::default();
         if let Some(resolver) = &resolver
             && cued.may_match(Extractor::References)
         {
             annotations.references = resolver.references(sentence);
         }
-        if spec.dates && cued.may_match(Extractor::Dates) {
+        if cued.may_match(Extractor::Dates) {
             annotations.dates = dates::find_dates(text);
         }
-        if spec.fiscal_periods && cued.may_match(Extractor::FiscalPeriods) {
+        if cued.may_match(Extractor::FiscalPeriods) {
             annotations.fiscal_periods = periods::find_periods(text);
         }
-        if spec.amounts && cued.may_match(Extractor::Money) {
+        if cued.may_match(Extractor::Money) {
             annotations.amounts = amounts::find_money(text);
         }
-        if spec.amounts && cued.may_match(Extractor::Percentages) {
+        if cued.may_match(Extractor::Percentages) {
             annotations.percentages = amounts::find_percentages(text);
         }
-        if spec.organizations && cued.may_match(Extractor::Organizations) {
+        if cued.may_match(Extractor::Organizations) {
             annotations.organizations = organizations::find_organizations(text);
         }
-        if spec.definitions && cued.may_match(Extractor::Definitions) {
+        if cued.may_match(Extractor::Definitions) {
             let found = definitions::find_definitions(text);
             annotations.defined_terms = found.terms;
             annotations.definition = found.form;

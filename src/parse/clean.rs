@@ -238,11 +238,12 @@ pub(super) fn boilerplate_key(text: &str) -> String {
 
 /// Whether a lowercase line ends with "page 3" or "page 3 of 10".
 fn ends_naming_its_page(lower: &str) -> bool {
-    let words: Vec<&str> = lower.split(' ').collect();
-    let number = |w: &&str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
-    match words.as_slice() {
-        [.., "page", n] => number(n),
-        [.., "page", n, "of", m] => number(n) && number(m),
+    let number = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+    // The last four words, last first; this runs on every short line.
+    let mut words = lower.rsplit(' ');
+    match [words.next(), words.next(), words.next(), words.next()] {
+        [Some(n), Some("page"), ..] => number(n),
+        [Some(m), Some("of"), Some(n), Some("page")] => number(n) && number(m),
         _ => false,
     }
 }

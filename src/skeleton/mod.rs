@@ -541,13 +541,16 @@ impl Builder<'_> {
         ranges.clear();
         self.segmenter.split_into(text, &mut ranges);
         // Char offsets are counted incrementally: each range's start is
-        // reached from the previous range's end.
+        // reached from the previous range's end. In ASCII text, which most
+        // paragraphs are, a char is a byte.
+        let ascii = text.is_ascii();
+        let chars = |s: &str| if ascii { s.len() } else { s.chars().count() } as u32;
         let mut byte_cursor = 0usize;
         let mut char_cursor = block.span.offset;
         for range in &ranges {
-            char_cursor += text[byte_cursor..range.start].chars().count() as u32;
+            char_cursor += chars(&text[byte_cursor..range.start]);
             let sentence = &text[range.clone()];
-            let len = sentence.chars().count() as u32;
+            let len = chars(sentence);
             let span = TextSpan {
                 offset: char_cursor,
                 len,

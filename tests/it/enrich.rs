@@ -191,7 +191,7 @@ fn truncate(text: &str) -> String {
 fn uncued_sentences_hold_no_match(skeleton: &Skeleton) {
     for sentence in &skeleton.sentences {
         let text = sentence.text.as_str();
-        let cued = Cued::of(text);
+        let cued = Cued::of(text, Cued::only(Extractor::ALL));
         for extractor in Extractor::ALL {
             if cued.may_match(extractor) {
                 continue;

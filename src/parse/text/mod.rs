@@ -158,6 +158,9 @@ impl TextUnit {
 struct RunningLines {
     counts: HashMap<String, u32>,
     min_repeats: u32,
+    /// Whether any line repeats often enough; most documents have none,
+    /// and then no line needs its key made again.
+    any: bool,
 }
 
 /// Longest line counted as a running header or footer, in characters (the
@@ -172,16 +175,19 @@ impl RunningLines {
                 *counts.entry(key).or_default() += 1;
             }
         }
+        let min_repeats = min_repeats.max(2);
         RunningLines {
+            any: counts.values().any(|&n| n >= min_repeats),
             counts,
-            min_repeats: min_repeats.max(2),
+            min_repeats,
         }
     }
 
     fn contains(&self, line: &str) -> bool {
-        Self::key(line)
-            .and_then(|key| self.counts.get(&key))
-            .is_some_and(|&n| n >= self.min_repeats)
+        self.any
+            && Self::key(line)
+                .and_then(|key| self.counts.get(&key))
+                .is_some_and(|&n| n >= self.min_repeats)
     }
 
     /// The cleaning pass's key ([`boilerplate_key`]), for lines short
