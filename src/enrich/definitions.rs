@@ -167,7 +167,9 @@ pub fn find_definitions(text: &str) -> Definitions {
             inline |= push_quoted_terms(&mut out.terms, inside.as_str());
         }
     }
-    for caps in REFERRED_AS.captures_iter(text) {
+    // "referred to as" holds "refer", a stem of a verb of meaning.
+    let referred = meaning.then(|| REFERRED_AS.captures_iter(text));
+    for caps in referred.into_iter().flatten() {
         if let Some(term) = caps.name("term") {
             inline |= push_quoted_terms(&mut out.terms, term.as_str());
         }

@@ -8,6 +8,9 @@
 //! content", "Back to top") are recognised by their text instead, by the
 //! walker (see [`is_skip_link`]).
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
 use scraper::node::Element;
 
 use super::list::Numbering;
@@ -284,42 +287,64 @@ fn style_hides(style: &str) -> bool {
     compact.contains("display:none") || compact.contains("visibility:hidden")
 }
 
+/// Names that mark a consent banner wherever they occur in an id or class
+/// name.
+const ALWAYS_BANNER: &[&str] = &[
+    "consent",
+    "gdpr",
+    "onetrust",
+    "cookiebot",
+    "cookielaw",
+    "cookie-law",
+    "cc-banner",
+    "cc-window",
+    "cc_banner",
+];
+
+/// Words that make a "cookie" name a banner's.
+const BANNER_WORDS: &[&str] = &[
+    "banner",
+    "notice",
+    "bar",
+    "popup",
+    "modal",
+    "message",
+    "alert",
+    "policy",
+    "dialog",
+    "overlay",
+    "wall",
+    "notification",
+    "warning",
+    "disclaimer",
+    "accept",
+];
+
+/// [`ALWAYS_BANNER`] and then "cookie", found in one pass ignoring ASCII
+/// case: this runs on the id and class names of every element.
+static BANNER_NAMES: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let patterns = ALWAYS_BANNER.iter().chain(&["cookie"]);
+    match AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(patterns)
+    {
+        Ok(automaton) => automaton,
+        Err(error) => panic!("invalid banner names: {error}"),
+    }
+});
+
 /// Whether one id or class name marks a cookie or consent banner. "cookie"
 /// alone is not enough (a recipe site's `cookie-list` is content); it must
 /// come with a banner word, or be the whole name.
 fn names_consent_banner(name: &str) -> bool {
-    const ALWAYS: &[&str] = &[
-        "consent",
-        "gdpr",
-        "onetrust",
-        "cookiebot",
-        "cookielaw",
-        "cookie-law",
-        "cc-banner",
-        "cc-window",
-        "cc_banner",
-    ];
-    const BANNER_WORDS: &[&str] = &[
-        "banner",
-        "notice",
-        "bar",
-        "popup",
-        "modal",
-        "message",
-        "alert",
-        "policy",
-        "dialog",
-        "overlay",
-        "wall",
-        "notification",
-        "warning",
-        "disclaimer",
-        "accept",
-    ];
-    if ALWAYS.iter().any(|w| contains_ignoring_case(name, w)) {
-        return true;
+    let mut cookie = false;
+    for found in BANNER_NAMES.find_overlapping_iter(name) {
+        if found.pattern().as_usize() < ALWAYS_BANNER.len() {
+            return true;
+        }
+        cookie = true;
     }
-    contains_ignoring_case(name, "cookie")
+    cookie
         && (name.eq_ignore_ascii_case("cookie")
             || name.eq_ignore_ascii_case("cookies")
             || BANNER_WORDS.iter().any(|w| contains_ignoring_case(name, w)))
