@@ -104,44 +104,26 @@ impl Automaton {
         let mut patterns: Vec<Pattern> = Vec::new();
         let mut need_digit = 0;
         let mut caseless_extractors = 0;
-        let mut pattern = |keys: &mut Vec<String>, word: &str| {
-            let key = word.to_ascii_lowercase();
-            match keys.iter().position(|k| *k == key) {
-                Some(at) => at,
-                None => {
-                    keys.push(key);
-                    patterns.push(Pattern::default());
-                    keys.len() - 1
-                }
-            }
-        };
-        let mut exact = Vec::new();
-        let mut caseless = Vec::new();
         for extractor in Extractor::ALL {
             let cues = extractor.cues();
+            let bit = extractor.bit();
             for word in cues.exact {
-                exact.push((pattern(&mut keys, &word), word, extractor.bit()));
+                let spellings = &mut pattern(&mut keys, &mut patterns, &word).exact;
+                match spellings.iter_mut().find(|(w, _)| *w == word) {
+                    Some((_, bits)) => *bits |= bit,
+                    None => spellings.push((word, bit)),
+                }
             }
             for word in cues.caseless {
-                caseless.push((pattern(&mut keys, &word), extractor.bit()));
-                caseless_extractors |= extractor.bit();
+                pattern(&mut keys, &mut patterns, &word).caseless |= bit;
+                caseless_extractors |= bit;
             }
             if cues.needs_digit {
-                need_digit |= extractor.bit();
+                need_digit |= bit;
             }
         }
         for fold in ASCII_FOLDS {
-            caseless.push((pattern(&mut keys, fold), caseless_extractors));
-        }
-        for (at, word, bit) in exact {
-            let spellings = &mut patterns[at].exact;
-            match spellings.iter_mut().find(|(w, _)| *w == word) {
-                Some((_, bits)) => *bits |= bit,
-                None => spellings.push((word, bit)),
-            }
-        }
-        for (at, bits) in caseless {
-            patterns[at].caseless |= bits;
+            pattern(&mut keys, &mut patterns, fold).caseless |= caseless_extractors;
         }
         Automaton {
             search: build(&keys),
@@ -149,6 +131,24 @@ impl Automaton {
             need_digit,
         }
     }
+}
+
+/// The pattern keyed by `word` in lower case, added when new.
+fn pattern<'p>(
+    keys: &mut Vec<String>,
+    patterns: &'p mut Vec<Pattern>,
+    word: &str,
+) -> &'p mut Pattern {
+    let key = word.to_ascii_lowercase();
+    let at = match keys.iter().position(|k| *k == key) {
+        Some(at) => at,
+        None => {
+            keys.push(key);
+            patterns.push(Pattern::default());
+            patterns.len() - 1
+        }
+    };
+    &mut patterns[at]
 }
 
 /// Builds the automaton over constant patterns. Overlapping search needs

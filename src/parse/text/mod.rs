@@ -68,7 +68,7 @@ mod layout;
 mod marker;
 mod table;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::clean::{boilerplate_key, is_page_number};
 use super::{DocumentTree, Format, ParseFailure, Table, TreeBuilder, collapse_whitespace};
@@ -156,11 +156,9 @@ impl TextUnit {
 /// "Source: …" banners of filings): never headings, and transparent when a
 /// paragraph cut by a page break is rejoined.
 struct RunningLines {
-    counts: HashMap<String, u32>,
-    min_repeats: u32,
-    /// Whether any line repeats often enough; most documents have none,
-    /// and then no line needs its key made again.
-    any: bool,
+    /// The keys of the lines that repeat often enough; most documents have
+    /// none, and then no line needs its key made again.
+    keys: HashSet<String>,
 }
 
 /// Longest line counted as a running header or footer, in characters (the
@@ -177,17 +175,15 @@ impl RunningLines {
         }
         let min_repeats = min_repeats.max(2);
         RunningLines {
-            any: counts.values().any(|&n| n >= min_repeats),
-            counts,
-            min_repeats,
+            keys: counts
+                .into_iter()
+                .filter_map(|(key, n)| (n >= min_repeats).then_some(key))
+                .collect(),
         }
     }
 
     fn contains(&self, line: &str) -> bool {
-        self.any
-            && Self::key(line)
-                .and_then(|key| self.counts.get(&key))
-                .is_some_and(|&n| n >= self.min_repeats)
+        !self.keys.is_empty() && Self::key(line).is_some_and(|key| self.keys.contains(&key))
     }
 
     /// The cleaning pass's key ([`boilerplate_key`]), for lines short
