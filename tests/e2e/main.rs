@@ -114,7 +114,7 @@ async fn run(filters: Vec<String>) -> ExitCode {
             }
             Err(e) => {
                 eprintln!("e2e: {} ... FAILED ({seconds:.1} s): {e:#}", scenario.name);
-                failed.push(scenario.name);
+                failed.push((scenario.name, format!("{e:#}")));
                 dump_logs(&world);
                 if scenario.required {
                     eprintln!("e2e: the scenarios after it need it; stopping");
@@ -127,8 +127,9 @@ async fn run(filters: Vec<String>) -> ExitCode {
     let World { cluster, node, .. } = world;
     node.stop().await;
     cluster.down().await;
-    for name in &failed {
-        eprintln!("e2e: failed: {name}");
+    // Again after the log dumps, so that the tail of a CI log says why.
+    for (name, reason) in &failed {
+        eprintln!("e2e: failed: {name}: {reason}");
     }
     eprintln!(
         "e2e: finished in {:.1} s; logs under {}",

@@ -55,7 +55,7 @@ pub async fn previous_serves(world: &World) -> Result<()> {
 /// retrievals to the route's ready endpoints: the new operator takes the
 /// Lease, re-ingests (the index format is part of the inputs), holds the
 /// retrieval pods on the old image until the Corpus reports a version in
-/// a format this build reads (the previous release did not report one),
+/// a format this build reads (the previous release wrote an older one),
 /// then rolls them, and not one request fails.
 pub async fn upgrade(world: &World) -> Result<()> {
     let client = &world.cluster.admin;
