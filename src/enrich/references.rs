@@ -121,7 +121,9 @@ const LAW_WORDS: &[&str] = &[
 
 /// What every match of [`MENTION`] contains: a word its keyword is made
 /// of, in any case ("sub-sections" holds "section", "Parts" holds "part"),
-/// an abbreviation with its period ("Sec.", "figs."), or "§".
+/// an abbreviation with its period ("Sec.", "figs."), or "§". Kept by hand
+/// beside [`KEYWORD`]; a test reads every word that pattern matches and
+/// checks that it holds one of these.
 pub(super) fn cues() -> Cues {
     let words = [
         "section",
@@ -499,6 +501,35 @@ fn ancestor_chains(skeleton: &Skeleton) -> Vec<Vec<SectionId>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_keyword_holds_a_cue() {
+        // The words KEYWORD matches, read from the pattern itself with its
+        // case-insensitive groups made case-sensitive (so that each word is
+        // listed once, as written there): the cue list is kept by hand, and
+        // a keyword added without a cue would otherwise go unseen.
+        use regex_syntax::hir::literal::{ExtractKind, Extractor};
+        let pattern = KEYWORD.replace("(?i:", "(?:");
+        let hir = regex_syntax::parse(&pattern).expect("KEYWORD parses");
+        let words = Extractor::new()
+            .kind(ExtractKind::Prefix)
+            .limit_total(10_000)
+            .extract(&hir);
+        assert!(words.is_finite() && words.is_exact(), "{words:?}");
+        let cues = cues();
+        let mut checked = 0;
+        for word in words.literals().unwrap_or_default() {
+            let word = String::from_utf8_lossy(word.as_bytes()).to_ascii_lowercase();
+            let cued = cues.caseless.iter().any(|cue| word.contains(cue.as_str()))
+                || cues.exact.iter().any(|cue| word.contains(cue.as_str()));
+            assert!(
+                cued,
+                "the keyword {word:?} holds no cue of references::cues"
+            );
+            checked += 1;
+        }
+        assert!(checked > 40, "only {checked} keywords read from KEYWORD");
+    }
 
     fn labels(text: &str) -> Vec<(ReferenceKind, String, String)> {
         find_mentions(text)
