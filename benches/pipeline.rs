@@ -14,6 +14,11 @@
 #[path = "../tests/it/common/mod.rs"]
 mod common;
 
+/// The allocator the `trellis` binary runs with, so that the figures are
+/// the binary's.
+#[global_allocator]
+static ALLOCATOR: trellis::memory::CountingAllocator = trellis::memory::CountingAllocator;
+
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;

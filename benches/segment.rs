@@ -10,6 +10,11 @@
 #[path = "../tests/it/common/mod.rs"]
 mod common;
 
+/// The allocator the `trellis` binary runs with, so that the figures are
+/// the binary's.
+#[global_allocator]
+static ALLOCATOR: trellis::memory::CountingAllocator = trellis::memory::CountingAllocator;
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};

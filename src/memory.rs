@@ -14,7 +14,9 @@
 //! library without it gets no count: [`Budget::used`] stays 0 and only the
 //! other bounds (file size, pages, time) hold.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use mimalloc::MiMalloc;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -28,7 +30,7 @@ thread_local! {
 /// Set once an allocation has gone through [`CountingAllocator`].
 static COUNTING: AtomicBool = AtomicBool::new(false);
 
-/// The system allocator, counting live bytes per thread.
+/// mimalloc, counting live bytes per thread.
 pub struct CountingAllocator;
 
 fn add(delta: isize) {
@@ -40,13 +42,13 @@ fn add(delta: isize) {
     let _ = LIVE.try_with(|live| live.set(live.get().wrapping_add(delta)));
 }
 
-// SAFETY: every call is passed to `System` unchanged; the count is a
+// SAFETY: every call is passed to `MiMalloc` unchanged; the count is a
 // thread-local `Cell` with a const initialiser and no destructor, which
 // does not allocate.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract is passed on unchanged.
-        let ptr = unsafe { System.alloc(layout) };
+        let ptr = unsafe { MiMalloc.alloc(layout) };
         if !ptr.is_null() {
             add(layout.size() as isize);
         }
@@ -55,7 +57,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as above.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
+        let ptr = unsafe { MiMalloc.alloc_zeroed(layout) };
         if !ptr.is_null() {
             add(layout.size() as isize);
         }
@@ -64,13 +66,13 @@ unsafe impl GlobalAlloc for CountingAllocator {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { MiMalloc.dealloc(ptr, layout) };
         add(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: as above.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        let new = unsafe { MiMalloc.realloc(ptr, layout, new_size) };
         if !new.is_null() {
             add(new_size as isize - layout.size() as isize);
         }
