@@ -15,10 +15,10 @@
 //! other bounds (file size, pages, time) hold.
 
 use std::alloc::{GlobalAlloc, Layout};
-
-use mimalloc::MiMalloc;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use mimalloc::MiMalloc;
 
 thread_local! {
     /// Bytes this thread has allocated minus those it has freed (memory

@@ -336,7 +336,15 @@ impl<'s> Context<'s> {
 
     fn fit(&self, draft: Draft<'_>, out: &mut Vec<Chunk>) {
         let text = draft.render();
-        let tokens = self.count(&text);
+        let tokens = if self.counter.is_additive() {
+            // The draft's tokens sum its pieces' counts, each its text's
+            // (plus the list marker it renders), and the rendered text
+            // joins the pieces with whitespace.
+            debug_assert_eq!(draft.tokens, self.count(&text), "{text:?}");
+            draft.tokens
+        } else {
+            self.count(&text)
+        };
         if tokens <= self.max {
             out.push(draft.into_chunk(text, tokens, self.skeleton));
             return;

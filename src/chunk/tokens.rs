@@ -9,6 +9,12 @@ pub trait TokenCounter: Send + Sync {
     fn count(&self, text: &str) -> usize;
     /// A short description for reports ("words", "tokenizer:/path").
     fn describe(&self) -> String;
+    /// Whether texts joined by ASCII whitespace count exactly the sum of
+    /// their counts. The chunker then sums its pieces' counts for a
+    /// chunk instead of counting the rendered chunk again.
+    fn is_additive(&self) -> bool {
+        false
+    }
 }
 
 /// Words separated by ASCII whitespace: exactly
@@ -52,6 +58,10 @@ impl TokenCounter for WordCounter {
 
     fn describe(&self) -> String {
         "words".into()
+    }
+
+    fn is_additive(&self) -> bool {
+        true
     }
 }
 
