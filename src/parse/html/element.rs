@@ -11,7 +11,6 @@
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
-use scraper::node::Element;
 
 use super::list::Numbering;
 
@@ -91,9 +90,7 @@ const MAX_ROWSPAN: u32 = 65534;
 /// Classifies an element. `page_level` is true outside every `<article>`,
 /// `<main>`, `<section>` and `<aside>`: a `<header>` or `<footer>` there
 /// belongs to the page (logo, menus, legal links), not to the content.
-pub(super) fn classify(element: &Element, page_level: bool) -> ElementKind {
-    let name = element.name();
-    let attrs = Attributes::read(element);
+pub(super) fn classify(name: &str, attrs: &Attributes<'_>, page_level: bool) -> ElementKind {
     if attrs.is_hidden() || attrs.is_consent_banner() {
         return ElementKind::Dropped;
     }
@@ -177,7 +174,7 @@ pub(super) fn classify(element: &Element, page_level: bool) -> ElementKind {
 /// The attributes the walk cares about, read in one pass (looking each up
 /// by name would intern a new atom per lookup).
 #[derive(Default)]
-struct Attributes<'a> {
+pub(super) struct Attributes<'a> {
     hidden: Option<&'a str>,
     aria_hidden: Option<&'a str>,
     style: Option<&'a str>,
@@ -195,9 +192,11 @@ struct Attributes<'a> {
 }
 
 impl<'a> Attributes<'a> {
-    fn read(element: &'a Element) -> Self {
+    /// Reads an element's attributes, given as (name, value) pairs with
+    /// names in lower case (as the tokenizer gives them).
+    pub(super) fn read(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut attrs = Attributes::default();
-        for (name, value) in element.attrs() {
+        for (name, value) in pairs {
             match name {
                 "hidden" => attrs.hidden = Some(value),
                 "aria-hidden" => attrs.aria_hidden = Some(value),

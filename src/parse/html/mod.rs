@@ -5,9 +5,14 @@
 //! 1. `depth`: a linear pre-scan refuses inputs nesting deeper than
 //!    `parsing.maxNestingDepth` before html5ever (whose tree builder is
 //!    quadratic in depth) sees them;
-//! 2. html5ever, through `scraper`, builds the tree as a browser would
-//!    (implied and misnested tags repaired), in an arena: no recursive drop;
-//! 3. `walk` reads the tree iteratively into headings and blocks:
+//! 2. the tree a browser would build: for a whole document that needs no
+//!    repair, `stream` reads it token by token (`tokens`) and hands the
+//!    elements to the walk as it goes, with no tree in memory; otherwise
+//!    (implied closings that re-open elements, misnesting, foreign content,
+//!    fragments) html5ever, through `scraper`, builds the tree with every
+//!    repair, in an arena: no recursive drop. Both give the walk the same
+//!    elements in the same order;
+//! 3. `walk` reads the elements in order into headings and blocks:
 //!    headings (`h1`–`h6`, `role="heading"`), paragraphs, lists with their
 //!    markers and depth, description lists, tables as grids (see `table`),
 //!    figure captions and code blocks; noise (scripts, navigation, page
@@ -25,7 +30,9 @@
 mod depth;
 mod element;
 mod list;
+mod stream;
 mod table;
+mod tokens;
 mod walk;
 
 use scraper::Html;
@@ -79,14 +86,19 @@ fn extract(
         });
     }
     depth::check_nesting(html, spec.max_nesting_depth)?;
-    let dom = match source {
-        Source::Document => Html::parse_document(html),
-        Source::Fragment => Html::parse_fragment(html),
-    };
     let options = WalkOptions {
         max_depth: spec.max_nesting_depth,
         table_cells: spec.max_table_cells.saturating_sub(table_cells_used),
         read_title: matches!(source, Source::Document),
+    };
+    let dom = match source {
+        Source::Document => {
+            if let Some(extracted) = stream::read(html, &options) {
+                return Ok(extracted);
+            }
+            Html::parse_document(html)
+        }
+        Source::Fragment => Html::parse_fragment(html),
     };
     walk::walk(dom.tree.root(), &options)
 }

@@ -1,8 +1,10 @@
-//! The walk over html5ever's tree, turning elements into headings and
+//! The walk over a document's elements, turning them into headings and
 //! blocks.
 //!
-//! The walk is iterative (first child, next sibling, parent), so no input
-//! can overflow the stack; it keeps its own stack of open elements
+//! The [`Walker`] is fed elements, text and element ends in document order:
+//! by [`walk`] over html5ever's tree (iteratively: first child, next
+//! sibling, parent, so no input can overflow the stack), or by the
+//! streaming path as it reads. It keeps its own stack of open elements
 //! ([`Frame`]) and fails with [`ParseFailure::TooDeep`] past
 //! `parsing.maxNestingDepth`.
 //!
@@ -22,7 +24,7 @@ use ego_tree::NodeRef;
 use scraper::Node;
 use scraper::node::Element;
 
-use super::element::{ElementKind, classify, is_skip_link};
+use super::element::{Attributes, ElementKind, classify, is_skip_link};
 use super::list::OpenList;
 use super::table::TableGrid;
 use crate::parse::{BlockKind, ParseFailure, collapse_whitespace};
@@ -35,7 +37,7 @@ pub(super) enum Piece {
 }
 
 /// What the walk found.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(super) struct Extracted {
     pub(super) pieces: Vec<Piece>,
     pub(super) title: Option<String>,
@@ -53,6 +55,20 @@ pub(super) struct WalkOptions {
     pub(super) read_title: bool,
 }
 
+/// An element as the walk meets it, from html5ever's tree or from the
+/// streaming path.
+pub(super) trait Opened {
+    /// Its tag name, in lower case.
+    fn name(&self) -> &str;
+    /// Its attributes, as (name, value) pairs.
+    fn attributes(&self) -> Attributes<'_>;
+    /// The text of its text children: the content of a `<title>`.
+    fn text(&self) -> String;
+    /// How many `<li>` children it has: asked only of a `reversed` list
+    /// without `start`, which numbers down from its item count.
+    fn items(&self) -> usize;
+}
+
 /// Walks the tree under `root` (a document or fragment node).
 pub(super) fn walk(
     root: NodeRef<'_, Node>,
@@ -61,7 +77,14 @@ pub(super) fn walk(
     let mut walker = Walker::new(options);
     let mut next = root.first_child();
     while let Some(node) = next {
-        let descended = walker.enter(node)?;
+        let descended = match node.value() {
+            Node::Text(text) => {
+                walker.text(text);
+                false
+            }
+            Node::Element(element) => walker.enter(&TreeElement { node, element })?,
+            _ => false,
+        };
         if descended {
             if let Some(child) = node.first_child() {
                 next = Some(child);
@@ -85,6 +108,44 @@ pub(super) fn walk(
         };
     }
     Ok(walker.finish())
+}
+
+/// An element of html5ever's tree.
+struct TreeElement<'a> {
+    node: NodeRef<'a, Node>,
+    element: &'a Element,
+}
+
+impl Opened for TreeElement<'_> {
+    fn name(&self) -> &str {
+        self.element.name()
+    }
+
+    fn attributes(&self) -> Attributes<'_> {
+        Attributes::read(self.element.attrs())
+    }
+
+    fn text(&self) -> String {
+        let mut text = String::new();
+        for child in self.node.children() {
+            if let Node::Text(piece) = child.value() {
+                text.push_str(piece);
+            }
+        }
+        text
+    }
+
+    fn items(&self) -> usize {
+        self.node
+            .children()
+            .filter(|child| {
+                child
+                    .value()
+                    .as_element()
+                    .is_some_and(|element| element.name() == "li")
+            })
+            .count()
+    }
 }
 
 /// What to do when an element the walk entered ends.
@@ -202,7 +263,9 @@ impl Run {
     }
 }
 
-struct Walker {
+/// The walk's state: fed elements, text and element ends in document
+/// order, it turns them into headings and blocks.
+pub(super) struct Walker {
     max_depth: usize,
     read_title: bool,
     out: Extracted,
@@ -229,7 +292,7 @@ struct Walker {
 }
 
 impl Walker {
-    fn new(options: &WalkOptions) -> Self {
+    pub(super) fn new(options: &WalkOptions) -> Self {
         Self {
             max_depth: usize::try_from(options.max_depth).unwrap_or(usize::MAX),
             read_title: options.read_title,
@@ -249,37 +312,27 @@ impl Walker {
         }
     }
 
-    /// Enters a node; returns whether its children are to be walked (an
-    /// element whose frame is now open, to be closed by [`Walker::leave`]).
-    fn enter(&mut self, node: NodeRef<'_, Node>) -> Result<bool, ParseFailure> {
-        match node.value() {
-            Node::Text(text) => {
-                if !text.trim().is_empty() {
-                    self.breaks = 0;
-                }
-                self.run.push(text);
-                Ok(false)
-            }
-            Node::Element(element) => self.enter_element(node, element),
-            _ => Ok(false),
+    /// Adds a text node.
+    pub(super) fn text(&mut self, text: &str) {
+        if !text.trim().is_empty() {
+            self.breaks = 0;
         }
+        self.run.push(text);
     }
 
-    fn enter_element(
-        &mut self,
-        node: NodeRef<'_, Node>,
-        element: &Element,
-    ) -> Result<bool, ParseFailure> {
+    /// Enters an element; returns whether its content is to be walked (its
+    /// frame is then open, to be closed by [`Walker::leave`]).
+    pub(super) fn enter(&mut self, element: &impl Opened) -> Result<bool, ParseFailure> {
         if self.frames.len() >= self.max_depth {
             return Err(ParseFailure::TooDeep {
                 limit: u32::try_from(self.max_depth).unwrap_or(u32::MAX),
             });
         }
-        let kind = classify(element, self.sectioning == 0);
+        let kind = classify(element.name(), &element.attributes(), self.sectioning == 0);
         let frame = match kind {
             ElementKind::Dropped => return Ok(false),
             ElementKind::Title => {
-                self.read_title(node);
+                self.read_title(element);
                 return Ok(false);
             }
             ElementKind::LineBreak => {
@@ -287,7 +340,7 @@ impl Walker {
                 return Ok(false);
             }
             kind if self.collecting.is_some() => self.enter_collected(kind),
-            kind => self.enter_flow(node, kind),
+            kind => self.enter_flow(element, kind),
         };
         self.frames.push(frame);
         Ok(true)
@@ -316,7 +369,7 @@ impl Walker {
     }
 
     /// An element in the flow of blocks.
-    fn enter_flow(&mut self, node: NodeRef<'_, Node>, kind: ElementKind) -> Frame {
+    fn enter_flow(&mut self, element: &impl Opened, kind: ElementKind) -> Frame {
         match kind {
             ElementKind::Inline | ElementKind::Code { .. } => Frame::Inline,
             ElementKind::Link => self.link_frame(),
@@ -341,7 +394,7 @@ impl Walker {
             } => {
                 self.flush();
                 let items = if reversed && start.is_none() {
-                    count_items(node)
+                    element.items()
                 } else {
                     0
                 };
@@ -463,7 +516,7 @@ impl Walker {
     }
 
     /// Leaves the innermost open element.
-    fn leave(&mut self) {
+    pub(super) fn leave(&mut self) {
         let Some(frame) = self.frames.pop() else {
             return;
         };
@@ -625,23 +678,18 @@ impl Walker {
 
     /// Reads `<title>` (its children are plain text) as the document's
     /// title, the first one only.
-    fn read_title(&mut self, node: NodeRef<'_, Node>) {
+    fn read_title(&mut self, element: &impl Opened) {
         if !self.read_title || self.out.title.is_some() {
             return;
         }
-        let mut title = String::new();
-        for child in node.children() {
-            if let Node::Text(text) = child.value() {
-                title.push_str(text);
-            }
-        }
-        let title = collapse_whitespace(&title);
+        let title = collapse_whitespace(&element.text());
         if !title.is_empty() {
             self.out.title = Some(title);
         }
     }
 
-    fn finish(mut self) -> Extracted {
+    /// Closes what is still open and returns what the walk found.
+    pub(super) fn finish(mut self) -> Extracted {
         while !self.frames.is_empty() {
             self.leave();
         }
@@ -654,16 +702,4 @@ impl Walker {
         }
         self.out
     }
-}
-
-/// The `<li>` children of a list element.
-fn count_items(list: NodeRef<'_, Node>) -> usize {
-    list.children()
-        .filter(|child| {
-            child
-                .value()
-                .as_element()
-                .is_some_and(|element| element.name() == "li")
-        })
-        .count()
 }
