@@ -1190,6 +1190,21 @@ mod tests {
         "<p id=cookie-banner>",
         "<address>",
         "</address>",
+        "<object>",
+        "</object>",
+        "<noscript>",
+        "</noscript>",
+        "<xmp>",
+        "</xmp>",
+        "<iframe>",
+        "</iframe>",
+        "<h3>",
+        "</h3>",
+        "<em>",
+        "</em>",
+        "<ruby>",
+        "<rt>",
+        "</td></tr>",
     ];
 
     /// Text and empty elements, the leaves of the random trees.
