@@ -2,26 +2,30 @@
 //! straight into the walk, without html5ever building a tree.
 //!
 //! Most documents are written so that the tree a browser builds is the
-//! nesting of their tags, plus the `<html>`, `<head>`, `<body>` and
-//! `<tbody>` it implies. For those, this module follows the HTML Standard's
-//! tree construction for the steps it reproduces — the implied elements,
-//! head content, tables with their implied row groups, rows and column
-//! groups, `<pre>`'s leading newline — and feeds the walk the elements it
-//! would have met in html5ever's tree, in the same order.
+//! nesting of their tags, plus the elements it implies. For those, this
+//! module follows the HTML Standard's tree construction for the steps it
+//! reproduces — the implied `<html>`, `<head>` and `<body>`, head content,
+//! tables with their implied row groups, rows and column groups, the open
+//! `<p>`, list item, term or cell that a new block, item or cell closes,
+//! the `<p>`, item or cell an enclosing end tag closes, raw text,
+//! `<pre>`'s leading newline — and feeds the walk the elements it would
+//! have met in html5ever's tree, in the same order.
 //!
-//! Anything where the tree builder would close, move or re-open elements
-//! makes it give up: an end tag that is not the current element's, a block
-//! opening inside a `<p>`, a list item inside an unclosed one, text in a
-//! table outside its cells, nested forms or links, foreign content, and the
-//! parser states it does not model (`<textarea>`, `<select>`, `<template>`,
-//! `<noscript>`…). [`super::extract`] then parses the document with
-//! html5ever, so what a document yields never depends on which path read
-//! it; a differential test holds the two equal wherever this one accepts.
+//! Anything where the tree builder would move or re-open elements makes it
+//! give up: an end tag that would close more than those, formatting
+//! elements closed out of order or with their block, a block opening in a
+//! `<p>` that is not the current element, text in a table outside its
+//! cells, nested forms or links, foreign content, legacy character
+//! references, and the parser states it does not model (`<textarea>`,
+//! `<select>`, `<template>`…). [`super::extract`] then parses the document
+//! with html5ever, so what a document yields never depends on which path
+//! read it; a differential test holds the two equal wherever this one
+//! accepts.
 
 use std::borrow::Cow;
 
 use super::element::Attributes;
-use super::tokens::{RawText, Token, Tokens, Unsupported, prepare};
+use super::tokens::{self, RawText, Token, Tokens, Unsupported, prepare};
 use super::walk::{Extracted, Opened, WalkOptions, Walker};
 
 /// Reads a whole document through the walk; `None` when it needs the full
@@ -66,7 +70,7 @@ struct Reader<'a> {
     /// The stack of open elements.
     open: Vec<Open<'a>>,
     /// Index in `open` of the element whose content the walk skips
-    /// (dropped noise, a `<br>`), if inside one.
+    /// (dropped noise, a `<title>`), if inside one.
     skipped_from: Option<usize>,
     /// How many `<p>` are open.
     paragraphs: usize,
@@ -116,8 +120,10 @@ fn is_table_structure(name: &str) -> bool {
     matches!(name, "table" | "tbody" | "thead" | "tfoot" | "tr")
 }
 
-/// Elements that close an open `<p>` when they start.
-fn closes_paragraph(name: &str) -> bool {
+/// The Standard's grouping elements, one rule for their start tags (which
+/// close an open `<p>`) and one for their end tags (which close the `<p>`,
+/// `<li>`, `<dd>` and `<dt>` open inside them).
+fn is_grouping(name: &str) -> bool {
     matches!(
         name,
         "address"
@@ -145,22 +151,21 @@ fn closes_paragraph(name: &str) -> bool {
             | "section"
             | "summary"
             | "ul"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "pre"
-            | "listing"
-            | "form"
-            | "li"
-            | "dd"
-            | "dt"
-            | "table"
-            | "hr"
-            | "xmp"
     )
+}
+
+fn is_heading(name: &str) -> bool {
+    matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+}
+
+/// Elements that close an open `<p>` when they start.
+fn closes_paragraph(name: &str) -> bool {
+    is_grouping(name)
+        || is_heading(name)
+        || matches!(
+            name,
+            "pre" | "listing" | "form" | "li" | "dd" | "dt" | "table" | "hr" | "xmp"
+        )
 }
 
 /// The Standard's "special" elements that stop the search for an open list
@@ -276,53 +281,24 @@ fn is_formatting(name: &str) -> bool {
 /// Elements whose end tag first closes the open `p`, `li`, `dd` and `dt`
 /// above them ("generate implied end tags", then pop up to the element).
 fn ends_after_implied(name: &str) -> bool {
-    matches!(
-        name,
-        "address"
-            | "article"
-            | "aside"
-            | "blockquote"
-            | "button"
-            | "center"
-            | "details"
-            | "dialog"
-            | "dir"
-            | "div"
-            | "dl"
-            | "fieldset"
-            | "figcaption"
-            | "figure"
-            | "footer"
-            | "header"
-            | "hgroup"
-            | "listing"
-            | "main"
-            | "menu"
-            | "nav"
-            | "ol"
-            | "pre"
-            | "search"
-            | "section"
-            | "summary"
-            | "ul"
-            | "li"
-            | "dd"
-            | "dt"
-            | "p"
-            | "form"
-            | "td"
-            | "th"
-            | "caption"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "applet"
-            | "marquee"
-            | "object"
-    )
+    is_grouping(name)
+        || is_heading(name)
+        || matches!(
+            name,
+            "button"
+                | "listing"
+                | "pre"
+                | "li"
+                | "dd"
+                | "dt"
+                | "form"
+                | "td"
+                | "th"
+                | "caption"
+                | "applet"
+                | "marquee"
+                | "object"
+        )
 }
 
 /// Elements without content or end tag that may appear in a body.
@@ -385,9 +361,9 @@ fn unsupported_in_body(name: &str) -> bool {
     )
 }
 
-/// HTML's ASCII whitespace (a CR never reaches here).
+/// HTML's ASCII whitespace.
 fn is_space(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\x0c' | ' ')
+    u8::try_from(c).is_ok_and(tokens::is_space)
 }
 
 /// Splits text into its leading whitespace and the rest.
@@ -612,9 +588,7 @@ impl<'a> Reader<'a> {
         match name.as_ref() {
             "title" | "style" | "script" | "noscript" | "noframes" | "xmp" | "iframe"
             | "noembed" => return self.open_raw_text(name),
-            "h1" | "h2" | "h3" | "h4" | "h5" | "h6"
-                if matches!(current, "h1" | "h2" | "h3" | "h4" | "h5" | "h6") =>
-            {
+            heading if is_heading(heading) && is_heading(current) => {
                 // A heading inside a heading ends it.
                 self.pop();
             }

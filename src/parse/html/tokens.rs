@@ -335,8 +335,8 @@ pub(super) fn prepare(html: &str) -> Result<Cow<'_, str>, Unsupported> {
     Ok(Cow::Owned(html.replace("\r\n", "\n").replace('\r', "\n")))
 }
 
-/// HTML's ASCII whitespace inside tags (a CR never reaches here).
-fn is_space(b: u8) -> bool {
+/// HTML's ASCII whitespace (a CR never reaches here: see [`prepare`]).
+pub(super) fn is_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | b'\x0c' | b' ')
 }
 
