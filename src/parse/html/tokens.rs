@@ -12,7 +12,7 @@
 //! Given up: references without their `;` (whose decoding depends on what
 //! follows and where), unknown or invalid references, bogus comments and
 //! CDATA, `<!--` inside a script, a NUL anything, a tag cut off by the end
-//! of the input. Line endings are normalised to LF first, as the Standard's
+//! of the input, a byte order mark right after a `<meta>`. Line endings are normalised to LF first, as the Standard's
 //! input stream does.
 
 use std::borrow::Cow;
@@ -165,6 +165,17 @@ impl<'a> Tokens<'a> {
                 self.pos = lt + 1;
                 let name = self.tag_name()?;
                 self.attributes_until_end(true)?;
+                // html5ever stops after a `<meta>` naming an encoding, and
+                // on resuming drops a byte order mark as if the input began
+                // there; that is left to it.
+                if name == "meta"
+                    && self
+                        .input
+                        .get(self.pos..)
+                        .is_some_and(|rest| rest.starts_with('\u{feff}'))
+                {
+                    return Err(Unsupported);
+                }
                 Ok(Token::Start { name })
             }
             // `</>`, `</3`, `<?…>`, `<!x…>`: bogus comments and the like.
@@ -520,6 +531,7 @@ mod tests {
             "<p",
             "<a b=\"c>",
             "<![CDATA[x]]>",
+            "<meta charset=utf-8>\u{feff}x",
         ] {
             assert_eq!(
                 tokens(unsupported).last().map(String::as_str),
