@@ -9,12 +9,19 @@
 //!
 //! All cues are found by one Aho-Corasick automaton that ignores ASCII
 //! case, instead of one regular-expression scan per extractor; a cue that
-//! must match case for case is checked against its spellings where found. Most sentences of most documents hold no cue of most
-//! extractors, and the full patterns then never see them.
+//! must match case for case is checked against its spellings where found.
+//! Most sentences of most documents hold no cue of most extractors, and the
+//! full patterns then never see them.
+//!
+//! The automaton's steps through one text form a chain, each state read
+//! from the one before, so a document's sentences are read several at a
+//! time, side by side ([`Cued::of_each`]).
 
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::automaton::{Automaton as _, StateID};
+use aho_corasick::dfa::DFA;
+use aho_corasick::{Anchored, MatchKind};
 
 use super::{amounts, dates, definitions, organizations, periods, references};
 
@@ -87,7 +94,9 @@ struct Pattern {
 
 /// The automaton, and for each of its patterns the extractors it cues.
 struct Automaton {
-    search: AhoCorasick,
+    dfa: DFA,
+    /// Where every search starts.
+    start: StateID,
     patterns: Vec<Pattern>,
     /// Extractors whose matches need a digit.
     need_digit: u8,
@@ -125,8 +134,14 @@ impl Automaton {
         for fold in ASCII_FOLDS {
             pattern(&mut keys, &mut patterns, fold).caseless |= caseless_extractors;
         }
+        let dfa = build(&keys);
+        let start = match dfa.start_state(Anchored::No) {
+            Ok(start) => start,
+            Err(error) => panic!("enrichment cues without an unanchored start: {error}"),
+        };
         Automaton {
-            search: build(&keys),
+            dfa,
+            start,
             patterns,
             need_digit,
         }
@@ -153,17 +168,65 @@ fn pattern<'p>(
 
 /// Builds the automaton over constant patterns. Overlapping search needs
 /// the standard match kind: a cue inside another extractor's cue ("SE" in
-/// "SEP") must still be seen. A failure is a bug in this module, caught by
+/// "SEP") must still be seen. Without a prefilter the only special states
+/// are match states (and the dead state, which an unanchored standard
+/// search never enters). A failure is a bug in this module, caught by
 /// every test that enriches, never a property of the input.
-fn build(patterns: &[String]) -> AhoCorasick {
-    match AhoCorasick::builder()
+fn build(patterns: &[String]) -> DFA {
+    match DFA::builder()
         .match_kind(MatchKind::Standard)
-        .kind(Some(AhoCorasickKind::DFA))
         .ascii_case_insensitive(true)
+        .prefilter(false)
         .build(patterns)
     {
-        Ok(automaton) => automaton,
+        Ok(dfa) => dfa,
         Err(error) => panic!("invalid enrichment cues: {error}"),
+    }
+}
+
+/// How many texts [`Cued::of_each`] reads side by side.
+const LANES: usize = 4;
+
+impl Automaton {
+    /// Reads `text` from `at` in state `sid`, adding the extractors of
+    /// every cue found to `bits`.
+    fn scan(&self, text: &[u8], at: usize, mut sid: StateID, bits: &mut u8) {
+        for (end, &byte) in text.iter().enumerate().skip(at) {
+            sid = self.dfa.next_state(Anchored::No, sid, byte);
+            if self.dfa.is_special(sid) {
+                self.record(sid, text, end + 1, bits);
+            }
+        }
+    }
+
+    /// Adds the extractors of the cues that end at `end` (the match state
+    /// `sid` names them) to `bits`; an exact cue counts only where its
+    /// spelling is the one written.
+    #[inline(never)]
+    fn record(&self, sid: StateID, text: &[u8], end: usize, bits: &mut u8) {
+        for index in 0..self.dfa.match_len(sid) {
+            let id = self.dfa.match_pattern(sid, index);
+            let Some(pattern) = self.patterns.get(id.as_usize()) else {
+                continue;
+            };
+            *bits |= pattern.caseless;
+            let from = end.saturating_sub(self.dfa.pattern_len(id));
+            let written = text.get(from..end).unwrap_or_default();
+            for (spelling, cued) in &pattern.exact {
+                if spelling.as_bytes() == written {
+                    *bits |= cued;
+                }
+            }
+        }
+    }
+
+    /// What `bits`, found in `text`, leaves of `wanted`: extractors whose
+    /// matches need a digit are dropped from a text without one.
+    fn finish(&self, text: &[u8], mut bits: u8, wanted: Cued) -> Cued {
+        if bits & self.need_digit != 0 && !text.iter().any(u8::is_ascii_digit) {
+            bits &= !self.need_digit;
+        }
+        Cued(bits & wanted.0)
     }
 }
 
@@ -181,33 +244,87 @@ impl Cued {
     }
 
     /// The extractors of `wanted` that `text` holds cues of, read in one
-    /// pass (none when nothing is wanted), which stops once every wanted
-    /// extractor is cued.
+    /// pass (none when nothing is wanted).
     pub fn of(text: &str, wanted: Cued) -> Cued {
         if wanted == Cued::NONE {
             return Cued::NONE;
         }
         let automaton = &*AUTOMATON;
         let mut bits = 0;
-        for found in automaton.search.find_overlapping_iter(text) {
-            let Some(pattern) = automaton.patterns.get(found.pattern().as_usize()) else {
-                continue;
-            };
-            bits |= pattern.caseless;
-            let written = text.as_bytes().get(found.range()).unwrap_or_default();
-            for (spelling, cued) in &pattern.exact {
-                if spelling.as_bytes() == written {
-                    bits |= cued;
+        automaton.scan(text.as_bytes(), 0, automaton.start, &mut bits);
+        automaton.finish(text.as_bytes(), bits, wanted)
+    }
+
+    /// [`Cued::of`] for each of `texts`, in order. The texts are read
+    /// [`LANES`] at a time, a byte of each in turn: one text's automaton
+    /// steps wait on each other (every state is read from the one before),
+    /// while steps in different texts do not, so the processor overlaps
+    /// them.
+    pub fn of_each(texts: &[&str], wanted: Cued) -> Vec<Cued> {
+        let mut cued = vec![Cued::NONE; texts.len()];
+        if wanted == Cued::NONE {
+            return cued;
+        }
+        let automaton = &*AUTOMATON;
+        let dfa = &automaton.dfa;
+        // Each lane: the index of its text, how far it is read, its state
+        // and what it found so far.
+        let mut index = [0usize; LANES];
+        let mut at = [0usize; LANES];
+        let mut sid = [automaton.start; LANES];
+        let mut bits = [0u8; LANES];
+        let mut reading = [false; LANES];
+        let mut pending = (0..texts.len()).filter(|&i| !texts[i].is_empty());
+        for lane in 0..LANES {
+            if let Some(next) = pending.next() {
+                index[lane] = next;
+                reading[lane] = true;
+            }
+        }
+        while reading.iter().all(|&r| r) {
+            let text = index.map(|i| texts[i].as_bytes());
+            let steps = (0..LANES)
+                .map(|lane| text[lane].len() - at[lane])
+                .min()
+                .unwrap_or_default();
+            let window: [&[u8]; LANES] =
+                std::array::from_fn(|lane| &text[lane][at[lane]..at[lane] + steps]);
+            // One byte of every lane per step: the lanes' windows are read
+            // at the same index, which an iterator over one would hide.
+            #[expect(clippy::needless_range_loop)]
+            for step in 0..steps {
+                for lane in 0..LANES {
+                    sid[lane] = dfa.next_state(Anchored::No, sid[lane], window[lane][step]);
+                    if dfa.is_special(sid[lane]) {
+                        let end = at[lane] + step + 1;
+                        automaton.record(sid[lane], text[lane], end, &mut bits[lane]);
+                    }
                 }
             }
-            if bits & wanted.0 == wanted.0 {
-                break;
+            for lane in 0..LANES {
+                at[lane] += steps;
+                if at[lane] < text[lane].len() {
+                    continue;
+                }
+                cued[index[lane]] = automaton.finish(text[lane], bits[lane], wanted);
+                match pending.next() {
+                    Some(next) => {
+                        index[lane] = next;
+                        at[lane] = 0;
+                        sid[lane] = automaton.start;
+                        bits[lane] = 0;
+                    }
+                    None => reading[lane] = false,
+                }
             }
         }
-        if bits & automaton.need_digit != 0 && !text.bytes().any(|b| b.is_ascii_digit()) {
-            bits &= !automaton.need_digit;
+        // Too few texts are left to fill the lanes: each is read alone.
+        for lane in (0..LANES).filter(|&lane| reading[lane]) {
+            let text = texts[index[lane]].as_bytes();
+            automaton.scan(text, at[lane], sid[lane], &mut bits[lane]);
+            cued[index[lane]] = automaton.finish(text, bits[lane], wanted);
         }
-        Cued(bits & wanted.0)
+        cued
     }
 
     /// Whether `text` may hold a match of `extractor`.
@@ -218,6 +335,8 @@ impl Cued {
 
 #[cfg(test)]
 mod tests {
+    use proptest::strategy::Strategy as _;
+
     use super::*;
 
     fn every(text: &str) -> Cued {
@@ -284,6 +403,31 @@ mod tests {
         let cued = every("SEPT 5, 2020");
         assert!(cued.may_match(Extractor::Dates));
         assert!(cued.may_match(Extractor::Organizations));
+    }
+
+    /// Pieces of text around the cues: cues in several cases, digits,
+    /// characters outside ASCII, plain words.
+    const PIECES: &[&str] = &[
+        "Sept", "SEP", "sep", "SE", "se", "ction", "Section ", "5", "2020", " ", "-", "/", "Inc.",
+        "Inc", "GmbH", "\u{201c}", "\"", "means ", "per", "cent", "%", "$", "\u{20ac}", "FY", "Q3",
+        "quarter", "\u{17f}", "\u{212a}", "\u{e9}", "the ", "crowd", "part", "annex", ".",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn texts_read_side_by_side_are_cued_as_each_alone(
+            texts in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(PIECES), 0..16)
+                    .prop_map(|pieces| pieces.concat()),
+                0..12,
+            ),
+            wanted in proptest::collection::vec(proptest::sample::select(&Extractor::ALL[..]), 0..4),
+        ) {
+            let wanted = Cued::only(wanted);
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let alone: Vec<Cued> = texts.iter().map(|text| Cued::of(text, wanted)).collect();
+            proptest::prop_assert_eq!(Cued::of_each(&texts, wanted), alone);
+        }
     }
 
     #[test]

@@ -170,10 +170,11 @@ pub fn enrich(skeleton: &Skeleton, spec: &EnrichmentSpec) -> Enrichment {
         .into_iter()
         .filter_map(|(on, extractor)| on.then_some(extractor)),
     );
+    let texts: Vec<&str> = skeleton.sentences.iter().map(|s| s.text.as_str()).collect();
+    let cues = Cued::of_each(&texts, wanted);
     let mut sentences = Vec::with_capacity(skeleton.sentences.len());
-    for sentence in &skeleton.sentences {
+    for (sentence, cued) in skeleton.sentences.iter().zip(cues) {
         let text = sentence.text.as_str();
-        let cued = Cued::of(text, wanted);
         let mut annotations = SentenceAnnotations::default();
         if let Some(resolver) = &resolver
             && cued.may_match(Extractor::References)
