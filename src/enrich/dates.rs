@@ -82,11 +82,14 @@ const ORDINALS: [&str; 31] = [
 ];
 
 /// What every match of [`DATE`] contains besides a digit: the hyphen of an
-/// ISO date, the slash of a US date, or the first three letters of a month
-/// name, which every full name and abbreviation opens with ("Sept" and
-/// "September" with "Sep"), in title case or upper case.
+/// ISO date or the slash of a US date, each with the digit after it (a bare
+/// hyphen is in far more sentences than dates are), or the first three
+/// letters of a month name, which every full name and abbreviation opens
+/// with ("Sept" and "September" with "Sep"), in title case or upper case.
 pub(super) fn cues() -> Cues {
-    let mut exact = vec!["-".to_string(), "/".to_string()];
+    let mut exact: Vec<String> = ('0'..='9')
+        .flat_map(|digit| [format!("-{digit}"), format!("/{digit}")])
+        .collect();
     for (full, _) in MONTHS {
         let opening = &full[..3];
         exact.push(opening.to_string());
@@ -215,10 +218,33 @@ pub fn is_valid(year: u32, month: u32, day: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cues::{Cued, Extractor};
     use super::*;
 
     fn dates(text: &str) -> Vec<String> {
         find_dates(text).into_iter().map(|d| d.date).collect()
+    }
+
+    /// The cues are necessary: every form of date [`DATE`] reads is handed
+    /// to [`find_dates`] by the screen.
+    #[test]
+    fn every_form_of_date_holds_a_cue() {
+        for text in [
+            "on 2020-03-03.",
+            "on 3/3/2020",
+            "due 12/31/2020,",
+            "March 3, 2020",
+            "MAR. 3 2020",
+            "Sept 30th, 2021",
+            "3 Dec 2020",
+            "the 3rd day of March, 2020",
+            "the twenty-first day of SEPTEMBER 2020",
+            "this Third Day of June, 2019",
+        ] {
+            assert!(!find_dates(text).is_empty(), "{text}");
+            let cued = Cued::of(text, Cued::only([Extractor::Dates]));
+            assert!(cued.may_match(Extractor::Dates), "{text}");
+        }
     }
 
     #[test]
