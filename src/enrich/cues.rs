@@ -168,9 +168,8 @@ fn pattern<'p>(
 
 /// Builds the automaton over constant patterns. Overlapping search needs
 /// the standard match kind: a cue inside another extractor's cue ("SE" in
-/// "SEP") must still be seen. Without a prefilter the only special states
-/// are match states (and the dead state, which an unanchored standard
-/// search never enters). A failure is a bug in this module, caught by
+/// "SEP") must still be seen. Without a prefilter the special states are
+/// the match states and the dead state. A failure is a bug in this module, caught by
 /// every test that enriches, never a property of the input.
 fn build(patterns: &[String]) -> DFA {
     match DFA::builder()
@@ -204,6 +203,11 @@ impl Automaton {
     /// spelling is the one written.
     #[inline(never)]
     fn record(&self, sid: StateID, text: &[u8], end: usize, bits: &mut u8) {
+        // The dead state is special too; a standard search never enters
+        // it, and a state without matches names none.
+        if !self.dfa.is_match(sid) {
+            return;
+        }
         for index in 0..self.dfa.match_len(sid) {
             let id = self.dfa.match_pattern(sid, index);
             let Some(pattern) = self.patterns.get(id.as_usize()) else {
