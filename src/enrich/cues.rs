@@ -64,6 +64,12 @@ impl Extractor {
         1 << self as u8
     }
 
+    /// The extractor's bit in a [`Cued`]: in the low byte for any cue, in
+    /// the high byte for a caseless one.
+    fn cued_bit(self) -> u16 {
+        u16::from(self.bit())
+    }
+
     fn cues(self) -> Cues {
         match self {
             Extractor::Dates => dates::cues(),
@@ -188,8 +194,8 @@ const LANES: usize = 4;
 
 impl Automaton {
     /// Reads `text` from `at` in state `sid`, adding the extractors of
-    /// every cue found to `bits`.
-    fn scan(&self, text: &[u8], at: usize, mut sid: StateID, bits: &mut u8) {
+    /// every cue found to `bits` (laid out as in [`Cued`]).
+    fn scan(&self, text: &[u8], at: usize, mut sid: StateID, bits: &mut u16) {
         for (end, &byte) in text.iter().enumerate().skip(at) {
             sid = self.dfa.next_state(Anchored::No, sid, byte);
             if self.dfa.is_special(sid) {
@@ -199,10 +205,10 @@ impl Automaton {
     }
 
     /// Adds the extractors of the cues that end at `end` (the match state
-    /// `sid` names them) to `bits`; an exact cue counts only where its
-    /// spelling is the one written.
+    /// `sid` names them) to `bits`, laid out as in [`Cued`]; an exact cue
+    /// counts only where its spelling is the one written.
     #[inline(never)]
-    fn record(&self, sid: StateID, text: &[u8], end: usize, bits: &mut u8) {
+    fn record(&self, sid: StateID, text: &[u8], end: usize, bits: &mut u16) {
         // The dead state is special too; a standard search never enters
         // it, and a state without matches names none.
         if !self.dfa.is_match(sid) {
@@ -213,12 +219,12 @@ impl Automaton {
             let Some(pattern) = self.patterns.get(id.as_usize()) else {
                 continue;
             };
-            *bits |= pattern.caseless;
+            *bits |= u16::from(pattern.caseless) * 0x0101;
             let from = end.saturating_sub(self.dfa.pattern_len(id));
             let written = text.get(from..end).unwrap_or_default();
             for (spelling, cued) in &pattern.exact {
                 if spelling.as_bytes() == written {
-                    *bits |= cued;
+                    *bits |= u16::from(*cued);
                 }
             }
         }
@@ -226,17 +232,20 @@ impl Automaton {
 
     /// What `bits`, found in `text`, leaves of `wanted`: extractors whose
     /// matches need a digit are dropped from a text without one.
-    fn finish(&self, text: &[u8], mut bits: u8, wanted: Cued) -> Cued {
-        if bits & self.need_digit != 0 && !text.iter().any(u8::is_ascii_digit) {
-            bits &= !self.need_digit;
+    fn finish(&self, text: &[u8], mut bits: u16, wanted: Cued) -> Cued {
+        let need_digit = u16::from(self.need_digit) * 0x0101;
+        if bits & need_digit != 0 && !text.iter().any(u8::is_ascii_digit) {
+            bits &= !need_digit;
         }
-        Cued(bits & wanted.0)
+        Cued(bits & ((wanted.0 & 0xFF) * 0x0101))
     }
 }
 
-/// The extractors a sentence holds cues of.
+/// The extractors a sentence holds cues of: one bit per extractor in the
+/// low byte for any of its cues, and the same bit in the high byte when one
+/// of its caseless cues is among them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cued(u8);
+pub struct Cued(u16);
 
 impl Cued {
     /// No extractor.
@@ -244,7 +253,11 @@ impl Cued {
 
     /// A set of extractors to look for.
     pub fn only(extractors: impl IntoIterator<Item = Extractor>) -> Cued {
-        Cued(extractors.into_iter().fold(0, |bits, e| bits | e.bit()))
+        Cued(
+            extractors
+                .into_iter()
+                .fold(0, |bits, e| bits | e.cued_bit()),
+        )
     }
 
     /// The extractors of `wanted` that `text` holds cues of, read in one
@@ -276,7 +289,7 @@ impl Cued {
         let mut index = [0usize; LANES];
         let mut at = [0usize; LANES];
         let mut sid = [automaton.start; LANES];
-        let mut bits = [0u8; LANES];
+        let mut bits = [0u16; LANES];
         let mut reading = [false; LANES];
         let mut pending = (0..texts.len()).filter(|&i| !texts[i].is_empty());
         for lane in 0..LANES {
@@ -333,7 +346,15 @@ impl Cued {
 
     /// Whether `text` may hold a match of `extractor`.
     pub fn may_match(self, extractor: Extractor) -> bool {
-        self.0 & extractor.bit() != 0
+        self.0 & extractor.cued_bit() != 0
+    }
+
+    /// Whether `text` holds one of the caseless cues of `extractor` (or a
+    /// character that folds to ASCII, see [`ASCII_FOLDS`]): an extractor
+    /// whose patterns need a word as well as a quotation mark may skip
+    /// them without it.
+    pub fn has_caseless_cue(self, extractor: Extractor) -> bool {
+        self.0 & (extractor.cued_bit() << 8) != 0
     }
 }
 
@@ -385,6 +406,20 @@ mod tests {
         let dates = Cued::of(text, Cued::only([Extractor::Dates]));
         assert!(dates.may_match(Extractor::Dates));
         assert!(!dates.may_match(Extractor::Organizations));
+    }
+
+    #[test]
+    fn caseless_cues_are_told_from_exact_ones() {
+        let meaning = every("\u{201c}Affiliate\u{201d} MEANS any");
+        assert!(meaning.has_caseless_cue(Extractor::Definitions));
+        let quoted = every("\u{201c}Affiliate\u{201d} shall be");
+        assert!(quoted.may_match(Extractor::Definitions));
+        assert!(!quoted.has_caseless_cue(Extractor::Definitions));
+        // A character that folds to ASCII may spell any caseless cue.
+        assert!(every("\"X\" \u{17f}aid").has_caseless_cue(Extractor::Definitions));
+        // Only wanted extractors are answered for, in either byte.
+        let unwanted = Cued::of("\"X\" means", Cued::only([Extractor::Dates]));
+        assert!(!unwanted.has_caseless_cue(Extractor::Definitions));
     }
 
     #[test]

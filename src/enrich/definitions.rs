@@ -128,11 +128,20 @@ pub(super) fn cues() -> Cues {
 
 /// The terms a sentence defines and how.
 pub fn find_definitions(text: &str) -> Definitions {
+    find_screened_definitions(text, true)
+}
+
+/// [`find_definitions`] for a sentence the enrichment cue screen has read:
+/// without a caseless cue (`may_mean` false) it holds no stem of
+/// [`MEANING_HINT`], and the search for one is skipped. With one, the
+/// search still decides: the screen also answers yes for characters that
+/// fold to ASCII.
+pub(super) fn find_screened_definitions(text: &str, may_mean: bool) -> Definitions {
     let mut out = Definitions::default();
     let quoted = text.contains(['"', '“', '‘']);
     // Explicit definitions need a verb of meaning; most sentences have
     // none, and a literal search rules them out before the full patterns.
-    let meaning = MEANING_HINT.is_match(text);
+    let meaning = may_mean && MEANING_HINT.is_match(text);
     if quoted && meaning {
         for caps in EXPLICIT.captures_iter(text) {
             if let Some(terms) = caps.name("terms")

@@ -197,7 +197,8 @@ pub fn enrich(skeleton: &Skeleton, spec: &EnrichmentSpec) -> Enrichment {
             annotations.organizations = organizations::find_organizations(text);
         }
         if cued.may_match(Extractor::Definitions) {
-            let found = definitions::find_definitions(text);
+            let may_mean = cued.has_caseless_cue(Extractor::Definitions);
+            let found = definitions::find_screened_definitions(text, may_mean);
             annotations.defined_terms = found.terms;
             annotations.definition = found.form;
         }
@@ -619,6 +620,12 @@ mod tests {
         "shall",
         "mean",
         "hereinafter",
+        "referred",
+        "to",
+        "as",
+        "defined",
+        "Including",
+        "\u{17f}",
         "$",
         "US$",
         "€",
@@ -673,6 +680,16 @@ mod tests {
             let _ = definitions::find_definitions(&text);
             let _ = references::find_mentions(&text);
             let _ = labels::Label::leading(&text).map(|l| (l.key(), l.clause_id(), l.is_title()));
+        }
+
+        #[test]
+        fn screened_definitions_are_the_definitions(text in vocabulary_text()) {
+            let cued = Cued::of(&text, Cued::only([Extractor::Definitions]));
+            let may_mean = cued.has_caseless_cue(Extractor::Definitions);
+            proptest::prop_assert_eq!(
+                definitions::find_screened_definitions(&text, may_mean),
+                definitions::find_definitions(&text)
+            );
         }
 
         #[test]
