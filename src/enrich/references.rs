@@ -120,8 +120,8 @@ const LAW_WORDS: &[&str] = &[
 ];
 
 /// What every match of [`MENTION`] contains: a word its keyword is made
-/// of, in any case ("sub-sections" holds "section", "Parts" holds "part"),
-/// an abbreviation with its period ("Sec.", "figs."), or "§". Kept by hand
+/// of, in any case ("sub-sections" holds "section"), "Part" or "PART" as
+/// written, an abbreviation with its period ("Sec.", "figs."), or "§". Kept by hand
 /// beside [`KEYWORD`]; a test reads every word that pattern matches and
 /// checks that it holds one of these.
 pub(super) fn cues() -> Cues {
@@ -147,10 +147,11 @@ pub(super) fn cues() -> Cues {
         "exhibit",
         "attachment",
         "addend",
-        "part",
     ];
     Cues {
-        exact: vec!["§".to_string()],
+        // "Part" is the one keyword the pattern matches case for case, so
+        // "part of", "party" and "department" cue nothing.
+        exact: ["§", "Part", "PART"].map(String::from).to_vec(),
         caseless: words.map(String::from).to_vec(),
         needs_digit: false,
     }
