@@ -64,8 +64,9 @@ impl Extractor {
         1 << self as u8
     }
 
-    /// The extractor's bit in a [`Cued`]: in the low byte for any cue, in
-    /// the high byte for a caseless one.
+    /// The extractor's bit in the low byte of a [`Cued`] (cued by any of
+    /// its cues); shifted left by 8, its bit in the high byte (cued by a
+    /// caseless one).
     fn cued_bit(self) -> u16 {
         u16::from(self.bit())
     }

@@ -408,7 +408,7 @@ fn extraction_confidence(text: &str) -> f32 {
 /// the text has no unknown glyph; with one, it may.
 fn may_hold_unknown_glyph(bytes: &[u8]) -> bool {
     let (single, c1_lead) = bytes.iter().fold((false, false), |(single, c1_lead), &b| {
-        // `|`, not `||`: no branches, so the loop vectorises.
+        // `|`, not `||`: no branches, so the loop vectorizes.
         (
             single | (b < 0x20) | (b == 0x7F) | (b >= 0xEE),
             c1_lead | (b == 0xC2),
