@@ -176,8 +176,8 @@ fn pattern<'p>(
 /// Builds the automaton over constant patterns. Overlapping search needs
 /// the standard match kind: a cue inside another extractor's cue ("SE" in
 /// "SEP") must still be seen. Without a prefilter the special states are
-/// the match states and the dead state. A failure is a bug in this module, caught by
-/// every test that enriches, never a property of the input.
+/// the match states and the dead state. A failure is a bug in this module,
+/// caught by every test that enriches, never a property of the input.
 fn build(patterns: &[String]) -> DFA {
     match DFA::builder()
         .match_kind(MatchKind::Standard)

@@ -121,9 +121,9 @@ const LAW_WORDS: &[&str] = &[
 
 /// What every match of [`MENTION`] contains: a word its keyword is made
 /// of, in any case ("sub-sections" holds "section"), "Part" or "PART" as
-/// written, an abbreviation with its period ("Sec.", "figs."), or "§". Kept by hand
-/// beside [`KEYWORD`]; a test reads every word that pattern matches and
-/// checks that it holds one of these.
+/// written, an abbreviation with its period ("Sec.", "figs."), or "§".
+/// Kept by hand beside [`KEYWORD`]; a test reads every word that pattern
+/// matches and checks that it holds one of these.
 pub(super) fn cues() -> Cues {
     let words = [
         "section",
