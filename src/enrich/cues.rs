@@ -64,11 +64,10 @@ impl Extractor {
         1 << self as u8
     }
 
-    /// The extractor's bit in the low byte of a [`Cued`] (cued by any of
-    /// its cues); shifted left by 8, its bit in the high byte (cued by a
-    /// caseless one).
-    fn cued_bit(self) -> u16 {
-        u16::from(self.bit())
+    /// The extractor's bit in both bytes of a [`Cued`]: cued by an exact
+    /// cue (low byte) or by a caseless one (high byte).
+    fn cued_bits(self) -> u16 {
+        u16::from(self.bit()) * 0x0101
     }
 
     fn cues(self) -> Cues {
@@ -88,8 +87,9 @@ impl Extractor {
 /// extractors' patterns follows, equates with an ASCII letter: the long s
 /// (ſ, "s") and the Kelvin sign (K, "k"). A sentence holding one may match
 /// a caseless pattern that no ASCII-caseless cue finds, so it counts as
-/// holding every caseless cue.
-const ASCII_FOLDS: [&str; 2] = ["\u{17F}", "\u{212A}"];
+/// holding every caseless cue spelt with that letter. A cue without it is
+/// matched by its ASCII spellings alone.
+const ASCII_FOLDS: [(&str, u8); 2] = [("\u{17F}", b's'), ("\u{212A}", b'k')];
 
 /// One cue as the automaton sees it: a lower-case string, the extractors
 /// it cues in any case, and its spellings that cue only as written.
@@ -119,7 +119,9 @@ impl Automaton {
         let mut keys: Vec<String> = Vec::new();
         let mut patterns: Vec<Pattern> = Vec::new();
         let mut need_digit = 0;
-        let mut caseless_extractors = 0;
+        // The extractors with a caseless cue spelt with each letter of
+        // ASCII_FOLDS.
+        let mut folded = [0; ASCII_FOLDS.len()];
         for extractor in Extractor::ALL {
             let cues = extractor.cues();
             let bit = extractor.bit();
@@ -131,15 +133,19 @@ impl Automaton {
                 }
             }
             for word in cues.caseless {
+                for ((_, letter), extractors) in ASCII_FOLDS.iter().zip(&mut folded) {
+                    if word.bytes().any(|b| b.eq_ignore_ascii_case(letter)) {
+                        *extractors |= bit;
+                    }
+                }
                 pattern(&mut keys, &mut patterns, &word).caseless |= bit;
-                caseless_extractors |= bit;
             }
             if cues.needs_digit {
                 need_digit |= bit;
             }
         }
-        for fold in ASCII_FOLDS {
-            pattern(&mut keys, &mut patterns, fold).caseless |= caseless_extractors;
+        for ((fold, _), extractors) in ASCII_FOLDS.iter().zip(folded) {
+            pattern(&mut keys, &mut patterns, fold).caseless |= extractors;
         }
         let dfa = build(&keys);
         let start = match dfa.start_state(Anchored::No) {
@@ -220,7 +226,7 @@ impl Automaton {
             let Some(pattern) = self.patterns.get(id.as_usize()) else {
                 continue;
             };
-            *bits |= u16::from(pattern.caseless) * 0x0101;
+            *bits |= u16::from(pattern.caseless) << 8;
             let from = end.saturating_sub(self.dfa.pattern_len(id));
             let written = text.get(from..end).unwrap_or_default();
             for (spelling, cued) in &pattern.exact {
@@ -238,13 +244,15 @@ impl Automaton {
         if bits & need_digit != 0 && !text.iter().any(u8::is_ascii_digit) {
             bits &= !need_digit;
         }
-        Cued(bits & ((wanted.0 & 0xFF) * 0x0101))
+        Cued(bits & wanted.0)
     }
 }
 
 /// The extractors a sentence holds cues of: one bit per extractor in the
-/// low byte for any of its cues, and the same bit in the high byte when one
-/// of its caseless cues is among them.
+/// low byte when it holds one of its exact cues as written, and the same
+/// bit in the high byte when it holds one of its caseless cues. An
+/// extractor with patterns of both kinds learns which kind of match the
+/// sentence may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cued(u16);
 
@@ -257,7 +265,7 @@ impl Cued {
         Cued(
             extractors
                 .into_iter()
-                .fold(0, |bits, e| bits | e.cued_bit()),
+                .fold(0, |bits, e| bits | e.cued_bits()),
         )
     }
 
@@ -347,15 +355,21 @@ impl Cued {
 
     /// Whether `text` may hold a match of `extractor`.
     pub fn may_match(self, extractor: Extractor) -> bool {
-        self.0 & extractor.cued_bit() != 0
+        self.0 & extractor.cued_bits() != 0
+    }
+
+    /// Whether `text` holds one of the exact cues of `extractor` as
+    /// written.
+    pub fn has_exact_cue(self, extractor: Extractor) -> bool {
+        self.0 & u16::from(extractor.bit()) != 0
     }
 
     /// Whether `text` holds one of the caseless cues of `extractor` (or a
-    /// character that folds to ASCII, see [`ASCII_FOLDS`]): an extractor
-    /// whose patterns need a word as well as a quotation mark may skip
-    /// them without it.
+    /// character that folds to a letter of one, see [`ASCII_FOLDS`]): an
+    /// extractor whose patterns need a word as well as a quotation mark
+    /// may skip them without it.
     pub fn has_caseless_cue(self, extractor: Extractor) -> bool {
-        self.0 & (extractor.cued_bit() << 8) != 0
+        self.0 & (u16::from(extractor.bit()) << 8) != 0
     }
 }
 
@@ -411,16 +425,19 @@ mod tests {
 
     #[test]
     fn caseless_cues_are_told_from_exact_ones() {
-        let meaning = every("\u{201c}Affiliate\u{201d} MEANS any");
-        assert!(meaning.has_caseless_cue(Extractor::Definitions));
+        use Extractor::Definitions;
+        let both = every("\u{201c}Affiliate\u{201d} MEANS any");
+        assert!(both.has_exact_cue(Definitions) && both.has_caseless_cue(Definitions));
         let quoted = every("\u{201c}Affiliate\u{201d} shall be");
-        assert!(quoted.may_match(Extractor::Definitions));
-        assert!(!quoted.has_caseless_cue(Extractor::Definitions));
-        // A character that folds to ASCII may spell any caseless cue.
-        assert!(every("\"X\" \u{17f}aid").has_caseless_cue(Extractor::Definitions));
+        assert!(quoted.may_match(Definitions));
+        assert!(quoted.has_exact_cue(Definitions) && !quoted.has_caseless_cue(Definitions));
+        let meaning = every("Affiliate MEANS any");
+        assert!(meaning.may_match(Definitions));
+        assert!(!meaning.has_exact_cue(Definitions) && meaning.has_caseless_cue(Definitions));
         // Only wanted extractors are answered for, in either byte.
         let unwanted = Cued::of("\"X\" means", Cued::only([Extractor::Dates]));
-        assert!(!unwanted.has_caseless_cue(Extractor::Definitions));
+        assert!(!unwanted.has_exact_cue(Definitions));
+        assert!(!unwanted.has_caseless_cue(Definitions));
     }
 
     #[test]
@@ -471,11 +488,27 @@ mod tests {
     }
 
     #[test]
-    fn characters_that_fold_to_ascii_cue_every_caseless_extractor() {
+    fn characters_that_fold_to_ascii_cue_the_extractors_spelt_with_their_letter() {
         // "ſection" matches `(?i:section)`; no ASCII-caseless cue sees it.
         assert!(every("ſection 5").may_match(Extractor::References));
-        assert!(every("5 per \u{212A}").may_match(Extractor::Percentages));
         let caseless = regex::Regex::new("(?i:section)").expect("a valid pattern");
         assert!(caseless.is_match("ſection"));
+        // Every caseless cue, with its "s" or "k" written as the character
+        // that folds to it, is still cued.
+        for extractor in Extractor::ALL {
+            for word in extractor.cues().caseless {
+                for (fold, letter) in ASCII_FOLDS {
+                    let letters = [char::from(letter), char::from(letter.to_ascii_uppercase())];
+                    let folded = word.replace(letters, fold);
+                    let cued = every(&format!("{folded} 5"));
+                    assert!(cued.has_caseless_cue(extractor), "{folded:?}");
+                }
+            }
+        }
+        // No stem of a verb of meaning holds an "s" or a "k": a long s cues
+        // no explicit definition, a quotation mark still an inline one.
+        let long_s = every("\"X\" \u{17f}aid");
+        assert!(long_s.has_exact_cue(Extractor::Definitions));
+        assert!(!long_s.has_caseless_cue(Extractor::Definitions));
     }
 }

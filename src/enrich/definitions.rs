@@ -21,7 +21,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
-use super::cues::Cues;
+use super::cues::{Cued, Cues, Extractor};
 use super::{compile, dedup_in_order};
 
 /// How a sentence defines its terms.
@@ -66,8 +66,15 @@ static EXPLICIT_UNQUOTED: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
-/// The stems of every verb in [`MEANING_VERB`].
-static MEANING_HINT: LazyLock<Regex> = LazyLock::new(|| compile(r"(?i:mean|refer|defined|includ)"));
+/// The stems of every verb in [`MEANING_VERB`]. None is spelt with an "s"
+/// or a "k", so under `(?i)` only their ASCII spellings match them.
+const MEANING_STEMS: [&str; 4] = ["mean", "refer", "defined", "includ"];
+
+/// The marks that open [`QUOTED`].
+const QUOTATION_MARKS: [char; 3] = ['"', '“', '‘'];
+
+static MEANING_HINT: LazyLock<Regex> =
+    LazyLock::new(|| compile(&format!("(?i:{})", MEANING_STEMS.join("|"))));
 
 static PARENTHESIS: LazyLock<Regex> = LazyLock::new(|| compile(r"\(([^()]{1,200})\)"));
 
@@ -112,36 +119,58 @@ const NOT_TERMS: &[&str] = &[
     "the", "this", "that", "these", "those", "it", "such", "each", "which", "what", "who",
 ];
 
-/// What a sentence that defines a term contains: a quotation mark that
-/// opens [`QUOTED`], or a stem of [`MEANING_HINT`] in any case. Explicit
-/// definitions need both, unquoted ones a verb of meaning, inline ones a
-/// quotation.
+/// What a sentence that defines a term contains: one of the
+/// [`QUOTATION_MARKS`] as written (the exact cues), or one of the
+/// [`MEANING_STEMS`] in any case (the caseless ones). Explicit definitions
+/// need both, unquoted ones a verb of meaning, inline ones a quotation.
+/// The two kinds are exactly the two halves of [`Holds`], so the cue
+/// screen answers both without a search.
 pub(super) fn cues() -> Cues {
     Cues {
-        exact: ["\"", "“", "‘"].map(String::from).to_vec(),
-        caseless: ["mean", "refer", "defined", "includ"]
-            .map(String::from)
-            .to_vec(),
+        exact: QUOTATION_MARKS.map(String::from).to_vec(),
+        caseless: MEANING_STEMS.map(String::from).to_vec(),
         needs_digit: false,
+    }
+}
+
+/// Which halves of a definition a sentence holds; the full patterns run
+/// only where theirs are there.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Holds {
+    /// One of the [`QUOTATION_MARKS`].
+    pub quotation: bool,
+    /// One of the [`MEANING_STEMS`], in any case.
+    pub meaning: bool,
+}
+
+impl Holds {
+    /// What the cue screen read: the exact cues of definitions are the
+    /// quotation marks, the caseless ones the stems.
+    pub(super) fn cued(cued: Cued) -> Holds {
+        Holds {
+            quotation: cued.has_exact_cue(Extractor::Definitions),
+            meaning: cued.has_caseless_cue(Extractor::Definitions),
+        }
     }
 }
 
 /// The terms a sentence defines and how.
 pub fn find_definitions(text: &str) -> Definitions {
-    find_screened_definitions(text, true)
+    let holds = Holds {
+        quotation: text.contains(QUOTATION_MARKS),
+        meaning: MEANING_HINT.is_match(text),
+    };
+    find_held_definitions(text, holds)
 }
 
-/// [`find_definitions`] for a sentence the enrichment cue screen has read:
-/// without a caseless cue (`may_mean` false) it holds no stem of
-/// [`MEANING_HINT`], and the search for one is skipped. With one, the
-/// search still decides: the screen also answers yes for characters that
-/// fold to ASCII.
-pub(super) fn find_screened_definitions(text: &str, may_mean: bool) -> Definitions {
+/// [`find_definitions`] for a sentence whose [`Holds`] are known, from the
+/// enrichment cue screen: its exact and caseless cues of definitions.
+pub(super) fn find_held_definitions(text: &str, holds: Holds) -> Definitions {
     let mut out = Definitions::default();
-    let quoted = text.contains(['"', '“', '‘']);
-    // Explicit definitions need a verb of meaning; most sentences have
-    // none, and a literal search rules them out before the full patterns.
-    let meaning = may_mean && MEANING_HINT.is_match(text);
+    let Holds {
+        quotation: quoted,
+        meaning,
+    } = holds;
     if quoted && meaning {
         for caps in EXPLICIT.captures_iter(text) {
             if let Some(terms) = caps.name("terms")
@@ -210,7 +239,7 @@ fn push_quoted_terms(terms: &mut Vec<String>, text: &str) -> bool {
     for quoted in QUOTE.find_iter(text) {
         let inner = quoted
             .as_str()
-            .trim_start_matches(['"', '“', '‘'])
+            .trim_start_matches(QUOTATION_MARKS)
             .trim_end_matches(['"', '”', '’']);
         added |= push_term(terms, inner);
     }

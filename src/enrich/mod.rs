@@ -197,8 +197,8 @@ pub fn enrich(skeleton: &Skeleton, spec: &EnrichmentSpec) -> Enrichment {
             annotations.organizations = organizations::find_organizations(text);
         }
         if cued.may_match(Extractor::Definitions) {
-            let may_mean = cued.has_caseless_cue(Extractor::Definitions);
-            let found = definitions::find_screened_definitions(text, may_mean);
+            let holds = definitions::Holds::cued(cued);
+            let found = definitions::find_held_definitions(text, holds);
             annotations.defined_terms = found.terms;
             annotations.definition = found.form;
         }
@@ -685,9 +685,9 @@ mod tests {
         #[test]
         fn screened_definitions_are_the_definitions(text in vocabulary_text()) {
             let cued = Cued::of(&text, Cued::only([Extractor::Definitions]));
-            let may_mean = cued.has_caseless_cue(Extractor::Definitions);
+            let holds = definitions::Holds::cued(cued);
             proptest::prop_assert_eq!(
-                definitions::find_screened_definitions(&text, may_mean),
+                definitions::find_held_definitions(&text, holds),
                 definitions::find_definitions(&text)
             );
         }
