@@ -76,7 +76,7 @@ const QUOTATION_MARKS: [char; 3] = ['"', '“', '‘'];
 static MEANING_HINT: LazyLock<Regex> =
     LazyLock::new(|| compile(&format!("(?i:{})", MEANING_STEMS.join("|"))));
 
-static PARENTHESIS: LazyLock<Regex> = LazyLock::new(|| compile(r"\(([^()]{1,200})\)"));
+static PARENTHESIS: LazyLock<Regex> = LazyLock::new(|| compile(r"\([^()]{1,200}\)"));
 
 static REFERRED_AS: LazyLock<Regex> = LazyLock::new(|| {
     compile(&format!(
@@ -198,11 +198,15 @@ pub(super) fn find_held_definitions(text: &str, holds: Holds) -> Definitions {
         return out;
     }
     let mut inline = false;
-    let parenthesised = text.contains('(').then(|| PARENTHESIS.captures_iter(text));
-    for caps in parenthesised.into_iter().flatten() {
-        let Some(inside) = caps.get(1) else { continue };
-        if is_label_parenthesis(inside.as_str()) {
-            inline |= push_quoted_terms(&mut out.terms, inside.as_str());
+    // The inside is read off each match, without the captures engine.
+    let parenthesised = text.contains('(').then(|| PARENTHESIS.find_iter(text));
+    for parenthesis in parenthesised.into_iter().flatten() {
+        let whole = parenthesis.as_str();
+        let Some(inside) = whole.strip_prefix('(').and_then(|w| w.strip_suffix(')')) else {
+            continue;
+        };
+        if is_label_parenthesis(inside) {
+            inline |= push_quoted_terms(&mut out.terms, inside);
         }
     }
     // "referred to as" holds "refer", a stem of a verb of meaning.
