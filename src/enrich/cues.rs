@@ -99,12 +99,34 @@ struct Pattern {
     exact: Vec<(String, u8)>,
 }
 
-/// The automaton, and for each of its patterns the extractors it cues.
+/// What reaching one state of the automaton adds to a [`Cued`]: the
+/// extractors of the caseless cues that end there (already in the high
+/// byte), and the exact spellings to check against the text.
+#[derive(Clone, Default)]
+struct Reached {
+    caseless: u16,
+    /// Indices into [`Automaton::spellings`].
+    spellings: std::ops::Range<usize>,
+}
+
+/// A spelling that cues only as written, and the extractors it cues.
+struct Spelling {
+    bytes: Box<[u8]>,
+    cued: u16,
+}
+
+/// The automaton, and for each of its states what reaching it adds.
 struct Automaton {
     dfa: DFA,
     /// Where every search starts.
     start: StateID,
-    patterns: Vec<Pattern>,
+    /// By state id shifted right by `shift`: read flat when a search
+    /// reaches a match state, instead of going from the state to its
+    /// patterns and from each pattern to its spellings. Empty for states
+    /// that match nothing.
+    reached: Vec<Reached>,
+    shift: u32,
+    spellings: Vec<Spelling>,
     /// Extractors whose matches need a digit.
     need_digit: u8,
 }
@@ -152,13 +174,67 @@ impl Automaton {
             Ok(start) => start,
             Err(error) => panic!("enrichment cues without an unanchored start: {error}"),
         };
+        let states = reachable_states(&dfa, start);
+        // State ids are multiples of the automaton's stride (a power of
+        // two): shifted right by the largest power of two that divides them
+        // all, they stay distinct and index a table without gaps.
+        let shift = states
+            .iter()
+            .map(|sid| sid.as_usize())
+            .fold(0, gcd)
+            .trailing_zeros()
+            .min(usize::BITS - 1);
+        let last = states.iter().map(|sid| sid.as_usize() >> shift).max();
+        let mut reached = vec![Reached::default(); last.map_or(0, |last| last + 1)];
+        let mut spellings = Vec::new();
+        for &sid in states.iter().filter(|&&sid| dfa.is_match(sid)) {
+            let first = spellings.len();
+            let mut caseless = 0;
+            for index in 0..dfa.match_len(sid) {
+                let Some(pattern) = patterns.get(dfa.match_pattern(sid, index).as_usize()) else {
+                    continue;
+                };
+                caseless |= u16::from(pattern.caseless) << 8;
+                spellings.extend(pattern.exact.iter().map(|(spelling, cued)| Spelling {
+                    bytes: spelling.as_bytes().into(),
+                    cued: u16::from(*cued),
+                }));
+            }
+            if let Some(slot) = reached.get_mut(sid.as_usize() >> shift) {
+                *slot = Reached {
+                    caseless,
+                    spellings: first..spellings.len(),
+                };
+            }
+        }
         Automaton {
             dfa,
             start,
-            patterns,
+            reached,
+            shift,
+            spellings,
             need_digit,
         }
     }
+}
+
+/// Every state a search from `start` can reach.
+fn reachable_states(dfa: &DFA, start: StateID) -> Vec<StateID> {
+    let mut seen = std::collections::HashSet::from([start]);
+    let mut pending = vec![start];
+    while let Some(sid) = pending.pop() {
+        for byte in 0..=u8::MAX {
+            let next = dfa.next_state(Anchored::No, sid, byte);
+            if seen.insert(next) {
+                pending.push(next);
+            }
+        }
+    }
+    seen.into_iter().collect()
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// The pattern keyed by `word` in lower case, added when new.
@@ -213,26 +289,22 @@ impl Automaton {
 
     /// Adds the extractors of the cues that end at `end` (the match state
     /// `sid` names them) to `bits`, laid out as in [`Cued`]; an exact cue
-    /// counts only where its spelling is the one written.
+    /// counts only where its spelling is the one written. The dead state
+    /// is special too, and adds nothing.
     #[inline(never)]
     fn record(&self, sid: StateID, text: &[u8], end: usize, bits: &mut u16) {
-        // The dead state is special too; a standard search never enters
-        // it, and a state without matches names none.
-        if !self.dfa.is_match(sid) {
+        let Some(reached) = self.reached.get(sid.as_usize() >> self.shift) else {
             return;
-        }
-        for index in 0..self.dfa.match_len(sid) {
-            let id = self.dfa.match_pattern(sid, index);
-            let Some(pattern) = self.patterns.get(id.as_usize()) else {
-                continue;
-            };
-            *bits |= u16::from(pattern.caseless) << 8;
-            let from = end.saturating_sub(self.dfa.pattern_len(id));
-            let written = text.get(from..end).unwrap_or_default();
-            for (spelling, cued) in &pattern.exact {
-                if spelling.as_bytes() == written {
-                    *bits |= u16::from(*cued);
-                }
+        };
+        *bits |= reached.caseless;
+        let written = text.get(..end).unwrap_or_default();
+        for spelling in self
+            .spellings
+            .get(reached.spellings.clone())
+            .unwrap_or_default()
+        {
+            if written.ends_with(&spelling.bytes) {
+                *bits |= spelling.cued;
             }
         }
     }
@@ -438,6 +510,30 @@ mod tests {
         let unwanted = Cued::of("\"X\" means", Cued::only([Extractor::Dates]));
         assert!(!unwanted.has_exact_cue(Definitions));
         assert!(!unwanted.has_caseless_cue(Definitions));
+    }
+
+    /// Every cue, read through the automaton's table of reached states,
+    /// cues its extractor: exact ones as written, caseless ones in any
+    /// case.
+    #[test]
+    fn every_cue_cues_its_extractor() {
+        for extractor in Extractor::ALL {
+            let cues = extractor.cues();
+            let wanted = Cued::only([extractor]);
+            for word in &cues.exact {
+                let cued = Cued::of(&format!("{word} 5"), wanted);
+                assert!(cued.has_exact_cue(extractor), "{extractor:?} {word:?}");
+            }
+            for word in &cues.caseless {
+                for written in [word.to_ascii_lowercase(), word.to_ascii_uppercase()] {
+                    let cued = Cued::of(&format!("{written} 5"), wanted);
+                    assert!(
+                        cued.has_caseless_cue(extractor),
+                        "{extractor:?} {written:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
