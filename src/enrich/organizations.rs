@@ -437,10 +437,11 @@ fn ends_another_name(word: &str) -> bool {
     let bare = word.trim_end_matches(',');
     bare.len() > 2
         && !bare.eq_ignore_ascii_case("limited")
-        && SUFFIXES
-            .iter()
-            .filter(|s| !s.contains(' '))
-            .any(|s| *s == bare || s.to_ascii_uppercase() == bare)
+        && SUFFIXES.iter().filter(|s| !s.contains(' ')).any(|s| {
+            // `bare` is `s` as written or `s` in capitals, compared
+            // byte by byte without building the capitalised copy.
+            *s == bare || bare.bytes().eq(s.bytes().map(|b| b.to_ascii_uppercase()))
+        })
 }
 
 /// The part of a name run after its last boundary word, without leading
