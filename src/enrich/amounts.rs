@@ -142,6 +142,7 @@ pub(super) fn money_cues() -> Cues {
             .map(String::from)
             .collect(),
         needs_digit: true,
+        caseless_open_words: false,
     }
 }
 
@@ -162,6 +163,7 @@ pub(super) fn percentage_cues() -> Cues {
             .chain(spaced)
             .collect(),
         needs_digit: true,
+        caseless_open_words: false,
     }
 }
 

@@ -35,6 +35,11 @@ pub(super) struct Cues {
     pub caseless: Vec<String>,
     /// Whether every match holds an ASCII digit as well.
     pub needs_digit: bool,
+    /// Whether every match holds a caseless cue where it opens a word: the
+    /// byte before it, if any, is no ASCII letter, digit or underscore (as
+    /// `(?-u:\b)` before a letter asks). "table" in "notable" then cues
+    /// nothing.
+    pub caseless_open_words: bool,
 }
 
 /// The extractors that are run behind cues.
@@ -96,23 +101,33 @@ const ASCII_FOLDS: [(&str, u8); 2] = [("\u{17F}", b's'), ("\u{212A}", b'k')];
 #[derive(Default)]
 struct Pattern {
     caseless: u8,
+    /// The extractors it cues in any case where it opens a word.
+    opening: u8,
     exact: Vec<(String, u8)>,
 }
 
 /// What reaching one state of the automaton adds to a [`Cued`]: the
 /// extractors of the caseless cues that end there (already in the high
-/// byte), and the exact spellings to check against the text.
+/// byte), and the cues that count only where the text around them agrees.
 #[derive(Clone, Default)]
 struct Reached {
     caseless: u16,
-    /// Indices into [`Automaton::spellings`].
-    spellings: std::ops::Range<usize>,
+    /// Indices into [`Automaton::conditions`].
+    conditions: std::ops::Range<usize>,
 }
 
-/// A spelling that cues only as written, and the extractors it cues.
-struct Spelling {
-    bytes: Box<[u8]>,
+/// A cue ending at a state that counts only where its check holds, and
+/// the bits it then adds, laid out as in [`Cued`].
+struct Condition {
+    check: Check,
     cued: u16,
+}
+
+enum Check {
+    /// An exact cue: these bytes are the ones written.
+    Written(Box<[u8]>),
+    /// A caseless cue this many bytes long opens a word.
+    OpensWord(usize),
 }
 
 /// The automaton, and for each of its states what reaching it adds.
@@ -126,7 +141,7 @@ struct Automaton {
     /// that match nothing.
     reached: Vec<Reached>,
     shift: u32,
-    spellings: Vec<Spelling>,
+    conditions: Vec<Condition>,
     /// Extractors whose matches need a digit.
     need_digit: u8,
 }
@@ -160,7 +175,11 @@ impl Automaton {
                         *extractors |= bit;
                     }
                 }
-                pattern(&mut keys, &mut patterns, &word).caseless |= bit;
+                let pattern = pattern(&mut keys, &mut patterns, &word);
+                match cues.caseless_open_words {
+                    true => pattern.opening |= bit,
+                    false => pattern.caseless |= bit,
+                }
             }
             if cues.needs_digit {
                 need_digit |= bit;
@@ -186,24 +205,31 @@ impl Automaton {
             .min(usize::BITS - 1);
         let last = states.iter().map(|sid| sid.as_usize() >> shift).max();
         let mut reached = vec![Reached::default(); last.map_or(0, |last| last + 1)];
-        let mut spellings = Vec::new();
+        let mut conditions = Vec::new();
         for &sid in states.iter().filter(|&&sid| dfa.is_match(sid)) {
-            let first = spellings.len();
+            let first = conditions.len();
             let mut caseless = 0;
             for index in 0..dfa.match_len(sid) {
-                let Some(pattern) = patterns.get(dfa.match_pattern(sid, index).as_usize()) else {
+                let id = dfa.match_pattern(sid, index);
+                let Some(pattern) = patterns.get(id.as_usize()) else {
                     continue;
                 };
                 caseless |= u16::from(pattern.caseless) << 8;
-                spellings.extend(pattern.exact.iter().map(|(spelling, cued)| Spelling {
-                    bytes: spelling.as_bytes().into(),
+                if pattern.opening != 0 {
+                    conditions.push(Condition {
+                        check: Check::OpensWord(dfa.pattern_len(id)),
+                        cued: u16::from(pattern.opening) << 8,
+                    });
+                }
+                conditions.extend(pattern.exact.iter().map(|(spelling, cued)| Condition {
+                    check: Check::Written(spelling.as_bytes().into()),
                     cued: u16::from(*cued),
                 }));
             }
             if let Some(slot) = reached.get_mut(sid.as_usize() >> shift) {
                 *slot = Reached {
                     caseless,
-                    spellings: first..spellings.len(),
+                    conditions: first..conditions.len(),
                 };
             }
         }
@@ -212,7 +238,7 @@ impl Automaton {
             start,
             reached,
             shift,
-            spellings,
+            conditions,
             need_digit,
         }
     }
@@ -298,13 +324,19 @@ impl Automaton {
         };
         *bits |= reached.caseless;
         let written = text.get(..end).unwrap_or_default();
-        for spelling in self
-            .spellings
-            .get(reached.spellings.clone())
-            .unwrap_or_default()
-        {
-            if written.ends_with(&spelling.bytes) {
-                *bits |= spelling.cued;
+        let conditions = self.conditions.get(reached.conditions.clone());
+        for condition in conditions.unwrap_or_default() {
+            let holds = match &condition.check {
+                Check::Written(bytes) => written.ends_with(bytes),
+                Check::OpensWord(len) => end.checked_sub(*len).is_some_and(|start| {
+                    start
+                        .checked_sub(1)
+                        .and_then(|before| text.get(before))
+                        .is_none_or(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
+                }),
+            };
+            if holds {
+                *bits |= condition.cued;
             }
         }
     }

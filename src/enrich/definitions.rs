@@ -130,6 +130,7 @@ pub(super) fn cues() -> Cues {
         exact: QUOTATION_MARKS.map(String::from).to_vec(),
         caseless: MEANING_STEMS.map(String::from).to_vec(),
         needs_digit: false,
+        caseless_open_words: false,
     }
 }
 

@@ -63,6 +63,7 @@ pub(super) fn cues() -> Cues {
         exact,
         caseless: ["fiscal", "quarter", "half"].map(String::from).to_vec(),
         needs_digit: true,
+        caseless_open_words: false,
     }
 }
 

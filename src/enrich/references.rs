@@ -120,12 +120,16 @@ const LAW_WORDS: &[&str] = &[
 ];
 
 /// What every match of [`MENTION`] contains: a word its keyword is made
-/// of, in any case ("sub-sections" holds "section"), "Part" or "PART" as
+/// of, in any case and opening a word ("sub-sections" holds "section"
+/// after a hyphen, "notable" holds no "table"), "Part" or "PART" as
 /// written, an abbreviation with its period ("Sec.", "figs."), or "§".
 /// Kept by hand beside [`KEYWORD`]; a test reads every word that pattern
 /// matches and checks that it holds one of these.
 pub(super) fn cues() -> Cues {
     let words = [
+        "subsection",
+        "subclause",
+        "subparagraph",
         "section",
         "sec.",
         "secs.",
@@ -154,6 +158,9 @@ pub(super) fn cues() -> Cues {
         exact: ["§", "Part", "PART"].map(String::from).to_vec(),
         caseless: words.map(String::from).to_vec(),
         needs_digit: false,
+        // Every keyword but "§" follows `(?-u:\b)`; "sub-section" holds
+        // "section" after a hyphen, "subsection" only as itself.
+        caseless_open_words: true,
     }
 }
 
@@ -532,6 +539,75 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 40, "only {checked} keywords read from KEYWORD");
+    }
+
+    /// Pieces glued without spaces: keywords after letters, digits,
+    /// hyphens, underscores and characters outside ASCII.
+    const GLUED: &[&str] = &[
+        "sub",
+        "-",
+        "section",
+        "SECTION",
+        "Subsection",
+        "table",
+        "no",
+        "art.",
+        "st",
+        "Part",
+        "§",
+        "5",
+        "1.2",
+        " ",
+        "(",
+        "a",
+        "_",
+        "\u{e9}",
+        "\u{17f}",
+        "clause",
+        "s",
+        "Exhibit",
+        "A",
+        ".",
+    ];
+
+    proptest::proptest! {
+        /// Wherever a mention is found, the screen, which counts a keyword
+        /// only where it opens a word, lets its sentence through.
+        #[test]
+        fn every_mention_is_cued_wherever_its_keyword_stands(
+            pieces in proptest::collection::vec(proptest::sample::select(GLUED), 0..12),
+        ) {
+            use crate::enrich::cues::{Cued, Extractor};
+            let text = pieces.concat();
+            let cued = Cued::of(&text, Cued::only([Extractor::References]));
+            proptest::prop_assert!(
+                find_mentions(&text).is_empty() || cued.may_match(Extractor::References),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_keyword_inside_a_word_cues_nothing() {
+        use crate::enrich::cues::{Cued, Extractor};
+        let wanted = Cued::only([Extractor::References]);
+        for text in ["a notable 5", "the start. 5", "intersection 5"] {
+            assert!(
+                !Cued::of(text, wanted).may_match(Extractor::References),
+                "{text:?}"
+            );
+        }
+        for text in [
+            "sub-section 5",
+            "(table 5)",
+            "\u{e9}Section 5",
+            "subsection 5",
+        ] {
+            assert!(
+                Cued::of(text, wanted).may_match(Extractor::References),
+                "{text:?}"
+            );
+        }
     }
 
     fn labels(text: &str) -> Vec<(ReferenceKind, String, String)> {
