@@ -176,9 +176,10 @@ impl Automaton {
                     }
                 }
                 let pattern = pattern(&mut keys, &mut patterns, &word);
-                match cues.caseless_open_words {
-                    true => pattern.opening |= bit,
-                    false => pattern.caseless |= bit,
+                if cues.caseless_open_words {
+                    pattern.opening |= bit;
+                } else {
+                    pattern.caseless |= bit;
                 }
             }
             if cues.needs_digit {
