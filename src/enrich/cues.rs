@@ -197,11 +197,11 @@ impl Automaton {
         let states = reachable_states(&dfa, start);
         // State ids are multiples of the automaton's stride (a power of
         // two): shifted right by the largest power of two that divides them
-        // all, they stay distinct and index a table without gaps.
+        // all (the trailing zeros they share), they stay distinct and index
+        // a table without gaps.
         let shift = states
             .iter()
-            .map(|sid| sid.as_usize())
-            .fold(0, gcd)
+            .fold(0, |any, sid| any | sid.as_usize())
             .trailing_zeros()
             .min(usize::BITS - 1);
         let last = states.iter().map(|sid| sid.as_usize() >> shift).max();
@@ -258,10 +258,6 @@ fn reachable_states(dfa: &DFA, start: StateID) -> Vec<StateID> {
         }
     }
     seen.into_iter().collect()
-}
-
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// The pattern keyed by `word` in lower case, added when new.
