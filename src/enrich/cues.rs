@@ -9,7 +9,8 @@
 //!
 //! All cues are found by one Aho-Corasick automaton that ignores ASCII
 //! case, instead of one regular-expression scan per extractor; a cue that
-//! must match case for case is checked against its spellings where found.
+//! must match case for case is checked against its spellings where found,
+//! and one that must open a word against the byte before it.
 //! Most sentences of most documents hold no cue of most extractors, and the
 //! full patterns then never see them.
 //!
