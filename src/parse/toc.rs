@@ -185,14 +185,31 @@ fn extract_toc_run(tree: &mut DocumentTree) {
     }
 }
 
+/// A title as headings and ToC entries are matched: letters and digits
+/// only, words joined by one space, lower case. It is built in one pass
+/// (this runs on every short block of a document with headings) and
+/// lowered as a whole, so that a final capital sigma lowers as `str`
+/// lowers it.
 fn normalize_title(text: &str) -> String {
-    text.chars()
-        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
-        .collect::<String>()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
+    let mut kept = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            space = !kept.is_empty();
+        } else if c.is_alphanumeric() {
+            if space {
+                kept.push(' ');
+                space = false;
+            }
+            kept.push(c);
+        }
+    }
+    if kept.is_ascii() {
+        kept.make_ascii_lowercase();
+        kept
+    } else {
+        kept.to_lowercase()
+    }
 }
 
 /// Gives headings the levels the ToC states, when the ToC states more than
@@ -226,6 +243,23 @@ fn confirm_levels(tree: &mut DocumentTree) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// One pass gives what filtering, splitting, joining and lowering
+        /// in turn gave.
+        #[test]
+        fn a_title_normalises_as_filtered_split_joined_and_lowered(text in "[ a-zA-Z0-9.,:\t\n\u{a0}\u{3000}ΣΑσéÉ_-]{0,40}") {
+            let expected = text
+                .chars()
+                .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+                .collect::<String>()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase();
+            proptest::prop_assert_eq!(normalize_title(&text), expected);
+        }
+    }
     use crate::parse::{Format, TreeBuilder};
 
     #[test]
