@@ -157,10 +157,11 @@ fn read_dates(text: &str) -> Vec<DateMention> {
         .collect()
 }
 
-/// Whether four ASCII digits stand in a row: every form of date [`DATE`]
-/// reads has its year so, and [`read`] takes no other digits. A fifth of
-/// the sentences the screen hands over (a month's opening letters and a
-/// digit anywhere, "May 3", "-1") have none, and skip the pattern.
+/// Whether four ASCII digits stand in a row. Every form of date [`DATE`]
+/// reads has a four-digit year, and [`read`] parses ASCII digits only, so
+/// a sentence without such a run holds no date. A fifth of the sentences
+/// the screen hands over (a month's opening letters and a digit anywhere:
+/// "May 3", "-1") have none, and skip the pattern.
 fn has_four_digits(bytes: &[u8]) -> bool {
     let mut run = 0;
     bytes.iter().any(|b| {

@@ -243,6 +243,7 @@ fn confirm_levels(tree: &mut DocumentTree) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::{Format, TreeBuilder};
 
     proptest::proptest! {
         /// One pass gives what filtering, splitting, joining and lowering
@@ -260,7 +261,6 @@ mod tests {
             proptest::prop_assert_eq!(normalize_title(&text), expected);
         }
     }
-    use crate::parse::{Format, TreeBuilder};
 
     #[test]
     fn page_references_split() {
