@@ -98,7 +98,12 @@ fn extract(
             }
             Html::parse_document(html)
         }
-        Source::Fragment => Html::parse_fragment(html),
+        Source::Fragment => {
+            if let Some(extracted) = stream::read_fragment(html, &options) {
+                return Ok(extracted);
+            }
+            Html::parse_fragment(html)
+        }
     };
     walk::walk(dom.tree.root(), &options)
 }

@@ -20,7 +20,8 @@
 //! `<select>`, `<template>`…). [`super::extract`] then parses the document
 //! with html5ever, so what a document yields never depends on which path
 //! read it; a differential test holds the two equal wherever this one
-//! accepts.
+//! accepts. Fragments (HTML blocks in Markdown) take the same path,
+//! starting in the body, against html5ever's fragment parser.
 
 use std::borrow::Cow;
 
@@ -31,6 +32,21 @@ use super::walk::{Extracted, Opened, WalkOptions, Walker};
 /// Reads a whole document through the walk; `None` when it needs the full
 /// parser (or the walk failed, so that the full parser reports it).
 pub(super) fn read(html: &str, options: &WalkOptions) -> Option<Extracted> {
+    read_from(html, options, Phase::BeforeHtml)
+}
+
+/// Reads a fragment of a body (an HTML block inside Markdown) as
+/// html5ever's fragment parser with a `<body>` context does: its nodes
+/// hang straight from an `<html>` element, with no head or body, and the
+/// reading starts in the body. The body's rules then apply unchanged: the
+/// start tags that would reach the missing head or body (`<html>`,
+/// `<body>`…) already give up, and `</body>` and `</html>` change nothing
+/// in either tree.
+pub(super) fn read_fragment(html: &str, options: &WalkOptions) -> Option<Extracted> {
+    read_from(html, options, Phase::InBody)
+}
+
+fn read_from(html: &str, options: &WalkOptions, phase: Phase) -> Option<Extracted> {
     let html = prepare(html).ok()?;
     let mut reader = Reader {
         tokens: Tokens::new(&html),
@@ -39,9 +55,12 @@ pub(super) fn read(html: &str, options: &WalkOptions) -> Option<Extracted> {
         skipped_from: None,
         paragraphs: 0,
         in_form: false,
-        phase: Phase::BeforeHtml,
+        phase,
         after_pre: false,
     };
+    if phase == Phase::InBody {
+        reader.push("html".into(), &[], false, "").ok()?;
+    }
     reader.run().ok()?;
     Some(reader.walker.finish())
 }
@@ -940,6 +959,61 @@ mod tests {
         Some(streamed)
     }
 
+    /// Options as [`super::super::extract`] sets them for a fragment,
+    /// whose `<title>` is no document title.
+    fn fragment_options() -> WalkOptions {
+        WalkOptions {
+            read_title: false,
+            ..options()
+        }
+    }
+
+    /// Reads `html` as a fragment both ways; the stream's result, if it
+    /// accepted.
+    fn agree_as_fragment(html: &str) -> Option<Extracted> {
+        let streamed = read_fragment(html, &fragment_options())?;
+        let dom = Html::parse_fragment(html);
+        let tree = walk::walk(dom.tree.root(), &fragment_options()).map_err(|e| e.to_string());
+        assert_eq!(
+            Ok(&streamed),
+            tree.as_ref(),
+            "the two paths differ on the fragment {html:?}"
+        );
+        Some(streamed)
+    }
+
+    #[test]
+    fn fragments_stream_as_html5ever_reads_them() {
+        for html in [
+            "plain text",
+            "",
+            "  leading space kept",
+            "<table>\n  <tr>\n    <th>Character</th>\n  </tr>\n  <tr>\n    <td>Huey</td>\n  </tr>\n</table>\n",
+            "<div title=\"\">&amp; &lt; &gt; &quot; &#39;/div>\n",
+            "<title>not the document's</title><p>x",
+            "<p>a</p></body></html>after",
+            "<ul><li>a<li>b</ul>",
+            "<p>a<div>b</div></p>",
+            "<details><summary>More</summary><p>hidden text</p></details>",
+        ] {
+            assert!(
+                agree_as_fragment(html).is_some(),
+                "{html:?} needed the full parser"
+            );
+        }
+        for html in [
+            "<html lang=en><p>x",
+            "<body class=x>y",
+            "<p><table><td>x</table>",
+            "<b>a<i>b</b>c</i>",
+        ] {
+            assert!(
+                read_fragment(html, &fragment_options()).is_none(),
+                "{html:?} streamed"
+            );
+        }
+    }
+
     #[test]
     fn documents_in_the_repository_stream_as_html5ever_reads_them() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -1279,6 +1353,19 @@ mod tests {
             pieces in prop::collection::vec(prop::sample::select(PIECES), 0..48)
         ) {
             agree(&pieces.concat());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn random_fragments_stream_as_html5ever_reads_them(
+            trees in prop::collection::vec(tree(), 0..4),
+            pieces in prop::collection::vec(prop::sample::select(PIECES), 0..24),
+        ) {
+            agree_as_fragment(&trees.concat());
+            agree_as_fragment(&pieces.concat());
         }
     }
 }
