@@ -17,6 +17,8 @@
 //!   is a title followed by its underline; the underline becomes a line of
 //!   its own so that the title is read as an underlined heading.
 
+use smallvec::SmallVec;
+
 use super::{heading, marker};
 use crate::parse::clean::is_page_number;
 
@@ -74,14 +76,24 @@ impl Chunk<'_> {
 
 /// Splits a text into blocks of lines, in order.
 pub(super) fn chunks(text: &str) -> Vec<Chunk<'_>> {
+    // The memchr crate's searches, not `str::split` and `contains`: they
+    // run over the whole text, and std's search is several times slower.
+    let bytes = text.as_bytes();
     let mut reader = ChunkReader {
         chunks: Vec::new(),
         current: Chunk::default(),
-        page: text.contains('\x0c').then_some(1),
+        page: memchr::memchr(b'\x0c', bytes).map(|_| 1),
     };
     // Old Mac files end lines with a bare carriage return.
-    let separator = if text.contains('\n') { '\n' } else { '\r' };
-    for physical in text.split(separator) {
+    let separator = match memchr::memchr(b'\n', bytes) {
+        Some(_) => b'\n',
+        None => b'\r',
+    };
+    let mut line_start = 0;
+    for line_end in memchr::memchr_iter(separator, bytes).chain([bytes.len()]) {
+        // Each end is an ASCII byte or the text's end: a char boundary.
+        let physical = &text[line_start..line_end];
+        line_start = line_end + 1;
         let physical = physical.strip_suffix('\r').unwrap_or(physical);
         if reader.page.is_none() {
             // No form feeds anywhere: no need to look for them line by line.
@@ -151,6 +163,11 @@ impl<'a> ChunkReader<'a> {
     }
 }
 
+/// The segments of a line: on the stack for the line that is one segment,
+/// or a title and its underline, as most are (a line's heap allocation
+/// costs as much as its reading).
+type Segments<'a> = SmallVec<[Segment<'a>; 2]>;
+
 /// A part of a line that stands for a line of its own, with the rule that
 /// underlined it, if one followed it on the same line.
 #[derive(Debug, PartialEq, Eq)]
@@ -161,9 +178,9 @@ struct Segment<'a> {
 
 /// Splits a line at its gaps where they separate blocks (see the module
 /// documentation); without `flattened`, only at an underline.
-fn segments(text: &str, flattened: bool) -> Vec<Segment<'_>> {
+fn segments(text: &str, flattened: bool) -> Segments<'_> {
     let pieces = pieces(text);
-    let mut segments = Vec::new();
+    let mut segments = Segments::new();
     let Some(&(first_start, first_end)) = pieces.first() else {
         return segments;
     };
@@ -223,6 +240,13 @@ fn segments(text: &str, flattened: bool) -> Vec<Segment<'_>> {
 fn leading_title(text: &str) -> Option<usize> {
     let is_capitals =
         |w: &str| w.chars().any(char::is_alphabetic) && !w.chars().any(char::is_lowercase);
+    // Both kinds of title open with a division keyword or a word in
+    // capitals; most lines open with neither, and need no more reading.
+    let words = text.trim_start_matches(' ');
+    let first = &words[..memchr::memchr(b' ', words.as_bytes()).unwrap_or(words.len())];
+    if !is_capitals(first) && heading::division_keyword(first).is_none() {
+        return None;
+    }
     // Only the opening words matter: a possible two-word label, the run of
     // words in capitals after it, and the word after that run. Collecting
     // just those keeps this cheap on long flattened lines.
@@ -315,8 +339,8 @@ static GAP: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 
 /// Byte ranges of the parts of a line between runs of [`MIN_GAP`] or more
 /// spaces or tabs.
-fn pieces(text: &str) -> Vec<(usize, usize)> {
-    let mut pieces = Vec::new();
+fn pieces(text: &str) -> SmallVec<[(usize, usize); 2]> {
+    let mut pieces = SmallVec::new();
     let mut piece_start = 0;
     let mut gap: Option<(usize, usize)> = None; // (start byte, width)
     // Most lines of prose have no gap at all: two searches (vectorised)
@@ -342,7 +366,7 @@ fn pieces(text: &str) -> Vec<(usize, usize)> {
     }
     // "1.   OVERVIEW =========": an underline after a single space.
     let last = &text[piece_start..];
-    match last.rfind(' ') {
+    match memchr::memrchr(b' ', last.as_bytes()) {
         Some(space) if is_underline(&last[space..]) => {
             let title_end = piece_start + last[..space].trim_end().len();
             pieces.push((piece_start, title_end));
