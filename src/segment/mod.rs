@@ -64,7 +64,7 @@ use std::ops::Range;
 
 use crate::spec::SentenceSpec;
 
-pub use filter::{SentenceFilter, is_form_label};
+pub use filter::{Screen, SentenceFilter, is_form_label};
 
 use abbreviations::{AbbreviationKind, continues_time, is_sentence_starter};
 use lines::ItemBlock;

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::parse::legibility::{Legibility, is_unknown_glyph};
 use crate::parse::{BlockKind, DocumentTree, Format, Table, TextSpan, TocEntry};
-use crate::segment::{Segmenter, SentenceFilter};
+use crate::segment::{Screen, Segmenter, SentenceFilter};
 
 mod locate;
 
@@ -420,6 +420,34 @@ fn may_hold_unknown_glyph(bytes: &[u8]) -> bool {
                 .any(|i| matches!(bytes.get(i + 1), Some(0x80..=0x9F))))
 }
 
+/// What a paragraph's text rules out for all of its sentences, read once
+/// (a sentence is part of its paragraph's text): most paragraphs hold no
+/// unknown glyph and no checkbox, and then their sentences are not
+/// searched for them one by one.
+#[derive(Clone, Copy)]
+struct ParagraphScreen {
+    filter: Screen,
+    may_hold_unknown_glyph: bool,
+}
+
+/// What the sentences of one paragraph share.
+struct Site<'b> {
+    paragraph: ParagraphId,
+    section: SectionId,
+    block: &'b crate::parse::Block,
+    source: SourceTag,
+    screen: ParagraphScreen,
+}
+
+impl ParagraphScreen {
+    /// For a sentence screened by nothing but itself: a code block (one
+    /// sentence) and a table row (text made for the row).
+    const NOTHING_RULED_OUT: ParagraphScreen = ParagraphScreen {
+        filter: Screen::NOTHING_RULED_OUT,
+        may_hold_unknown_glyph: true,
+    };
+}
+
 struct Builder<'a> {
     sections: Vec<SectionNode>,
     paragraphs: Vec<ParagraphNode>,
@@ -473,14 +501,14 @@ impl Builder<'_> {
                 let paragraph = self.open_paragraph(section, block, ParagraphKind::Code, None);
                 // Code is one unit: splitting it at periods would cut
                 // statements, not sentences.
-                self.push_sentence(
+                let site = Site {
                     paragraph,
                     section,
                     block,
-                    text.clone(),
-                    SourceTag::Code,
-                    block.span,
-                );
+                    source: SourceTag::Code,
+                    screen: ParagraphScreen::NOTHING_RULED_OUT,
+                };
+                self.push_sentence(&site, text.clone(), block.span);
                 self.close_paragraph(paragraph);
             }
             BlockKind::Table(table) => self.add_table(section, block, table),
@@ -513,20 +541,21 @@ impl Builder<'_> {
         self.paragraphs[id.index()].sentences.end = self.sentences.len() as u32;
     }
 
-    fn push_sentence(
-        &mut self,
-        paragraph: ParagraphId,
-        section: SectionId,
-        block: &crate::parse::Block,
-        text: String,
-        source: SourceTag,
-        span: TextSpan,
-    ) {
-        let indexable = self.filter.is_indexable(&text);
+    fn push_sentence(&mut self, site: &Site<'_>, text: String, span: TextSpan) {
+        let Site {
+            paragraph,
+            section,
+            block,
+            source,
+            screen,
+        } = *site;
+        let indexable = self.filter.is_indexable_within(&text, screen.filter);
         let confidence = if block.page.is_some_and(|p| self.garbled_pages.contains(&p)) {
             0.0
         } else if self.judge_words {
             Legibility::of(&text).legible_share()
+        } else if !screen.may_hold_unknown_glyph {
+            1.0
         } else {
             extraction_confidence(&text)
         };
@@ -554,6 +583,17 @@ impl Builder<'_> {
         list_depth: Option<u8>,
     ) {
         let paragraph = self.open_paragraph(section, block, kind, list_depth);
+        let site = Site {
+            paragraph,
+            section,
+            block,
+            source,
+            screen: ParagraphScreen {
+                filter: Screen::of(text),
+                // Only the character check reads glyphs; judged words do not.
+                may_hold_unknown_glyph: self.judge_words || may_hold_unknown_glyph(text.as_bytes()),
+            },
+        };
         let mut ranges = std::mem::take(&mut self.ranges);
         ranges.clear();
         self.segmenter.split_into(text, &mut ranges);
@@ -572,14 +612,7 @@ impl Builder<'_> {
                 offset: char_cursor,
                 len,
             };
-            self.push_sentence(
-                paragraph,
-                section,
-                block,
-                sentence.to_string(),
-                source,
-                span,
-            );
+            self.push_sentence(&site, sentence.to_string(), span);
             char_cursor += len;
             byte_cursor = range.end;
         }
@@ -606,6 +639,13 @@ impl Builder<'_> {
             );
         }
         let paragraph = self.open_paragraph(section, block, ParagraphKind::Table, None);
+        let site = Site {
+            paragraph,
+            section,
+            block,
+            source: SourceTag::TableRow,
+            screen: ParagraphScreen::NOTHING_RULED_OUT,
+        };
         let labels = table.column_labels();
         let header = table
             .rows
@@ -621,7 +661,7 @@ impl Builder<'_> {
                 continue;
             }
             let span = table.row_spans.get(r).copied().unwrap_or(block.span);
-            self.push_sentence(paragraph, section, block, text, SourceTag::TableRow, span);
+            self.push_sentence(&site, text, span);
         }
         self.paragraphs[paragraph.index()].table = Some(table.clone());
         self.close_paragraph(paragraph);
@@ -747,6 +787,48 @@ mod tests {
             let decoded = usize::from(is_unknown_glyph(c) && !c.is_whitespace());
             let expected = 1.0 - decoded as f32 / 4.0;
             assert_eq!(extraction_confidence(&text), expected, "U+{:04X}", c as u32);
+        }
+    }
+
+    proptest::proptest! {
+        /// The paragraph screens rule out only what no sentence of the
+        /// paragraph has: every sentence is judged as it is alone.
+        #[test]
+        fn sentences_are_judged_as_alone_whatever_their_paragraph_holds(
+            paragraphs in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::sample::select(vec![
+                        "Name: ", "____", "☐ Yes ", "☐ No", "[ ] Yes ", "[x] No ", "Date: .....",
+                        "The fee is due. ", "It ends here.", " \u{FFFD}", "\u{C2}\u{85}", "\u{1}",
+                        "\u{E000}x ", "— “quoted” ", "Signature:", "\n", "é ", "ok",
+                    ]),
+                    1..12,
+                ),
+                1..4,
+            )
+        ) {
+            let mut b = TreeBuilder::new(Format::Text);
+            for pieces in &paragraphs {
+                b.paragraph(&pieces.concat());
+            }
+            let mut tree = b.finish();
+            tree.render();
+            let filter = SentenceFilter::default();
+            let skeleton = Skeleton::build("p.txt", tree, &Segmenter::default(), &filter);
+            for sentence in &skeleton.sentences {
+                proptest::prop_assert_eq!(
+                    sentence.indexable,
+                    filter.is_indexable(&sentence.text),
+                    "{:?}",
+                    sentence.text
+                );
+                proptest::prop_assert_eq!(
+                    sentence.confidence,
+                    extraction_confidence(&sentence.text),
+                    "{:?}",
+                    sentence.text
+                );
+            }
         }
     }
 
