@@ -323,6 +323,16 @@ pub struct TocEntry {
     pub page: Option<u32>,
 }
 
+/// [`collapse_whitespace`] for a text the caller owns: kept as it is, not
+/// copied, when it is collapsed already (as most paragraphs are).
+pub fn collapse_whitespace_owned(text: String) -> String {
+    if is_collapsed(text.as_bytes()) {
+        text
+    } else {
+        collapse_whitespace(&text)
+    }
+}
+
 /// Collapses every run of whitespace (including newlines, NBSP and
 /// zero-width spaces) into one space and trims the ends.
 pub fn collapse_whitespace(text: &str) -> String {
@@ -596,6 +606,15 @@ impl TreeBuilder {
 
     pub fn paragraph(&mut self, text: &str) {
         let text = collapse_whitespace(text);
+        if !text.is_empty() {
+            self.push(BlockKind::Paragraph { text });
+        }
+    }
+
+    /// [`paragraph`](Self::paragraph) for a text the caller owns, which is
+    /// then not copied when its whitespace is collapsed already.
+    pub fn paragraph_owned(&mut self, text: String) {
+        let text = collapse_whitespace_owned(text);
         if !text.is_empty() {
             self.push(BlockKind::Paragraph { text });
         }

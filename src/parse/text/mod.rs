@@ -508,7 +508,7 @@ fn emit(units: Vec<Unit>, builder: &mut TreeBuilder) {
             }
             Unit::Text(unit) => {
                 builder.set_page(unit.page);
-                emit_clauses(&unit.text, &mut outline, &mut clauses, builder);
+                emit_clauses(unit.text, &mut outline, &mut clauses, builder);
             }
             Unit::Table { table, page } => {
                 builder.set_page(page);
@@ -526,17 +526,22 @@ fn emit(units: Vec<Unit>, builder: &mut TreeBuilder) {
 /// heading in it (see [`clause`]): at its start, and inside it where the
 /// clause numbers continue.
 fn emit_clauses(
-    text: &str,
+    text: String,
     outline: &mut Outline,
     clauses: &mut ClauseNumbers,
     builder: &mut TreeBuilder,
 ) {
-    let leading = clause::leading(text).map(|opening| (0, opening));
+    let leading = clause::leading(&text).map(|opening| (0, opening));
     let mut starts = Vec::new();
-    for (at, opening) in leading.into_iter().chain(clause::inner_openings(text)) {
+    for (at, opening) in leading.into_iter().chain(clause::inner_openings(&text)) {
         if let Some(heading) = clauses.read(&opening, at > 0) {
             starts.push((at, opening.depth(), heading));
         }
+    }
+    if starts.is_empty() {
+        // No clause opens inside: the paragraph is the text, kept whole.
+        builder.paragraph_owned(text);
+        return;
     }
     let first = starts.first().map_or(text.len(), |&(at, ..)| at);
     builder.paragraph(&text[..first]);
