@@ -56,7 +56,9 @@ use crate::spec::EnrichmentSpec;
 /// Annotations of one document, aligned with its skeleton's arrays.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Enrichment {
-    /// One entry per sentence, by sentence id.
+    /// One entry per sentence, by sentence id; none at all when the
+    /// profile enables no extractor that annotates sentences (read them
+    /// with [`Enrichment::sentence`], or with `get`).
     pub sentences: Vec<SentenceAnnotations>,
     /// One entry per paragraph, by paragraph id.
     pub paragraphs: Vec<ParagraphAnnotations>,
@@ -170,10 +172,19 @@ pub fn enrich(skeleton: &Skeleton, spec: &EnrichmentSpec) -> Enrichment {
         .into_iter()
         .filter_map(|(on, extractor)| on.then_some(extractor)),
     );
-    let texts: Vec<&str> = skeleton.sentences.iter().map(|s| s.text.as_str()).collect();
+    // With nothing to find, no sentence gets an entry: a document's worth
+    // of empty annotations costs as much to write and drop as the rest of
+    // this pass.
+    let annotates_sentences = wanted != Cued::NONE || spec.clauses || resolver.is_some();
+    let sentences_to_read = if annotates_sentences {
+        skeleton.sentences.as_slice()
+    } else {
+        &[]
+    };
+    let texts: Vec<&str> = sentences_to_read.iter().map(|s| s.text.as_str()).collect();
     let cues = Cued::of_each(&texts, wanted);
-    let mut sentences = Vec::with_capacity(skeleton.sentences.len());
-    for (sentence, cued) in skeleton.sentences.iter().zip(cues) {
+    let mut sentences = Vec::with_capacity(sentences_to_read.len());
+    for (sentence, cued) in sentences_to_read.iter().zip(cues) {
         let text = sentence.text.as_str();
         let mut annotations = SentenceAnnotations::default();
         if let Some(resolver) = &resolver
@@ -249,14 +260,29 @@ pub fn enrich(skeleton: &Skeleton, spec: &EnrichmentSpec) -> Enrichment {
 }
 
 impl Enrichment {
+    /// The annotations of one sentence; empty ones when it has none or
+    /// the id is outside the skeleton.
+    pub fn sentence(&self, id: SentenceId) -> &SentenceAnnotations {
+        static NONE: SentenceAnnotations = SentenceAnnotations {
+            references: Vec::new(),
+            dates: Vec::new(),
+            fiscal_periods: Vec::new(),
+            amounts: Vec::new(),
+            percentages: Vec::new(),
+            organizations: Vec::new(),
+            defined_terms: Vec::new(),
+            definition: None,
+            clause: None,
+        };
+        self.sentences.get(id.index()).unwrap_or(&NONE)
+    }
+
     /// The merged annotations of a chunk's sentences. Ids outside the
     /// skeleton are ignored.
     pub fn chunk_metadata(&self, skeleton: &Skeleton, sentences: &[SentenceId]) -> ChunkMetadata {
         let mut meta = ChunkMetadata::default();
         for id in sentences {
-            let Some(annotations) = self.sentences.get(id.index()) else {
-                continue;
-            };
+            let annotations = self.sentence(*id);
             for reference in &annotations.references {
                 meta.references.push(reference.label.clone());
             }
@@ -755,14 +781,15 @@ mod tests {
         let skeleton = contract();
         let spec = EnrichmentSpec::none();
         let enrichment = enrich(&skeleton, &spec);
-        assert_eq!(enrichment.sentences.len(), skeleton.sentences.len());
+        // No sentence has an entry; each reads as empty.
+        assert!(enrichment.sentences.is_empty());
         assert_eq!(enrichment.sections.len(), skeleton.sections.len());
         assert_eq!(enrichment.paragraphs.len(), skeleton.paragraphs.len());
         assert!(
-            enrichment
+            skeleton
                 .sentences
                 .iter()
-                .all(|s| *s == SentenceAnnotations::default())
+                .all(|s| *enrichment.sentence(s.id) == SentenceAnnotations::default())
         );
         assert!(
             enrichment

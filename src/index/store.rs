@@ -252,15 +252,13 @@ impl SkeletonStore {
             }
         }
         for sentence in &skeleton.sentences {
-            let notes = enrichment.sentences.get(sentence.id.index());
+            let notes = enrichment.sentence(sentence.id);
             let mut entities = Vec::new();
-            if let Some(n) = notes {
-                entities.extend(n.dates.iter().map(|d| d.date.clone()));
-                entities.extend(n.amounts.iter().map(|a| a.text.to_lowercase()));
-                entities.extend(n.percentages.iter().map(|p| p.text.to_lowercase()));
-                entities.extend(n.fiscal_periods.iter().map(|p| p.period.to_lowercase()));
-                entities.extend(n.organizations.iter().map(|o| o.to_lowercase()));
-            }
+            entities.extend(notes.dates.iter().map(|d| d.date.clone()));
+            entities.extend(notes.amounts.iter().map(|a| a.text.to_lowercase()));
+            entities.extend(notes.percentages.iter().map(|p| p.text.to_lowercase()));
+            entities.extend(notes.fiscal_periods.iter().map(|p| p.period.to_lowercase()));
+            entities.extend(notes.organizations.iter().map(|o| o.to_lowercase()));
             self.sentences.push(SentenceRecord {
                 id: skeleton.sentence_key(sentence.id),
                 document,
@@ -274,9 +272,9 @@ impl SkeletonStore {
                 confidence: sentence.confidence,
                 boxes: sentence.boxes.clone(),
                 indexed: sentence.indexable,
-                clause: notes.and_then(|n| n.clause.clone()),
-                definition: notes.is_some_and(|n| n.definition.is_some()),
-                terms: notes.map(|n| n.defined_terms.clone()).unwrap_or_default(),
+                clause: notes.clause.clone(),
+                definition: notes.definition.is_some(),
+                terms: notes.defined_terms.clone(),
                 entities,
             });
         }
