@@ -18,6 +18,8 @@
 //! Ownership" opens a clause when clause 4 came before and "in 2. Annual
 //! Fees. The" does not without one.
 
+use std::ops::ControlFlow;
+
 use super::heading::{decimal_depth, is_title, is_title_case};
 
 /// Most words in a run-in title ("Mutual Representations, Warranties and
@@ -84,13 +86,62 @@ pub(super) fn leading(text: &str) -> Option<Opening<'_>> {
     Some(opening)
 }
 
+/// Where clauses open in a paragraph: at its start, and inside it where
+/// the document's clause numbers continue; each with its depth and run-in
+/// heading, when it has one. Reads the paragraph's numbers into `clauses`.
+pub(super) fn clause_starts<'a>(
+    text: &'a str,
+    clauses: &mut ClauseNumbers,
+) -> Vec<(usize, u8, &'a str)> {
+    let mut starts = Vec::new();
+    if let Some(opening) = leading(text)
+        && let Some(heading) = clauses.read(&opening, false)
+    {
+        starts.push((0, opening.depth(), heading));
+    }
+    let mut from = 0;
+    loop {
+        // Before the first clause number only "1." continues the numbers
+        // (`ClauseNumbers::continues`), and a search for " 1." finds its
+        // few candidates, where the search for breaks stops at every
+        // sentence's end. Once a number is read, every break is visited.
+        let numbered = clauses.is_numbered();
+        let mut restart = None;
+        let mut read = |(at, opening): (usize, Opening<'a>)| {
+            if let Some(heading) = clauses.read(&opening, true) {
+                starts.push((at, opening.depth(), heading));
+            }
+            if !numbered && clauses.is_numbered() {
+                restart = Some(at + 1);
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        };
+        let _ = if numbered {
+            inner_openings(text, from).try_for_each(&mut read)
+        } else {
+            first_inner_openings(text, from).try_for_each(&mut read)
+        };
+        // A later opening's break comes after an earlier opening's start:
+        // only closing marks and a space stand between a break and its
+        // clause.
+        match restart {
+            Some(at) => from = at,
+            None => return starts,
+        }
+    }
+}
+
 /// Clauses opening inside `text` after a sentence or an introduction
-/// (". ", ": ", "; "), with their byte offsets (never 0). Whether each
-/// continues the clause numbers is the caller's question.
-pub(super) fn inner_openings(text: &str) -> impl Iterator<Item = (usize, Opening<'_>)> {
+/// (". ", ": ", "; "), at breaks from `from` on, with their byte offsets
+/// (never 0). Whether each continues the clause numbers is the caller's
+/// question.
+fn inner_openings(text: &str, from: usize) -> impl Iterator<Item = (usize, Opening<'_>)> {
     // From each break, rarer than the spaces or digits around it: past
     // closing quotes and brackets to a space and a digit.
-    memchr::memchr3_iter(b'.', b':', b';', text.as_bytes()).filter_map(move |at| {
+    let rest = text.as_bytes().get(from..).unwrap_or_default();
+    memchr::memchr3_iter(b'.', b':', b';', rest).filter_map(move |offset| {
+        let at = from + offset;
         let after = &text[at + 1..];
         let rest = after.trim_start_matches(['"', '”', ')', ']']);
         let digits = rest.strip_prefix(' ')?;
@@ -100,6 +151,38 @@ pub(super) fn inner_openings(text: &str) -> impl Iterator<Item = (usize, Opening
         let start = text.len() - digits.len();
         leading(digits).map(|opening| (start, opening))
     })
+}
+
+/// The [`inner_openings`] from `from` on that a search for " 1." finds:
+/// among them every one numbered "1.", the only number that continues
+/// none (the others may be "1.5" and the like).
+fn first_inner_openings(text: &str, from: usize) -> impl Iterator<Item = (usize, Opening<'_>)> {
+    let bytes = text.as_bytes();
+    let rest = bytes.get(from..).unwrap_or_default();
+    memchr::memmem::find_iter(rest, b" 1.").filter_map(move |offset| {
+        let start = from + offset + 1;
+        follows_break(&bytes[..start])
+            .then(|| leading(&text[start..]))
+            .flatten()
+            .map(|opening| (start, opening))
+    })
+}
+
+/// Whether `before` ends with a break (".", ":" or ";"), any closing
+/// quotes or brackets after it, and one space: what stands before a
+/// clause opening inside a paragraph.
+fn follows_break(before: &[u8]) -> bool {
+    let Some(mut rest) = before.strip_suffix(b" ") else {
+        return false;
+    };
+    loop {
+        match rest {
+            [.., b'.' | b':' | b';'] => return true,
+            [head @ .., b'"' | b')' | b']'] => rest = head,
+            [head @ .., 0xE2, 0x80, 0x9D] => rest = head, // ”
+            _ => return false,
+        }
+    }
 }
 
 /// "11." → [11], "10.1" → [10, 1]: a decimal outline number (parts of
@@ -119,7 +202,7 @@ fn outline_number(token: &str) -> Option<Vec<u32>> {
 
 /// The clause numbers of a document so far: which may come next, and
 /// whether its clauses have run-in titles.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct ClauseNumbers {
     last: Vec<u32>,
     /// Whether a clause with a title in title case was seen.
@@ -130,6 +213,11 @@ impl ClauseNumbers {
     /// Whether `number` may follow the last one: the next at its level or
     /// at an enclosing one ("10.2" or "11" after "10.1"), the first below
     /// it ("10.1.1" after "10.1"), or "1" when none came before.
+    /// Whether a clause number was read (or a numbered heading seen).
+    pub fn is_numbered(&self) -> bool {
+        !self.last.is_empty()
+    }
+
     pub fn continues(&self, number: &[u32]) -> bool {
         if self.last.is_empty() {
             return number == [1];
@@ -231,13 +319,65 @@ mod tests {
         let text = "The terms are as follows: 1. License - Individual grants rights. \
                     2. Marketing Materials - Marketing Materials shall mean materials. \
                     Fees under Section 2. Payment is due.";
-        let starts: Vec<(usize, Option<&str>)> = inner_openings(text)
+        let starts: Vec<(usize, Option<&str>)> = inner_openings(text, 0)
             .map(|(at, o)| (at, o.heading))
             .collect();
         assert_eq!(starts.len(), 2, "{starts:?}");
         assert_eq!(starts[0].1, Some("1. License"));
         assert_eq!(&text[starts[1].0..][..3], "2. ");
         assert_eq!(starts[1].1, Some("2. Marketing Materials"));
+    }
+
+    /// Every break visited, as before the search for " 1.": the reference
+    /// [`clause_starts`] is held to.
+    fn starts_at_every_break<'a>(
+        text: &'a str,
+        clauses: &mut ClauseNumbers,
+    ) -> Vec<(usize, u8, &'a str)> {
+        let leading = leading(text).map(|opening| (0, opening));
+        let mut starts = Vec::new();
+        for (at, opening) in leading.into_iter().chain(inner_openings(text, 0)) {
+            if let Some(heading) = clauses.read(&opening, at > 0) {
+                starts.push((at, opening.depth(), heading));
+            }
+        }
+        starts
+    }
+
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        // Small cases, and many: the search for " 1." runs only while the
+        // document has no clause number yet.
+        #![proptest_config(proptest::test_runner::Config::with_cases(2048))]
+        #[test]
+        fn clause_starts_are_those_every_break_gives(
+            heading in proptest::sample::select(vec!["", "", "", "1.", "2.", "1.1", "9. Fees"]),
+            pieces in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["", ".", ":", ";", "x", "é"]),
+                    proptest::collection::vec(
+                        proptest::sample::select(vec!["\"", "”", ")", "]", "“"]),
+                        0..2,
+                    ),
+                    proptest::sample::select(vec![" ", " ", "", "  "]),
+                    proptest::sample::select(vec!["1.", "1.", "1.1", "2.", "1", "10.", "1.5", "x"]),
+                    proptest::sample::select(vec![" Term. ", " Fees - x", " the", "", "é", "."]),
+                )
+                    .prop_map(|(stop, closers, space, number, tail)| {
+                        format!("{stop}{}{space}{number}{tail}", closers.concat())
+                    }),
+                0..10,
+            )
+        ) {
+            let text = pieces.concat();
+            let mut expected_numbers = ClauseNumbers::default();
+            expected_numbers.saw_heading(heading);
+            let mut numbers = expected_numbers.clone();
+            let expected = starts_at_every_break(&text, &mut expected_numbers);
+            proptest::prop_assert_eq!(clause_starts(&text, &mut numbers), expected);
+            proptest::prop_assert_eq!(numbers, expected_numbers);
+        }
     }
 
     #[test]

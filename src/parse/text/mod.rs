@@ -531,13 +531,7 @@ fn emit_clauses(
     clauses: &mut ClauseNumbers,
     builder: &mut TreeBuilder,
 ) {
-    let leading = clause::leading(&text).map(|opening| (0, opening));
-    let mut starts = Vec::new();
-    for (at, opening) in leading.into_iter().chain(clause::inner_openings(&text)) {
-        if let Some(heading) = clauses.read(&opening, at > 0) {
-            starts.push((at, opening.depth(), heading));
-        }
-    }
+    let starts = clause::clause_starts(&text, clauses);
     if starts.is_empty() {
         // No clause opens inside: the paragraph is the text, kept whole.
         builder.paragraph_owned(text);
