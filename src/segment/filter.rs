@@ -145,6 +145,7 @@ pub fn is_form_label(sentence: &str) -> bool {
     is_form_label_within(sentence, Screen::NOTHING_RULED_OUT)
 }
 
+/// [`is_form_label`] for a sentence of a text that `screen` was read from.
 fn is_form_label_within(sentence: &str, screen: Screen) -> bool {
     let sentence = sentence.trim();
     !sentence.is_empty()

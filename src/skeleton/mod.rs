@@ -430,15 +430,6 @@ struct ParagraphScreen {
     may_hold_unknown_glyph: bool,
 }
 
-/// What the sentences of one paragraph share.
-struct Site<'b> {
-    paragraph: ParagraphId,
-    section: SectionId,
-    block: &'b crate::parse::Block,
-    source: SourceTag,
-    screen: ParagraphScreen,
-}
-
 impl ParagraphScreen {
     /// For a sentence screened by nothing but itself: a code block (one
     /// sentence) and a table row (text made for the row).
@@ -446,6 +437,15 @@ impl ParagraphScreen {
         filter: Screen::NOTHING_RULED_OUT,
         may_hold_unknown_glyph: true,
     };
+}
+
+/// What the sentences of one paragraph share.
+struct Site<'b> {
+    paragraph: ParagraphId,
+    section: SectionId,
+    block: &'b crate::parse::Block,
+    source: SourceTag,
+    screen: ParagraphScreen,
 }
 
 struct Builder<'a> {

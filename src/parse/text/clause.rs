@@ -139,8 +139,8 @@ pub(super) fn clause_starts<'a>(
 fn inner_openings(text: &str, from: usize) -> impl Iterator<Item = (usize, Opening<'_>)> {
     // From each break, rarer than the spaces or digits around it: past
     // closing quotes and brackets to a space and a digit.
-    let rest = text.as_bytes().get(from..).unwrap_or_default();
-    memchr::memchr3_iter(b'.', b':', b';', rest).filter_map(move |offset| {
+    let haystack = text.as_bytes().get(from..).unwrap_or_default();
+    memchr::memchr3_iter(b'.', b':', b';', haystack).filter_map(move |offset| {
         let at = from + offset;
         let after = &text[at + 1..];
         let rest = after.trim_start_matches(['"', '”', ')', ']']);
@@ -158,8 +158,8 @@ fn inner_openings(text: &str, from: usize) -> impl Iterator<Item = (usize, Openi
 /// none (the others may be "1.5" and the like).
 fn first_inner_openings(text: &str, from: usize) -> impl Iterator<Item = (usize, Opening<'_>)> {
     let bytes = text.as_bytes();
-    let rest = bytes.get(from..).unwrap_or_default();
-    memchr::memmem::find_iter(rest, b" 1.").filter_map(move |offset| {
+    let haystack = bytes.get(from..).unwrap_or_default();
+    memchr::memmem::find_iter(haystack, b" 1.").filter_map(move |offset| {
         let start = from + offset + 1;
         follows_break(&bytes[..start])
             .then(|| leading(&text[start..]))
@@ -210,14 +210,14 @@ pub(super) struct ClauseNumbers {
 }
 
 impl ClauseNumbers {
-    /// Whether `number` may follow the last one: the next at its level or
-    /// at an enclosing one ("10.2" or "11" after "10.1"), the first below
-    /// it ("10.1.1" after "10.1"), or "1" when none came before.
     /// Whether a clause number was read (or a numbered heading seen).
     pub fn is_numbered(&self) -> bool {
         !self.last.is_empty()
     }
 
+    /// Whether `number` may follow the last one: the next at its level or
+    /// at an enclosing one ("10.2" or "11" after "10.1"), the first below
+    /// it ("10.1.1" after "10.1"), or "1" when none came before.
     pub fn continues(&self, number: &[u32]) -> bool {
         if self.last.is_empty() {
             return number == [1];
