@@ -329,17 +329,24 @@ pub fn collapse_whitespace_owned(text: String) -> String {
     if is_collapsed(text.as_bytes()) {
         text
     } else {
-        collapse_whitespace(&text)
+        collapse(&text)
     }
 }
 
 /// Collapses every run of whitespace (including newlines, NBSP and
 /// zero-width spaces) into one space and trims the ends.
 pub fn collapse_whitespace(text: &str) -> String {
-    let bytes = text.as_bytes();
-    if is_collapsed(bytes) {
-        return text.to_string();
+    if is_collapsed(text.as_bytes()) {
+        text.to_string()
+    } else {
+        collapse(text)
     }
+}
+
+/// [`collapse_whitespace`]'s work, for a text [`is_collapsed`] has found
+/// to need it.
+fn collapse(text: &str) -> String {
+    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut word_start = 0;
     let mut i = 0;
