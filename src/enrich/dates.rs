@@ -102,8 +102,9 @@ pub(super) fn cues() -> Cues {
     }
 }
 
-/// Month names and abbreviations, in title case and upper case.
-fn month_alternation() -> String {
+/// Month names and abbreviations, in title case and upper case, longest
+/// first, so that "Sept" wins over "Sep" and "March" over "Mar".
+fn month_names() -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for (full, short) in MONTHS {
         for name in std::iter::once(full).chain(short.split('|')) {
@@ -111,14 +112,13 @@ fn month_alternation() -> String {
             names.push(name.to_ascii_uppercase());
         }
     }
-    // Longest first, so that "Sept" wins over "Sep" and "March" over "Mar".
     names.sort_by_key(|n| std::cmp::Reverse(n.len()));
     names.dedup();
-    names.join("|")
+    names
 }
 
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
-    let month = month_alternation();
+    let month = month_names().join("|");
     // Longest first: "twenty-first" before "first".
     let mut ordinals = ORDINALS.to_vec();
     ordinals.sort_by_key(|o| std::cmp::Reverse(o.len()));
@@ -137,7 +137,7 @@ static DATE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The dates of a sentence, in order of appearance.
 pub fn find_dates(text: &str) -> Vec<DateMention> {
-    if !has_four_digits(text.as_bytes()) {
+    if !may_hold_date(text) {
         return Vec::new();
     }
     read_dates(text)
@@ -151,49 +151,151 @@ fn read_dates(text: &str) -> Vec<DateMention> {
             let (year, month, day) = read(&caps)?;
             Some(DateMention {
                 text: whole.as_str().to_string(),
-                date: format!("{year:04}-{month:02}-{day:02}"),
+                date: iso_date(year, month, day),
             })
         })
         .collect()
 }
 
-/// Whether four ASCII digits stand in a row. Every form of date [`DATE`]
-/// reads has a four-digit year, and [`read`] parses ASCII digits only, so
-/// a sentence without such a run holds no date. A fifth of the sentences
-/// the screen hands over (a month's opening letters and a digit anywhere:
-/// "May 3", "-1") have none, and skip the pattern.
-fn has_four_digits(bytes: &[u8]) -> bool {
-    let mut run = 0;
-    bytes.iter().any(|b| {
-        run = if b.is_ascii_digit() { run + 1 } else { 0 };
-        run == 4
-    })
+/// Whether a year stands in `text` where a date [`DATE`] reads could hold
+/// it. Every form has a four-digit year, and [`read`] parses ASCII digits
+/// only, so a date's year is a run of exactly four ASCII digits (the word
+/// boundary after it, and the one, the slash or the whitespace before it,
+/// end the run), and what stands beside it is fixed:
+/// * an ISO date goes on with a hyphen ("2024-03-31");
+/// * a numeric one has a slash before it ("3/31/2024");
+/// * a written one has whitespace, an optional comma, and before those a
+///   day ("31st, 2024") or a month name, perhaps with its period, which
+///   itself follows whitespace and a day or the "of" of "day of" ("31 Mar.
+///   2024", "the first day of June, 2020").
+///
+/// Most years in prose follow some other word ("in 1998", "the 2010
+/// season", "in March 1998"); such a sentence skips the pattern, which
+/// costs more than this check by far.
+fn may_hold_date(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(offset) = bytes
+        .get(at..)
+        .and_then(|rest| rest.iter().position(u8::is_ascii_digit))
+    {
+        let start = at + offset;
+        let run = bytes.get(start..).map_or(0, |rest| {
+            rest.iter().take_while(|b| b.is_ascii_digit()).count()
+        });
+        at = start + run;
+        if run == 4 && is_placed_as_year(text, start, at) {
+            return true;
+        }
+    }
+    false
 }
+
+/// Whether the four digits at `start..end` of `text` stand where a date's
+/// year does (see [`may_hold_date`]).
+fn is_placed_as_year(text: &str, start: usize, end: usize) -> bool {
+    let bytes = text.as_bytes();
+    if bytes.get(end) == Some(&b'-')
+        || start.checked_sub(1).and_then(|i| bytes.get(i)) == Some(&b'/')
+    {
+        return true;
+    }
+    let before = text.get(..start).unwrap_or_default();
+    let spaced = before.trim_end();
+    if spaced.len() == before.len() {
+        return false;
+    }
+    let spaced = spaced.strip_suffix(',').unwrap_or(spaced);
+    if ends_with_day(spaced) {
+        return true;
+    }
+    // A month name is the word of ASCII letters the text ends with, when
+    // whitespace stands before it.
+    let month = spaced.strip_suffix('.').unwrap_or(spaced);
+    let letters = month
+        .bytes()
+        .rev()
+        .take_while(u8::is_ascii_alphabetic)
+        .count();
+    let (before, word) = month.split_at(month.len() - letters);
+    let spaced = before.trim_end();
+    spaced.len() < before.len()
+        && MONTH_NAMES.iter().any(|name| name == word)
+        && (ends_with_day(spaced) || ends_with_ignore_ascii_case(spaced, "of"))
+}
+
+/// Whether `text` ends with a day of the month in ASCII digits, perhaps
+/// with its ordinal suffix ("31", "1st"). Only its last digit is looked at.
+fn ends_with_day(text: &str) -> bool {
+    let digits = ["st", "nd", "rd", "th"]
+        .iter()
+        .find_map(|suffix| text.strip_suffix(suffix))
+        .unwrap_or(text);
+    digits.ends_with(|c: char| c.is_ascii_digit())
+}
+
+fn ends_with_ignore_ascii_case(text: &str, suffix: &str) -> bool {
+    text.len()
+        .checked_sub(suffix.len())
+        .and_then(|start| text.as_bytes().get(start..))
+        .is_some_and(|end| end.eq_ignore_ascii_case(suffix.as_bytes()))
+}
+
+/// The month names and abbreviations [`DATE`] reads.
+static MONTH_NAMES: LazyLock<Vec<String>> = LazyLock::new(month_names);
+
+/// Where the groups of [`DATE`] stand, by form: year, month and day, or
+/// for a numeric date its two leading numbers and the year. Read once: a
+/// group looked up by name costs a hash lookup every time.
+struct Groups {
+    iso: [usize; 3],
+    month_day: [usize; 3],
+    day_month: [usize; 3],
+    word_day: [usize; 3],
+    numeric: [usize; 3],
+}
+
+static GROUPS: LazyLock<Groups> = LazyLock::new(|| {
+    let index = |name: &str| {
+        DATE.capture_names()
+            .position(|group| group == Some(name))
+            .unwrap_or_else(|| panic!("the date pattern has no group {name}"))
+    };
+    let form = |names: [&str; 3]| names.map(index);
+    Groups {
+        iso: form(["iso_y", "iso_m", "iso_d"]),
+        month_day: form(["md_y", "md_m", "md_d"]),
+        day_month: form(["dm_y", "dm_m", "dm_d"]),
+        word_day: form(["wd_y", "wd_m", "wd_d"]),
+        numeric: form(["us_a", "us_b", "us_y"]),
+    }
+});
 
 /// Year, month and day of one match, if they make a real date.
 fn read(caps: &Captures) -> Option<(u32, u32, u32)> {
-    let number = |name: &str| caps.name(name).and_then(|m| m.as_str().parse::<u32>().ok());
-    let month_named = |name: &str| caps.name(name).and_then(|m| month_number(m.as_str()));
-    let candidates: [Option<(u32, u32, u32)>; 2] = if caps.name("iso_y").is_some() {
+    let groups = &*GROUPS;
+    let number = |group: usize| caps.get(group).and_then(|m| m.as_str().parse::<u32>().ok());
+    let month_named = |group: usize| caps.get(group).and_then(|m| month_number(m.as_str()));
+    let written = |[year, month, day]: [usize; 3]| -> Option<_> {
+        caps.get(month)?;
+        Some((year, month, day))
+    };
+    let candidates: [Option<(u32, u32, u32)>; 2] = if caps.get(groups.iso[0]).is_some() {
+        let [year, month, day] = groups.iso;
+        [Some((number(year)?, number(month)?, number(day)?)), None]
+    } else if let Some((year, month, day)) =
+        written(groups.month_day).or_else(|| written(groups.day_month))
+    {
         [
-            Some((number("iso_y")?, number("iso_m")?, number("iso_d")?)),
+            Some((number(year)?, month_named(month)?, number(day)?)),
             None,
         ]
-    } else if caps.name("md_m").is_some() {
-        [
-            Some((number("md_y")?, month_named("md_m")?, number("md_d")?)),
-            None,
-        ]
-    } else if caps.name("dm_m").is_some() {
-        [
-            Some((number("dm_y")?, month_named("dm_m")?, number("dm_d")?)),
-            None,
-        ]
-    } else if caps.name("wd_m").is_some() {
-        let day = ordinal_number(caps.name("wd_d")?.as_str())?;
-        [Some((number("wd_y")?, month_named("wd_m")?, day)), None]
+    } else if let Some((year, month, day)) = written(groups.word_day) {
+        let day = ordinal_number(caps.get(day)?.as_str())?;
+        [Some((number(year)?, month_named(month)?, day)), None]
     } else {
-        let (a, b, year) = (number("us_a")?, number("us_b")?, number("us_y")?);
+        let [a, b, year] = groups.numeric.map(number);
+        let (a, b, year) = (a?, b?, year?);
         // Month/day first (US); day/month only when month/day is impossible.
         [Some((year, a, b)), Some((year, b, a))]
     };
@@ -203,11 +305,32 @@ fn read(caps: &Captures) -> Option<(u32, u32, u32)> {
         .find(|&(y, m, d)| is_valid(y, m, d))
 }
 
+/// `YYYY-MM-DD`, for a date [`is_valid`] accepts (a four-digit year).
+fn iso_date(year: u32, month: u32, day: u32) -> String {
+    let digit = |value: u32| char::from_digit(value % 10, 10).unwrap_or('0');
+    [
+        digit(year / 1000),
+        digit(year / 100),
+        digit(year / 10),
+        digit(year),
+        '-',
+        digit(month / 10),
+        digit(month),
+        '-',
+        digit(day / 10),
+        digit(day),
+    ]
+    .into_iter()
+    .collect()
+}
+
 fn month_number(name: &str) -> Option<u32> {
-    let prefix: String = name.chars().take(3).collect();
+    // Every spelling the pattern reads is ASCII and opens with the
+    // month's first three letters.
+    let prefix = name.get(..3)?;
     MONTHS
         .iter()
-        .position(|(full, _)| full[..3].eq_ignore_ascii_case(&prefix))
+        .position(|(full, _)| full[..3].eq_ignore_ascii_case(prefix))
         .map(|i| i as u32 + 1)
 }
 
@@ -271,6 +394,7 @@ mod tests {
         assert_eq!(dates("dated as of August 9, 1999 is made"), ["1999-08-09"]);
         assert_eq!(dates("on 31 March 2024 and"), ["2024-03-31"]);
         assert_eq!(dates("by Mar. 31, 2024"), ["2024-03-31"]);
+        assert_eq!(dates("on 31 Mar. 2024"), ["2024-03-31"]);
         assert_eq!(dates("by Sept 1st, 2021"), ["2021-09-01"]);
         assert_eq!(dates("this 1st day of June, 2020"), ["2020-06-01"]);
         assert_eq!(dates("the first day of June, 2020"), ["2020-06-01"]);
@@ -279,22 +403,37 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The four-digit pre-check drops only sentences without a date:
-        /// pieces of dates, digits of other scripts and runs of one to
-        /// five digits, glued in any order.
+        /// The year check drops only sentences without a date: pieces of
+        /// dates, years placed as in prose, digits of other scripts,
+        /// Unicode spaces and runs of one to five digits, glued in any
+        /// order.
         #[test]
-        fn the_four_digit_check_drops_no_date(
+        fn the_year_check_drops_no_date(
             pieces in proptest::collection::vec(
                 proptest::sample::select(vec![
                     "2024-03-31", "3/31/2024", "March 31, 2024", "1st day of May 2020",
-                    "2024", "202", "20245", "7", "31", "03", "-", "/", " ", ", ",
-                    "March ", "Mar. ", "SEPT", "1st ", "first ", "day of ", "٢٠٢٤", "２０２４", "x",
+                    "2024", "202", "20245", "7", "31", "03", "-", "/", " ", ", ", ",", ".",
+                    "March ", "Mar. ", "31 Mar. ", "3 Sept., ", "SEPT", "Sept.", "JUNE", "May", "1st ", "15th", "rd",
+                    "first ", "day of ", "DAY OF ", "in ", "the ", "end of ", "in February ", "\u{a0}", "\u{2003}", "\n",
+                    "٢٠٢٤", "２０２４", "٣", "x",
                 ]),
                 0..12,
             )
         ) {
             let text = pieces.concat();
             proptest::prop_assert_eq!(find_dates(&text), read_dates(&text), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn iso_dates_are_written_as_format_would() {
+        for year in 1000..=2999 {
+            for (month, day) in [(1, 1), (9, 30), (10, 9), (12, 31)] {
+                assert_eq!(
+                    iso_date(year, month, day),
+                    format!("{year:04}-{month:02}-{day:02}")
+                );
+            }
         }
     }
 
