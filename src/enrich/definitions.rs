@@ -76,8 +76,6 @@ const QUOTATION_MARKS: [char; 3] = ['"', '“', '‘'];
 static MEANING_HINT: LazyLock<Regex> =
     LazyLock::new(|| compile(&format!("(?i:{})", MEANING_STEMS.join("|"))));
 
-static PARENTHESIS: LazyLock<Regex> = LazyLock::new(|| compile(r"\([^()]{1,200}\)"));
-
 static REFERRED_AS: LazyLock<Regex> = LazyLock::new(|| {
     compile(&format!(
         r"(?i:referred\s+to\s+(?:herein\s+|hereinafter\s+|below\s+)?as)\s+(?:(?i:the|a|an)\s+)?(?P<term>{QUOTED})"
@@ -183,6 +181,7 @@ pub(super) fn find_held_definitions(text: &str, holds: Holds) -> Definitions {
     }
     if out.form.is_none()
         && meaning
+        && holds_mean(text)
         && let Some(term) = EXPLICIT_UNQUOTED
             .captures(text)
             .and_then(|caps| caps.name("term"))
@@ -200,12 +199,7 @@ pub(super) fn find_held_definitions(text: &str, holds: Holds) -> Definitions {
     }
     let mut inline = false;
     // The inside is read off each match, without the captures engine.
-    let parenthesised = text.contains('(').then(|| PARENTHESIS.find_iter(text));
-    for parenthesis in parenthesised.into_iter().flatten() {
-        let whole = parenthesis.as_str();
-        let Some(inside) = whole.strip_prefix('(').and_then(|w| w.strip_suffix(')')) else {
-            continue;
-        };
+    for inside in parentheses(text) {
         if is_label_parenthesis(inside) {
             inline |= push_quoted_terms(&mut out.terms, inside);
         }
@@ -224,10 +218,53 @@ pub(super) fn find_held_definitions(text: &str, holds: Holds) -> Definitions {
     out
 }
 
+/// Whether `text` holds "mean" in any case, as both verbs of
+/// [`EXPLICIT_UNQUOTED`] do. No letter of it has a spelling outside ASCII
+/// under `(?i)`.
+fn holds_mean(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr2_iter(b'm', b'M', bytes).any(|at| {
+        bytes
+            .get(at + 1..at + 4)
+            .is_some_and(|rest| rest.eq_ignore_ascii_case(b"ean"))
+    })
+}
+
+/// Longest text, in characters, a parenthesis may hold to be read.
+const MAX_PARENTHESIS: usize = 200;
+
+/// What the parentheses of `text` hold, left to right: each `(` whose next
+/// bracket is a `)`, with one to [`MAX_PARENTHESIS`] characters between.
+/// A nested or unclosed one yields nothing, and the search goes on from
+/// the next `(`.
+fn parentheses(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        loop {
+            let open = from + memchr::memchr(b'(', bytes.get(from..)?)?;
+            let inner = open + 1;
+            let close = inner + memchr::memchr2(b'(', b')', bytes.get(inner..)?)?;
+            from = if bytes.get(close) == Some(&b')') {
+                close + 1
+            } else {
+                close
+            };
+            let inside = text.get(inner..close)?;
+            let fits = inside.len() <= MAX_PARENTHESIS || inside.chars().count() <= MAX_PARENTHESIS;
+            if bytes.get(close) == Some(&b')') && !inside.is_empty() && fits {
+                return Some(inside);
+            }
+        }
+    })
+}
+
 /// Whether a parenthesis holds a quoted label and otherwise only labelling
 /// words.
 fn is_label_parenthesis(inside: &str) -> bool {
-    if !QUOTE.is_match(inside) {
+    // Every quotation opens with one of the marks; most parentheses hold
+    // none, and a scan for them costs less than the pattern.
+    if !inside.contains(QUOTATION_MARKS) || !QUOTE.is_match(inside) {
         return false;
     }
     QUOTE.split(inside).all(|outside| {
@@ -343,5 +380,35 @@ mod tests {
             defines(r#""Products" (the "Goods") means the goods."#).1,
             Some(DefinitionForm::Explicit)
         );
+    }
+
+    proptest::proptest! {
+        /// The parentheses are those the pattern `\([^()]{1,200}\)` finds,
+        /// left to right, without overlaps.
+        #[test]
+        fn parentheses_are_those_the_pattern_finds(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "(", ")", "((", "))", "()", "x", "the \"Company\"", " ", "é",
+                    "a".repeat(100).leak(), "é".repeat(60).leak(),
+                ]),
+                0..16,
+            )
+        ) {
+            let text = pieces.concat();
+            let pattern = regex::Regex::new(r"\(([^()]{1,200})\)").expect("a valid pattern");
+            let expected: Vec<&str> = pattern
+                .captures_iter(&text)
+                .filter_map(|caps| caps.get(1).map(|m| m.as_str()))
+                .collect();
+            proptest::prop_assert_eq!(parentheses(&text).collect::<Vec<_>>(), expected);
+        }
+
+        /// "mean" is found as `(?i)mean` finds it.
+        #[test]
+        fn mean_is_found_in_any_case(text in "[mMeEaAnN xſK]{0,12}") {
+            let pattern = regex::Regex::new("(?i)mean").expect("a valid pattern");
+            proptest::prop_assert_eq!(holds_mean(&text), pattern.is_match(&text));
+        }
     }
 }
