@@ -41,6 +41,11 @@ pub(super) struct Cues {
     /// `(?-u:\b)` before a letter asks). "table" in "notable" then cues
     /// nothing.
     pub caseless_open_words: bool,
+    /// Whether every match holds a caseless cue where it closes a word:
+    /// the byte after it, if any, is no ASCII letter, digit or underscore
+    /// (as `(?-u:\b)` after a letter asks). "euro" in "European" then cues
+    /// nothing.
+    pub caseless_close_words: bool,
 }
 
 /// The extractors that are run behind cues.
@@ -102,9 +107,17 @@ const ASCII_FOLDS: [(&str, u8); 2] = [("\u{17F}", b's'), ("\u{212A}", b'k')];
 #[derive(Default)]
 struct Pattern {
     caseless: u8,
-    /// The extractors it cues in any case where it opens a word.
-    opening: u8,
+    /// The extractors it cues in any case where its ends are ends of a
+    /// word, by which ends must be.
+    bounded: Vec<(Edges, u8)>,
     exact: Vec<(String, u8)>,
+}
+
+/// Which ends of a caseless cue must be ends of a word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Edges {
+    opens: bool,
+    closes: bool,
 }
 
 /// What reaching one state of the automaton adds to a [`Cued`]: the
@@ -127,8 +140,9 @@ struct Condition {
 enum Check {
     /// An exact cue: these bytes are the ones written.
     Written(Box<[u8]>),
-    /// A caseless cue this many bytes long opens a word.
-    OpensWord(usize),
+    /// A caseless cue this many bytes long opens a word, closes one, or
+    /// both.
+    Word { len: usize, edges: Edges },
 }
 
 /// The automaton, and for each of its states what reaching it adds.
@@ -177,10 +191,18 @@ impl Automaton {
                     }
                 }
                 let pattern = pattern(&mut keys, &mut patterns, &word);
-                if cues.caseless_open_words {
-                    pattern.opening |= bit;
-                } else {
+                let edges = Edges {
+                    opens: cues.caseless_open_words,
+                    closes: cues.caseless_close_words,
+                };
+                if !edges.opens && !edges.closes {
                     pattern.caseless |= bit;
+                } else if let Some((_, bits)) =
+                    pattern.bounded.iter_mut().find(|(e, _)| *e == edges)
+                {
+                    *bits |= bit;
+                } else {
+                    pattern.bounded.push((edges, bit));
                 }
             }
             if cues.needs_digit {
@@ -217,12 +239,11 @@ impl Automaton {
                     continue;
                 };
                 caseless |= u16::from(pattern.caseless) << 8;
-                if pattern.opening != 0 {
-                    conditions.push(Condition {
-                        check: Check::OpensWord(dfa.pattern_len(id)),
-                        cued: u16::from(pattern.opening) << 8,
-                    });
-                }
+                let len = dfa.pattern_len(id);
+                conditions.extend(pattern.bounded.iter().map(|&(edges, bits)| Condition {
+                    check: Check::Word { len, edges },
+                    cued: u16::from(bits) << 8,
+                }));
                 conditions.extend(pattern.exact.iter().map(|(spelling, cued)| Condition {
                     check: Check::Written(spelling.as_bytes().into()),
                     cued: u16::from(*cued),
@@ -326,12 +347,19 @@ impl Automaton {
         for condition in conditions.unwrap_or_default() {
             let holds = match &condition.check {
                 Check::Written(bytes) => written.ends_with(bytes),
-                Check::OpensWord(len) => end.checked_sub(*len).is_some_and(|start| {
-                    start
-                        .checked_sub(1)
-                        .and_then(|before| text.get(before))
-                        .is_none_or(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
-                }),
+                Check::Word { len, edges } => {
+                    let is_word_byte = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+                    let opens = || {
+                        end.checked_sub(*len).is_some_and(|start| {
+                            start
+                                .checked_sub(1)
+                                .and_then(|before| text.get(before))
+                                .is_none_or(|b| !is_word_byte(b))
+                        })
+                    };
+                    let closes = || text.get(end).is_none_or(|b| !is_word_byte(b));
+                    (!edges.opens || opens()) && (!edges.closes || closes())
+                }
             };
             if holds {
                 *bits |= condition.cued;
@@ -578,6 +606,15 @@ mod tests {
         assert!(!every("a separate 2 satisfy").may_match(Extractor::Dates));
         assert!(!every("satisfy 2").may_match(Extractor::FiscalPeriods));
         assert!(!every("inc 5 gmbh").may_match(Extractor::Organizations));
+    }
+
+    #[test]
+    fn words_that_must_stand_whole_do_not_cue_inside_others() {
+        assert!(!every("Europe's 5 states").may_match(Extractor::Money));
+        assert!(every("5 euro.").may_match(Extractor::Money));
+        assert!(!every("a percentage of 5").may_match(Extractor::Percentages));
+        assert!(!every("on behalf of 2024's quarterly").may_match(Extractor::FiscalPeriods));
+        assert!(every("half 2024").may_match(Extractor::FiscalPeriods));
     }
 
     #[test]

@@ -129,6 +129,7 @@ pub(super) fn cues() -> Cues {
         caseless: MEANING_STEMS.map(String::from).to_vec(),
         needs_digit: false,
         caseless_open_words: false,
+        caseless_close_words: false,
     }
 }
 

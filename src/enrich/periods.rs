@@ -48,7 +48,9 @@ static PERIOD: LazyLock<Regex> = LazyLock::new(|| {
 
 /// What every match of [`PERIOD`] contains besides a digit: "FY", a
 /// quarter or half with its number on either side ("Q4", "4Q", "H1", "1H"),
-/// or the words "fiscal", "quarter" or "half" in any case.
+/// or the words "fiscal", "quarter" or "half" in any case, each a whole
+/// word (the pattern has a word boundary or whitespace on both sides of
+/// each, so "behalf" and "quarterly" cue nothing).
 pub(super) fn cues() -> Cues {
     let mut exact = vec!["FY".to_string()];
     for n in 1..=4 {
@@ -63,7 +65,8 @@ pub(super) fn cues() -> Cues {
         exact,
         caseless: ["fiscal", "quarter", "half"].map(String::from).to_vec(),
         needs_digit: true,
-        caseless_open_words: false,
+        caseless_open_words: true,
+        caseless_close_words: true,
     }
 }
 
@@ -127,6 +130,7 @@ fn ordinal(word: &str) -> Option<u8> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cues::{Cued, Extractor};
     use super::*;
 
     fn periods(text: &str) -> Vec<String> {
@@ -162,5 +166,27 @@ mod tests {
         assert!(periods("fiscal matters").is_empty());
         assert!(periods("model 4Q240 engine").is_empty());
         assert!(periods("quarterly fees").is_empty());
+    }
+
+    proptest::proptest! {
+        /// The cues are necessary where "fiscal", "quarter" or "half" run
+        /// into the letters around them: a text the screen passes over
+        /// holds no period.
+        #[test]
+        fn periods_among_running_words_are_cued(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "fiscal", "FISCAL", "quarter", "Half", "be", "ly", "first", "Second", " ",
+                    "of ", "year ", "2024", "24", "x", "_", "é", "ſ", "-",
+                ]),
+                0..12,
+            )
+        ) {
+            let text = pieces.concat();
+            let cued = Cued::of(&text, Cued::only([Extractor::FiscalPeriods]));
+            if !find_periods(&text).is_empty() {
+                proptest::prop_assert!(cued.may_match(Extractor::FiscalPeriods), "{:?}", text);
+            }
+        }
     }
 }

@@ -161,6 +161,7 @@ pub(super) fn cues() -> Cues {
         // Every keyword but "§" follows `(?-u:\b)`; "sub-section" holds
         // "section" after a hyphen, "subsection" only as itself.
         caseless_open_words: true,
+        caseless_close_words: false,
     }
 }
 
