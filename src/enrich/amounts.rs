@@ -141,6 +141,7 @@ pub(super) fn money_cues() -> Cues {
             .filter_map(|(name, _)| name.split(' ').next_back())
             .map(String::from)
             .collect(),
+        exact_open_words: false,
         needs_digit: true,
         caseless_open_words: false,
         caseless_close_words: true,
@@ -164,6 +165,7 @@ pub(super) fn percentage_cues() -> Cues {
             .into_iter()
             .chain(spaced)
             .collect(),
+        exact_open_words: false,
         needs_digit: true,
         caseless_open_words: false,
         caseless_close_words: true,

@@ -31,6 +31,10 @@ use super::{amounts, dates, definitions, organizations, periods, references};
 pub(super) struct Cues {
     /// Matched case for case.
     pub exact: Vec<String>,
+    /// Whether every match holds an exact cue where it opens a word, as
+    /// [`caseless_open_words`](Self::caseless_open_words) asks of the
+    /// caseless ones: "Inc" in "Including" then cues nothing.
+    pub exact_open_words: bool,
     /// Matched ignoring ASCII case: the words an extractor's patterns match
     /// under `(?i)`.
     pub caseless: Vec<String>,
@@ -110,7 +114,8 @@ struct Pattern {
     /// The extractors it cues in any case where its ends are ends of a
     /// word, by which ends must be.
     bounded: Vec<(Edges, u8)>,
-    exact: Vec<(String, u8)>,
+    /// Its spellings, each with whether it must open a word.
+    exact: Vec<(String, bool, u8)>,
 }
 
 /// Which ends of a caseless cue must be ends of a word.
@@ -138,8 +143,9 @@ struct Condition {
 }
 
 enum Check {
-    /// An exact cue: these bytes are the ones written.
-    Written(Box<[u8]>),
+    /// An exact cue: these bytes are the ones written, opening a word if
+    /// `opens`.
+    Written { bytes: Box<[u8]>, opens: bool },
     /// A caseless cue this many bytes long opens a word, closes one, or
     /// both.
     Word { len: usize, edges: Edges },
@@ -177,11 +183,15 @@ impl Automaton {
         for extractor in Extractor::ALL {
             let cues = extractor.cues();
             let bit = extractor.bit();
+            let opens = cues.exact_open_words;
             for word in cues.exact {
                 let spellings = &mut pattern(&mut keys, &mut patterns, &word).exact;
-                match spellings.iter_mut().find(|(w, _)| *w == word) {
-                    Some((_, bits)) => *bits |= bit,
-                    None => spellings.push((word, bit)),
+                match spellings
+                    .iter_mut()
+                    .find(|(w, o, _)| *w == word && *o == opens)
+                {
+                    Some((_, _, bits)) => *bits |= bit,
+                    None => spellings.push((word, opens, bit)),
                 }
             }
             for word in cues.caseless {
@@ -244,10 +254,18 @@ impl Automaton {
                     check: Check::Word { len, edges },
                     cued: u16::from(bits) << 8,
                 }));
-                conditions.extend(pattern.exact.iter().map(|(spelling, cued)| Condition {
-                    check: Check::Written(spelling.as_bytes().into()),
-                    cued: u16::from(*cued),
-                }));
+                conditions.extend(
+                    pattern
+                        .exact
+                        .iter()
+                        .map(|(spelling, opens, cued)| Condition {
+                            check: Check::Written {
+                                bytes: spelling.as_bytes().into(),
+                                opens: *opens,
+                            },
+                            cued: u16::from(*cued),
+                        }),
+                );
             }
             if let Some(slot) = reached.get_mut(sid.as_usize() >> shift) {
                 *slot = Reached {
@@ -346,19 +364,16 @@ impl Automaton {
         let conditions = self.conditions.get(reached.conditions.clone());
         for condition in conditions.unwrap_or_default() {
             let holds = match &condition.check {
-                Check::Written(bytes) => written.ends_with(bytes),
+                Check::Written { bytes, opens } => {
+                    written.ends_with(bytes)
+                        && (!opens
+                            || end
+                                .checked_sub(bytes.len())
+                                .is_some_and(|at| opens_word(text, at)))
+                }
                 Check::Word { len, edges } => {
-                    let is_word_byte = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
-                    let opens = || {
-                        end.checked_sub(*len).is_some_and(|start| {
-                            start
-                                .checked_sub(1)
-                                .and_then(|before| text.get(before))
-                                .is_none_or(|b| !is_word_byte(b))
-                        })
-                    };
-                    let closes = || text.get(end).is_none_or(|b| !is_word_byte(b));
-                    (!edges.opens || opens()) && (!edges.closes || closes())
+                    (!edges.opens || end.checked_sub(*len).is_some_and(|at| opens_word(text, at)))
+                        && (!edges.closes || closes_word(text, end))
                 }
             };
             if holds {
@@ -376,6 +391,26 @@ impl Automaton {
         }
         Cued(bits & wanted.0)
     }
+}
+
+/// Whether a word opens at `start` of `text`: the byte before, if any, is
+/// no ASCII letter, digit or underscore (as `(?-u:\b)` before a letter
+/// asks).
+fn opens_word(text: &[u8], start: usize) -> bool {
+    start
+        .checked_sub(1)
+        .and_then(|before| text.get(before))
+        .is_none_or(|b| !is_word_byte(*b))
+}
+
+/// Whether a word closes at `end` of `text`: the byte there, if any, is no
+/// ASCII letter, digit or underscore.
+fn closes_word(text: &[u8], end: usize) -> bool {
+    text.get(end).is_none_or(|b| !is_word_byte(*b))
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// The extractors a sentence holds cues of: one bit per extractor in the
@@ -615,6 +650,8 @@ mod tests {
         assert!(!every("a percentage of 5").may_match(Extractor::Percentages));
         assert!(!every("on behalf of 2024's quarterly").may_match(Extractor::FiscalPeriods));
         assert!(every("half 2024").may_match(Extractor::FiscalPeriods));
+        assert!(!every("NASA's 5 USA GSAs").may_match(Extractor::Organizations));
+        assert!(every("Acme Inc.").may_match(Extractor::Organizations));
     }
 
     #[test]

@@ -127,6 +127,7 @@ pub(super) fn cues() -> Cues {
     Cues {
         exact: QUOTATION_MARKS.map(String::from).to_vec(),
         caseless: MEANING_STEMS.map(String::from).to_vec(),
+        exact_open_words: false,
         needs_digit: false,
         caseless_open_words: false,
         caseless_close_words: false,

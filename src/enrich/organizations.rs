@@ -248,10 +248,12 @@ fn suffix_spellings() -> Vec<String> {
 }
 
 /// What every match of [`SUFFIX_RUN`] contains: one of the suffixes'
-/// spellings, matched case for case.
+/// spellings, matched case for case, opening a word (whitespace stands
+/// before it).
 pub(super) fn cues() -> Cues {
     Cues {
         exact: suffix_spellings(),
+        exact_open_words: true,
         ..Cues::default()
     }
 }
@@ -489,6 +491,7 @@ fn follows_determiner(before: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cues::{Cued, Extractor};
     use super::*;
 
     #[test]
@@ -592,5 +595,27 @@ mod tests {
         );
         assert!(find_organizations("SERVICES OF COMPANY").is_empty());
         assert!(find_organizations("under the Investment Company Act").is_empty());
+    }
+
+    proptest::proptest! {
+        /// The cues are necessary where a suffix's spelling runs into the
+        /// word before it ("Including", "NASA"): a text the screen passes
+        /// over names no organisation.
+        #[test]
+        fn organisations_among_running_words_are_cued(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "Acme", "Beta", " ", ", ", ",", "Inc", "Inc.", "luding", "Co.", "Ltd",
+                    "GmbH", "AG", "SA", "NA", "S.A.", "x", "_", "5", "é", "\u{a0}", "\n",
+                ]),
+                0..12,
+            )
+        ) {
+            let text = pieces.concat();
+            let cued = Cued::of(&text, Cued::only([Extractor::Organizations]));
+            if !find_organizations(&text).is_empty() {
+                proptest::prop_assert!(cued.may_match(Extractor::Organizations), "{:?}", text);
+            }
+        }
     }
 }

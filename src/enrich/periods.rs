@@ -64,6 +64,7 @@ pub(super) fn cues() -> Cues {
     Cues {
         exact,
         caseless: ["fiscal", "quarter", "half"].map(String::from).to_vec(),
+        exact_open_words: true,
         needs_digit: true,
         caseless_open_words: true,
         caseless_close_words: true,
@@ -177,6 +178,7 @@ mod tests {
             pieces in proptest::collection::vec(
                 proptest::sample::select(vec![
                     "fiscal", "FISCAL", "quarter", "Half", "be", "ly", "first", "Second", " ",
+                    "FY", "Q3", "3Q", "H1", "2H", "Q", "5",
                     "of ", "year ", "2024", "24", "x", "_", "é", "ſ", "-",
                 ]),
                 0..12,

@@ -157,6 +157,7 @@ pub(super) fn cues() -> Cues {
         // "part of", "party" and "department" cue nothing.
         exact: ["§", "Part", "PART"].map(String::from).to_vec(),
         caseless: words.map(String::from).to_vec(),
+        exact_open_words: false,
         needs_digit: false,
         // Every keyword but "§" follows `(?-u:\b)`; "sub-section" holds
         // "section" after a hyphen, "subsection" only as itself.
