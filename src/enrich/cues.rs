@@ -413,6 +413,19 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Texts glued from up to `max` of `pieces`, with nothing between them:
+/// cue words running into the letters around them, for the tests that
+/// check each extractor's cues are necessary.
+#[cfg(test)]
+pub(super) fn glued(
+    pieces: &'static [&'static str],
+    max: usize,
+) -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::strategy::Strategy as _;
+    proptest::collection::vec(proptest::sample::select(pieces), 0..max)
+        .prop_map(|pieces| pieces.concat())
+}
+
 /// The extractors a sentence holds cues of: one bit per extractor in the
 /// low byte when it holds one of its exact cues as written, and the same
 /// bit in the high byte when it holds one of its caseless cues. An
