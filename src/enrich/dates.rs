@@ -20,8 +20,8 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 use serde::Serialize;
 
-use super::compile;
 use super::cues::Cues;
+use super::{compile, strip_suffix_ignore_case};
 
 /// A date found in a sentence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -117,8 +117,11 @@ fn month_names() -> Vec<String> {
     names
 }
 
+/// The month names and abbreviations [`DATE`] reads.
+static MONTH_NAMES: LazyLock<Vec<String>> = LazyLock::new(month_names);
+
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
-    let month = month_names().join("|");
+    let month = MONTH_NAMES.join("|");
     // Longest first: "twenty-first" before "first".
     let mut ordinals = ORDINALS.to_vec();
     ordinals.sort_by_key(|o| std::cmp::Reverse(o.len()));
@@ -221,7 +224,7 @@ fn is_placed_as_year(text: &str, start: usize, end: usize) -> bool {
     let spaced = before.trim_end();
     spaced.len() < before.len()
         && MONTH_NAMES.iter().any(|name| name == word)
-        && (ends_with_day(spaced) || ends_with_ignore_ascii_case(spaced, "of"))
+        && (ends_with_day(spaced) || strip_suffix_ignore_case(spaced, "of").is_some())
 }
 
 /// Whether `text` ends with a day of the month in ASCII digits, perhaps
@@ -233,16 +236,6 @@ fn ends_with_day(text: &str) -> bool {
         .unwrap_or(text);
     digits.ends_with(|c: char| c.is_ascii_digit())
 }
-
-fn ends_with_ignore_ascii_case(text: &str, suffix: &str) -> bool {
-    text.len()
-        .checked_sub(suffix.len())
-        .and_then(|start| text.as_bytes().get(start..))
-        .is_some_and(|end| end.eq_ignore_ascii_case(suffix.as_bytes()))
-}
-
-/// The month names and abbreviations [`DATE`] reads.
-static MONTH_NAMES: LazyLock<Vec<String>> = LazyLock::new(month_names);
 
 /// Where the groups of [`DATE`] stand, by form: year, month and day, or
 /// for a numeric date its two leading numbers and the year. Read once: a

@@ -339,6 +339,15 @@ pub(crate) fn dedup_in_order<T: Hash + Eq + Clone>(values: &mut Vec<T>) {
     values.retain(|value| seen.insert(value.clone()));
 }
 
+/// `word` without `suffix`, compared ASCII case-insensitively.
+fn strip_suffix_ignore_case<'a>(word: &'a str, suffix: &str) -> Option<&'a str> {
+    let at = word.len().checked_sub(suffix.len())?;
+    let tail = word.get(at..)?;
+    tail.eq_ignore_ascii_case(suffix)
+        .then(|| word.get(..at))
+        .flatten()
+}
+
 /// Compiles one of the module's constant patterns. A pattern that fails to
 /// compile is a bug in this module, caught by every unit test that touches
 /// it, never a property of the input.

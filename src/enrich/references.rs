@@ -46,7 +46,7 @@ use super::clauses::ParagraphClause;
 use super::cues::Cues;
 use super::labels::{DESIGNATOR, KEYWORD, Label, ReferenceKind, numbering_label};
 use super::numbering::{Romans, designator_key, is_parenthesised, parent_key, roman_value};
-use super::{compile, dedup_in_order};
+use super::{compile, dedup_in_order, strip_suffix_ignore_case};
 use crate::skeleton::{ParagraphId, ParagraphKind, SectionId, Sentence, Skeleton};
 
 /// A reference from a sentence to a part of the document.
@@ -282,15 +282,6 @@ fn singular(keyword: &str) -> String {
         word.to_string()
     };
     format!("{singular}{dot}")
-}
-
-/// `word` without `suffix`, compared ASCII case-insensitively.
-fn strip_suffix_ignore_case<'a>(word: &'a str, suffix: &str) -> Option<&'a str> {
-    let at = word.len().checked_sub(suffix.len())?;
-    let tail = word.get(at..)?;
-    tail.eq_ignore_ascii_case(suffix)
-        .then(|| word.get(..at))
-        .flatten()
 }
 
 /// How strongly a kind of candidate answers a reference: headings before
