@@ -16,7 +16,7 @@ use regex::{Captures, Regex};
 use serde::Serialize;
 
 use super::compile;
-use super::cues::Cues;
+use super::cues::{Cues, Edges};
 
 /// A money amount found in a sentence.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -141,10 +141,9 @@ pub(super) fn money_cues() -> Cues {
             .filter_map(|(name, _)| name.split(' ').next_back())
             .map(String::from)
             .collect(),
-        exact_open_words: false,
+        exact_edges: Edges::ANYWHERE,
+        caseless_edges: Edges::CLOSING,
         needs_digit: true,
-        caseless_open_words: false,
-        caseless_close_words: true,
     }
 }
 
@@ -165,10 +164,9 @@ pub(super) fn percentage_cues() -> Cues {
             .into_iter()
             .chain(spaced)
             .collect(),
-        exact_open_words: false,
+        exact_edges: Edges::ANYWHERE,
+        caseless_edges: Edges::CLOSING,
         needs_digit: true,
-        caseless_open_words: false,
-        caseless_close_words: true,
     }
 }
 

@@ -10,7 +10,7 @@
 //! All cues are found by one Aho-Corasick automaton that ignores ASCII
 //! case, instead of one regular-expression scan per extractor; a cue that
 //! must match case for case is checked against its spellings where found,
-//! and one that must open a word against the byte before it.
+//! and one that must open or close a word against the bytes around it.
 //! Most sentences of most documents hold no cue of most extractors, and the
 //! full patterns then never see them.
 //!
@@ -31,25 +31,71 @@ use super::{amounts, dates, definitions, organizations, periods, references};
 pub(super) struct Cues {
     /// Matched case for case.
     pub exact: Vec<String>,
-    /// Whether every match holds an exact cue where it opens a word, as
-    /// [`caseless_open_words`](Self::caseless_open_words) asks of the
-    /// caseless ones: "Inc" in "Including" then cues nothing.
-    pub exact_open_words: bool,
+    /// Where every match holds its exact cue: "Inc" opening a word cues
+    /// nothing in "Including", closing one nothing in "Income".
+    pub exact_edges: Edges,
     /// Matched ignoring ASCII case: the words an extractor's patterns match
     /// under `(?i)`.
     pub caseless: Vec<String>,
+    /// Where every match holds its caseless cue: "table" opening a word
+    /// cues nothing in "notable", "euro" closing one nothing in "European".
+    pub caseless_edges: Edges,
     /// Whether every match holds an ASCII digit as well.
     pub needs_digit: bool,
-    /// Whether every match holds a caseless cue where it opens a word: the
-    /// byte before it, if any, is no ASCII letter, digit or underscore (as
-    /// `(?-u:\b)` before a letter asks). "table" in "notable" then cues
-    /// nothing.
-    pub caseless_open_words: bool,
-    /// Whether every match holds a caseless cue where it closes a word:
-    /// the byte after it, if any, is no ASCII letter, digit or underscore
-    /// (as `(?-u:\b)` after a letter asks). "euro" in "European" then cues
-    /// nothing.
-    pub caseless_close_words: bool,
+}
+
+/// Which ends of a cue must be ends of a word where a match holds it, as
+/// `(?-u:\b)` beside a letter asks: a cue *opens* a word when the byte
+/// before it, if any, is no ASCII letter, digit or underscore, and
+/// *closes* one when the byte after it, if any, is none either. An end of
+/// the cue that is no such byte itself ("." of "Inc.") asks nothing of its
+/// neighbour, as no word boundary stands beside it in a pattern.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Edges {
+    pub opens: bool,
+    pub closes: bool,
+}
+
+impl Edges {
+    /// A cue counts wherever it stands.
+    pub const ANYWHERE: Edges = Edges {
+        opens: false,
+        closes: false,
+    };
+    /// A cue counts where it opens a word.
+    pub const OPENING: Edges = Edges {
+        opens: true,
+        closes: false,
+    };
+    /// A cue counts where it closes a word.
+    pub const CLOSING: Edges = Edges {
+        opens: false,
+        closes: true,
+    };
+    /// A cue counts where it is a word of its own.
+    pub const WHOLE: Edges = Edges {
+        opens: true,
+        closes: true,
+    };
+
+    /// Whether the cue at `start..end` of `text` stands where these edges
+    /// ask.
+    fn hold(self, text: &[u8], start: usize, end: usize) -> bool {
+        let opens = || {
+            !text.get(start).is_some_and(|b| is_word_byte(*b))
+                || start
+                    .checked_sub(1)
+                    .and_then(|before| text.get(before))
+                    .is_none_or(|b| !is_word_byte(*b))
+        };
+        let closes = || {
+            !end.checked_sub(1)
+                .and_then(|last| text.get(last))
+                .is_some_and(|b| is_word_byte(*b))
+                || text.get(end).is_none_or(|b| !is_word_byte(*b))
+        };
+        (!self.opens || opens()) && (!self.closes || closes())
+    }
 }
 
 /// The extractors that are run behind cues.
@@ -114,15 +160,8 @@ struct Pattern {
     /// The extractors it cues in any case where its ends are ends of a
     /// word, by which ends must be.
     bounded: Vec<(Edges, u8)>,
-    /// Its spellings, each with whether it must open a word.
-    exact: Vec<(String, bool, u8)>,
-}
-
-/// Which ends of a caseless cue must be ends of a word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Edges {
-    opens: bool,
-    closes: bool,
+    /// Its spellings, each with the ends that must be ends of a word.
+    exact: Vec<(String, Edges, u8)>,
 }
 
 /// What reaching one state of the automaton adds to a [`Cued`]: the
@@ -143,11 +182,10 @@ struct Condition {
 }
 
 enum Check {
-    /// An exact cue: these bytes are the ones written, opening a word if
-    /// `opens`.
-    Written { bytes: Box<[u8]>, opens: bool },
-    /// A caseless cue this many bytes long opens a word, closes one, or
-    /// both.
+    /// An exact cue: these bytes are the ones written, standing where
+    /// `edges` ask.
+    Written { bytes: Box<[u8]>, edges: Edges },
+    /// A caseless cue this many bytes long stands where `edges` ask.
     Word { len: usize, edges: Edges },
 }
 
@@ -183,15 +221,15 @@ impl Automaton {
         for extractor in Extractor::ALL {
             let cues = extractor.cues();
             let bit = extractor.bit();
-            let opens = cues.exact_open_words;
+            let edges = cues.exact_edges;
             for word in cues.exact {
                 let spellings = &mut pattern(&mut keys, &mut patterns, &word).exact;
                 match spellings
                     .iter_mut()
-                    .find(|(w, o, _)| *w == word && *o == opens)
+                    .find(|(w, e, _)| *w == word && *e == edges)
                 {
                     Some((_, _, bits)) => *bits |= bit,
-                    None => spellings.push((word, opens, bit)),
+                    None => spellings.push((word, edges, bit)),
                 }
             }
             for word in cues.caseless {
@@ -201,11 +239,8 @@ impl Automaton {
                     }
                 }
                 let pattern = pattern(&mut keys, &mut patterns, &word);
-                let edges = Edges {
-                    opens: cues.caseless_open_words,
-                    closes: cues.caseless_close_words,
-                };
-                if !edges.opens && !edges.closes {
+                let edges = cues.caseless_edges;
+                if edges == Edges::ANYWHERE {
                     pattern.caseless |= bit;
                 } else if let Some((_, bits)) =
                     pattern.bounded.iter_mut().find(|(e, _)| *e == edges)
@@ -258,10 +293,10 @@ impl Automaton {
                     pattern
                         .exact
                         .iter()
-                        .map(|(spelling, opens, cued)| Condition {
+                        .map(|(spelling, edges, cued)| Condition {
                             check: Check::Written {
                                 bytes: spelling.as_bytes().into(),
-                                opens: *opens,
+                                edges: *edges,
                             },
                             cued: u16::from(*cued),
                         }),
@@ -364,17 +399,15 @@ impl Automaton {
         let conditions = self.conditions.get(reached.conditions.clone());
         for condition in conditions.unwrap_or_default() {
             let holds = match &condition.check {
-                Check::Written { bytes, opens } => {
+                Check::Written { bytes, edges } => {
                     written.ends_with(bytes)
-                        && (!opens
-                            || end
-                                .checked_sub(bytes.len())
-                                .is_some_and(|at| opens_word(text, at)))
+                        && end
+                            .checked_sub(bytes.len())
+                            .is_some_and(|start| edges.hold(text, start, end))
                 }
-                Check::Word { len, edges } => {
-                    (!edges.opens || end.checked_sub(*len).is_some_and(|at| opens_word(text, at)))
-                        && (!edges.closes || closes_word(text, end))
-                }
+                Check::Word { len, edges } => end
+                    .checked_sub(*len)
+                    .is_some_and(|start| edges.hold(text, start, end)),
             };
             if holds {
                 *bits |= condition.cued;
@@ -391,22 +424,6 @@ impl Automaton {
         }
         Cued(bits & wanted.0)
     }
-}
-
-/// Whether a word opens at `start` of `text`: the byte before, if any, is
-/// no ASCII letter, digit or underscore (as `(?-u:\b)` before a letter
-/// asks).
-fn opens_word(text: &[u8], start: usize) -> bool {
-    start
-        .checked_sub(1)
-        .and_then(|before| text.get(before))
-        .is_none_or(|b| !is_word_byte(*b))
-}
-
-/// Whether a word closes at `end` of `text`: the byte there, if any, is no
-/// ASCII letter, digit or underscore.
-fn closes_word(text: &[u8], end: usize) -> bool {
-    text.get(end).is_none_or(|b| !is_word_byte(*b))
 }
 
 fn is_word_byte(b: u8) -> bool {
@@ -669,10 +686,14 @@ mod tests {
 
     #[test]
     fn a_cue_inside_another_cue_is_seen() {
-        // "SE" (a suffix) and "SEP" (a month) start at the same place.
-        let cued = every("SEPT 5, 2020");
+        // "/1" (a numeric date) and "1H" (a half year) share their "1".
+        let cued = every("due 3/1H 2020");
         assert!(cued.may_match(Extractor::Dates));
-        assert!(cued.may_match(Extractor::Organizations));
+        assert!(cued.may_match(Extractor::FiscalPeriods));
+        // "SE" (a suffix) and "SEP" (a month) start at the same place, and
+        // "SE" is cued where it is a word of its own.
+        assert!(!every("SEPT 5, 2020").may_match(Extractor::Organizations));
+        assert!(every("SEPT 5, 2020 Acme SE").may_match(Extractor::Organizations));
     }
 
     /// Pieces of text around the cues: cues in several cases, digits,

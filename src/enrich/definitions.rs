@@ -21,7 +21,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
-use super::cues::{Cued, Cues, Extractor};
+use super::cues::{Cued, Cues, Edges, Extractor};
 use super::{compile, dedup_in_order};
 
 /// How a sentence defines its terms.
@@ -127,10 +127,9 @@ pub(super) fn cues() -> Cues {
     Cues {
         exact: QUOTATION_MARKS.map(String::from).to_vec(),
         caseless: MEANING_STEMS.map(String::from).to_vec(),
-        exact_open_words: false,
+        exact_edges: Edges::ANYWHERE,
+        caseless_edges: Edges::ANYWHERE,
         needs_digit: false,
-        caseless_open_words: false,
-        caseless_close_words: false,
     }
 }
 

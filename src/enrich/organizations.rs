@@ -33,7 +33,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::cues::Cues;
+use super::cues::{Cues, Edges};
 use super::{compile, dedup_in_order};
 
 /// Legal suffixes as written. Title-case and upper-case spellings are both
@@ -248,12 +248,13 @@ fn suffix_spellings() -> Vec<String> {
 }
 
 /// What every match of [`SUFFIX_RUN`] contains: one of the suffixes'
-/// spellings, matched case for case, opening a word (whitespace stands
-/// before it).
+/// spellings, matched case for case, a word of its own: whitespace stands
+/// before it, and a word boundary after it where it ends in a letter
+/// ([`suffix_alternation`]).
 pub(super) fn cues() -> Cues {
     Cues {
         exact: suffix_spellings(),
-        exact_open_words: true,
+        exact_edges: Edges::WHOLE,
         ..Cues::default()
     }
 }

@@ -14,7 +14,7 @@ use regex::{Captures, Regex};
 use serde::Serialize;
 
 use super::compile;
-use super::cues::Cues;
+use super::cues::{Cues, Edges};
 
 /// A fiscal period found in a sentence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -64,10 +64,9 @@ pub(super) fn cues() -> Cues {
     Cues {
         exact,
         caseless: ["fiscal", "quarter", "half"].map(String::from).to_vec(),
-        exact_open_words: true,
+        exact_edges: Edges::OPENING,
+        caseless_edges: Edges::WHOLE,
         needs_digit: true,
-        caseless_open_words: true,
-        caseless_close_words: true,
     }
 }
 

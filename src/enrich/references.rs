@@ -43,7 +43,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::clauses::ParagraphClause;
-use super::cues::Cues;
+use super::cues::{Cues, Edges};
 use super::labels::{DESIGNATOR, KEYWORD, Label, ReferenceKind, numbering_label};
 use super::numbering::{Romans, designator_key, is_parenthesised, parent_key, roman_value};
 use super::{compile, dedup_in_order, strip_suffix_ignore_case};
@@ -157,12 +157,11 @@ pub(super) fn cues() -> Cues {
         // "part of", "party" and "department" cue nothing.
         exact: ["§", "Part", "PART"].map(String::from).to_vec(),
         caseless: words.map(String::from).to_vec(),
-        exact_open_words: false,
-        needs_digit: false,
+        exact_edges: Edges::ANYWHERE,
         // Every keyword but "§" follows `(?-u:\b)`; "sub-section" holds
         // "section" after a hyphen, "subsection" only as itself.
-        caseless_open_words: true,
-        caseless_close_words: false,
+        caseless_edges: Edges::OPENING,
+        needs_digit: false,
     }
 }
 
