@@ -19,6 +19,7 @@
 //! Fees. The" does not without one.
 
 use std::ops::ControlFlow;
+use std::sync::LazyLock;
 
 use super::heading::{decimal_depth, is_title, is_title_case};
 
@@ -157,9 +158,13 @@ fn inner_openings(text: &str, from: usize) -> impl Iterator<Item = (usize, Openi
 /// among them every one numbered "1.", the only number that continues
 /// none (the others may be "1.5" and the like).
 fn first_inner_openings(text: &str, from: usize) -> impl Iterator<Item = (usize, Opening<'_>)> {
+    // Built once: a searcher costs more to build than most paragraphs
+    // cost to search.
+    static FIRST: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b" 1."));
     let bytes = text.as_bytes();
     let haystack = bytes.get(from..).unwrap_or_default();
-    memchr::memmem::find_iter(haystack, b" 1.").filter_map(move |offset| {
+    FIRST.find_iter(haystack).filter_map(move |offset| {
         let start = from + offset + 1;
         follows_break(&bytes[..start])
             .then(|| leading(&text[start..]))
