@@ -192,6 +192,13 @@ impl RunningLines {
         if line.len() > 4 * RUNNING_LINE_MAX_CHARS {
             return None;
         }
+        // Each printable ASCII byte stays one character of the key
+        // (lowered, or masked if a digit): a line with more of them than
+        // the bound has a key over it, which is not built.
+        let printable = line.bytes().filter(|b| b.is_ascii_graphic()).count();
+        if printable > RUNNING_LINE_MAX_CHARS {
+            return None;
+        }
         let key = boilerplate_key(line);
         (key.chars().count() <= RUNNING_LINE_MAX_CHARS).then_some(key)
     }
@@ -1005,6 +1012,34 @@ mod tests {
         ];
         for input in inputs {
             let _ = parse(&input, &ParsingSpec::default());
+        }
+    }
+
+    proptest::proptest! {
+        /// A running line's key is skipped only where it would be over the
+        /// bound: the key is what building it and then measuring it gives.
+        #[test]
+        fn running_line_keys_skip_only_keys_over_the_bound(
+            words in proptest::collection::vec("[A-Za-z0-9]{1,30}", 1..8),
+            gaps in proptest::collection::vec(
+                proptest::sample::select(&[
+                    " ", "  ", "\t", "\u{a0}", "\u{200b}", "\u{feff}", "\u{3000}", "İ", "ẞ", "—",
+                    " page ", " of ",
+                ][..]),
+                8,
+            ),
+        ) {
+            // Printable ASCII words near the bound, joined by whitespace
+            // and by characters whose keys are longer or shorter.
+            let line: String = words
+                .iter()
+                .zip(&gaps)
+                .flat_map(|(word, gap)| [word.as_str(), gap])
+                .collect();
+            let built = (line.len() <= 4 * RUNNING_LINE_MAX_CHARS)
+                .then(|| boilerplate_key(&line))
+                .filter(|key| key.chars().count() <= RUNNING_LINE_MAX_CHARS);
+            proptest::prop_assert_eq!(RunningLines::key(&line), built);
         }
     }
 }
