@@ -75,8 +75,6 @@ pub struct Metrics {
     /// Corpus from a cache not yet holding the status that recorded the
     /// end (or a status write that failed after counting) counts nothing.
     counted: Arc<Mutex<HashMap<CorpusLabels, String>>>,
-    /// When each route's rollout under way began (Unix seconds).
-    rollouts: Arc<Mutex<HashMap<RouteLabels, i64>>>,
     healthy: Arc<AtomicBool>,
 }
 
@@ -175,7 +173,6 @@ impl Metrics {
             ingest_failing,
             rollout_started,
             counted: Default::default(),
-            rollouts: Default::default(),
             healthy: Arc::new(AtomicBool::new(true)),
         }
     }
@@ -274,20 +271,21 @@ impl Metrics {
     /// One that was already under way keeps the start it had; a new one
     /// starts at `began` (Unix seconds: when the route's status says it
     /// began, which outlives a restart of the operator). None removes the
-    /// series.
+    /// series. The gauge itself records the start: a route is reconciled
+    /// by one worker at a time, so nothing sets its series between the
+    /// read and the write.
     pub fn set_rollout(&self, namespace: &str, route: &str, began: Option<i64>) {
         let labels = RouteLabels {
             namespace: namespace.into(),
             route: route.into(),
         };
-        let mut rollouts = self.rollouts.lock().unwrap_or_else(|e| e.into_inner());
         match began {
             Some(began) => {
-                let since = *rollouts.entry(labels.clone()).or_insert(began);
-                self.rollout_started.get_or_create(&labels).set(since);
+                if self.rollout_started.get(&labels).is_none() {
+                    self.rollout_started.get_or_create(&labels).set(began);
+                }
             }
             None => {
-                rollouts.remove(&labels);
                 self.rollout_started.remove(&labels);
             }
         }
