@@ -74,7 +74,7 @@ use punctuation::{
     WIDE_TERMINATOR, following, footnote_end, is_whitespace_at, skip_closers, skip_whitespace,
     strip_openers, unspaced_word, whitespace_len,
 };
-use quotes::{ends_with_quote, is_inside_quotation, is_speech_tag};
+use quotes::{OpenMarks, ends_with_quote, is_speech_tag};
 
 /// Longest word (in bytes) before a period that is looked up as an
 /// abbreviation; a longer run of non-space bytes is a URL, a number or a
@@ -137,6 +137,7 @@ impl Segmenter {
             list_byte: NO_LIST_BYTE,
             stops: [None; 3],
             block: None,
+            marks: OpenMarks::default(),
         }
         .run();
     }
@@ -165,6 +166,8 @@ struct Scanner<'t, 'o> {
     /// The block of lines (text between blank lines) the last newline
     /// met belongs to, and whether its lines are items.
     block: Option<ItemBlock>,
+    /// The quotation marks and brackets open in the current sentence.
+    marks: OpenMarks,
 }
 
 impl Scanner<'_, '_> {
@@ -393,7 +396,12 @@ impl Scanner<'_, '_> {
                 opens && self.has_words_before(word_start, MIN_WORDS_BEFORE_ABBREVIATION)
             }
         };
-        if ends && !(close == end && is_inside_quotation(self.bytes, self.sentence_start, p)) {
+        if ends
+            && !(close == end
+                && self
+                    .marks
+                    .is_inside_quotation(self.bytes, self.sentence_start, p))
+        {
             self.end_sentence(close)
         } else {
             close
@@ -466,7 +474,13 @@ impl Scanner<'_, '_> {
             Following::End | Following::Continuation | Following::Numeral => close,
             // "Where? When?" inside a quotation that goes on, and a
             // quoted question before its speech tag (`… that?" I asked`).
-            _ if close == end && is_inside_quotation(self.bytes, self.sentence_start, p) => close,
+            _ if close == end
+                && self
+                    .marks
+                    .is_inside_quotation(self.bytes, self.sentence_start, p) =>
+            {
+                close
+            }
             Following::Word(_)
                 if ends_with_quote(self.bytes, close) && is_speech_tag(self.bytes, next) =>
             {

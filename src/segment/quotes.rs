@@ -98,20 +98,106 @@ fn mark_at(bytes: &[u8], i: usize) -> Option<Mark> {
 
 /// Whether the byte at `i` may start a mark (a cheap pre-check).
 fn may_be_mark(b: u8) -> bool {
-    matches!(b, b'"' | b'\'' | b'(' | b')' | 0xE2 | 0xC2)
+    MARK_BYTES.as_flattened().contains(&b)
 }
 
-/// Whether the terminator at `p` stands inside a quotation or a
-/// parenthesis that opened after `sentence_start` and closes within
-/// [`MAX_QUOTATION`] bytes, before a blank line.
-pub(super) fn is_inside_quotation(bytes: &[u8], sentence_start: usize, p: usize) -> bool {
-    let Some(before) = bytes.get(sentence_start..p) else {
-        return false;
-    };
-    let open = count_open(before, sentence_start, bytes);
-    if open.iter().all(|&n| n == 0) {
-        return false;
+/// The quotation marks and brackets open in the sentence being read, for
+/// one text: [`is_inside_quotation`](Self::is_inside_quotation) runs at
+/// every sentence end, and most sentences hold no mark at all. Like the
+/// scanner's stops, the next mark of each group of mark bytes is searched
+/// for once and kept until the sentences pass it, so a sentence without
+/// marks costs no search, and the searches run over long stretches of
+/// text instead of one sentence each.
+#[derive(Default)]
+pub(super) struct OpenMarks {
+    /// For each group of [`MARK_BYTES`]: where its last search began, and
+    /// the first byte of the group found at or after it (the text length
+    /// when there is none).
+    next: [Option<(usize, usize)>; MARK_BYTES.len()],
+    /// The sentence start and the end up to which `open` is counted.
+    counted: Option<(usize, usize)>,
+    open: [u32; KINDS],
+}
+
+/// The bytes a mark starts with, in groups of three for one vectorised
+/// search each. The kinds of the marks of different groups differ, so the
+/// groups' order does not matter to the counts.
+const MARK_BYTES: [[u8; 3]; 2] = [[b'"', b'(', b')'], [b'\'', 0xE2, 0xC2]];
+
+impl OpenMarks {
+    /// Whether the terminator at `p` stands inside a quotation or a
+    /// parenthesis that opened after `sentence_start` and closes within
+    /// [`MAX_QUOTATION`] bytes, before a blank line.
+    pub(super) fn is_inside_quotation(
+        &mut self,
+        bytes: &[u8],
+        sentence_start: usize,
+        p: usize,
+    ) -> bool {
+        if sentence_start > p || p > bytes.len() {
+            return false;
+        }
+        let open = self.count(bytes, sentence_start, p);
+        if open.iter().all(|&n| n == 0) {
+            return false;
+        }
+        closes_later(bytes, open, p)
     }
+
+    /// How many marks of each kind are open at `end` in the sentence that
+    /// begins at `start`, going on from the last count when it was of the
+    /// same sentence.
+    fn count(&mut self, bytes: &[u8], start: usize, end: usize) -> [u32; KINDS] {
+        let from = match self.counted {
+            Some((counted_start, counted_end)) if counted_start == start && counted_end <= end => {
+                counted_end
+            }
+            _ => {
+                self.open = [0; KINDS];
+                start
+            }
+        };
+        for group in 0..MARK_BYTES.len() {
+            let mut at = from;
+            loop {
+                let found = self.next_mark(bytes, group, at);
+                if found >= end {
+                    break;
+                }
+                if let Some(mark) = mark_at(bytes, found) {
+                    let n = &mut self.open[mark.kind.index()];
+                    *n = if mark.opens {
+                        *n + 1
+                    } else {
+                        n.saturating_sub(1)
+                    };
+                }
+                at = found + 1;
+            }
+        }
+        self.counted = Some((start, end));
+        self.open
+    }
+
+    /// The first byte of `group` at or after `at`, or the text length.
+    fn next_mark(&mut self, bytes: &[u8], group: usize, at: usize) -> usize {
+        if let Some((searched, found)) = self.next[group]
+            && searched <= at
+            && at <= found
+        {
+            return found;
+        }
+        let [a, b, c] = MARK_BYTES[group];
+        let rest = bytes.get(at..).unwrap_or_default();
+        let found = memchr::memchr3(a, b, c, rest).map_or(bytes.len(), |offset| at + offset);
+        self.next[group] = Some((at, found));
+        found
+    }
+}
+
+/// Whether a mark open at the terminator at `p` (`open` of each kind)
+/// closes within [`MAX_QUOTATION`] bytes, before a blank line.
+fn closes_later(bytes: &[u8], open: [u32; KINDS], p: usize) -> bool {
     let limit = (p + MAX_QUOTATION).min(bytes.len());
     let mut depth = open;
     let mut newline = false;
@@ -153,28 +239,6 @@ pub(super) fn is_inside_quotation(bytes: &[u8], sentence_start: usize, p: usize)
         i += mark.len;
     }
     false
-}
-
-/// How many marks of each kind are open at the end of `text`, which starts
-/// at `offset` in `bytes`. The marks are found with two vectorised
-/// searches, each finding every mark of its kinds (the kinds are counted
-/// apart, so their order across the searches does not matter): this runs
-/// at every sentence end.
-fn count_open(text: &[u8], offset: usize, bytes: &[u8]) -> [u32; KINDS] {
-    let mut open = [0u32; KINDS];
-    let mut count = |at: usize| {
-        if let Some(mark) = mark_at(bytes, offset + at) {
-            let n = &mut open[mark.kind.index()];
-            *n = if mark.opens {
-                *n + 1
-            } else {
-                n.saturating_sub(1)
-            };
-        }
-    };
-    memchr::memchr3_iter(b'"', b'(', b')', text).for_each(&mut count);
-    memchr::memchr3_iter(b'\'', 0xE2, 0xC2, text).for_each(&mut count);
-    open
 }
 
 /// Whether the byte before `end` (the end of a terminator and its closing
@@ -299,7 +363,7 @@ mod tests {
         let p = text
             .find(terminator)
             .map_or(0, |at| at + terminator.len() - 1);
-        is_inside_quotation(text.as_bytes(), 0, p)
+        OpenMarks::default().is_inside_quotation(text.as_bytes(), 0, p)
     }
 
     #[test]
@@ -361,5 +425,59 @@ mod tests {
         }
         assert!(ends_with_quote(b"Stop!\"", 6));
         assert!(!ends_with_quote(b"Stop!", 5));
+    }
+
+    /// The marks open at `end` in the sentence `start..end`, read byte by
+    /// byte: what [`OpenMarks`] must find with its kept searches.
+    fn open_by_bytes(bytes: &[u8], start: usize, end: usize) -> [u32; KINDS] {
+        let mut open = [0u32; KINDS];
+        for mark in (start..end).filter_map(|i| mark_at(bytes, i)) {
+            let n = &mut open[mark.kind.index()];
+            *n = if mark.opens {
+                *n + 1
+            } else {
+                n.saturating_sub(1)
+            };
+        }
+        open
+    }
+
+    const PIECES: &[&str] = &[
+        "word", " ", "\"", "'", "(", ")", "\u{2018}", "\u{2019}", "\u{201c}", "\u{201d}", "\u{ab}",
+        "\u{bb}", "\u{2014}", "\u{e9}", ". ", "\n",
+    ];
+
+    proptest::proptest! {
+        /// Sentences read as the scanner reads them (a sentence's ends in
+        /// turn, then the next sentence), with jumps back now and then:
+        /// every count matches a count of the sentence byte by byte.
+        #[test]
+        fn open_marks_are_counted_as_byte_by_byte(
+            pieces in proptest::collection::vec(proptest::sample::select(PIECES), 0..40),
+            steps in proptest::collection::vec((0u8..3, 0usize..40), 1..16),
+        ) {
+            let text = pieces.concat();
+            let bytes = text.as_bytes();
+            let mut marks = OpenMarks::default();
+            let (mut start, mut end) = (0, 0);
+            for (kind, delta) in steps {
+                match kind {
+                    0 => end = (end + delta).min(bytes.len()),
+                    1 => {
+                        start = end;
+                        end = (end + delta).min(bytes.len());
+                    }
+                    _ => {
+                        start = delta.min(bytes.len()) / 2;
+                        end = delta.min(bytes.len());
+                    }
+                }
+                proptest::prop_assert_eq!(
+                    marks.count(bytes, start, end),
+                    open_by_bytes(bytes, start, end),
+                    "{:?} {}..{}", text, start, end
+                );
+            }
+        }
     }
 }
