@@ -24,31 +24,14 @@ pub struct WordCounter;
 
 impl TokenCounter for WordCounter {
     fn count(&self, text: &str) -> usize {
-        // This runs over every sentence and every chunk: it is the
-        // chunker's hottest loop. A word starts at the first byte if that
-        // is no space, and wherever a word byte follows a space byte. The
-        // pairs of neighbouring bytes are read side by side in blocks of
-        // 255, each counted into a u8 (which cannot overflow) by a
-        // branch-free loop the compiler vectorises. ASCII whitespace bytes
-        // never occur inside a multi-byte UTF-8 sequence, so bytes are
-        // enough.
-        const BLOCK: usize = 255;
-        fn is_space(byte: u8) -> bool {
-            // ' ', '\t', '\n', '\r' and form feed; not vertical tab (11).
-            (byte == b' ') | ((byte.wrapping_sub(9) < 5) & (byte != 11))
+        // This runs over every sentence: it is the chunker's hottest loop,
+        // and the default x86-64 target vectorises it 16 bytes at a time.
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { count_words_wide(text.as_bytes()) };
         }
-        let bytes = text.as_bytes();
-        let Some((&first, rest)) = bytes.split_first() else {
-            return 0;
-        };
-        let mut words = usize::from(!is_space(first));
-        for (before, after) in bytes.chunks(BLOCK).zip(rest.chunks(BLOCK)) {
-            let starts = before.iter().zip(after).fold(0u8, |n, (&a, &b)| {
-                n.wrapping_add(u8::from(is_space(a) & !is_space(b)))
-            });
-            words += usize::from(starts);
-        }
-        words
+        count_words(text.as_bytes())
     }
 
     fn describe(&self) -> String {
@@ -58,6 +41,43 @@ impl TokenCounter for WordCounter {
     fn is_additive(&self) -> bool {
         true
     }
+}
+
+/// [`count_words`] built for AVX2, which reads 32 bytes at a step.
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn count_words_wide(bytes: &[u8]) -> usize {
+    count_words(bytes)
+}
+
+/// Words in `bytes`. A word starts at the first byte if that is no space,
+/// and wherever a word byte follows a space byte. The pairs of neighbouring
+/// bytes are read side by side in blocks of 255, each counted into a u8
+/// (which cannot overflow) by a branch-free loop the compiler vectorises.
+/// ASCII whitespace bytes never occur inside a multi-byte UTF-8 sequence,
+/// so bytes are enough.
+#[inline(always)]
+fn count_words(bytes: &[u8]) -> usize {
+    const BLOCK: usize = 255;
+    fn is_space(byte: u8) -> bool {
+        // ' ', '\t', '\n', '\r' and form feed; not vertical tab (11).
+        (byte == b' ') | ((byte.wrapping_sub(9) < 5) & (byte != 11))
+    }
+    let Some((&first, rest)) = bytes.split_first() else {
+        return 0;
+    };
+    let mut words = usize::from(!is_space(first));
+    for (before, after) in bytes.chunks(BLOCK).zip(rest.chunks(BLOCK)) {
+        let starts = before.iter().zip(after).fold(0u8, |n, (&a, &b)| {
+            n.wrapping_add(u8::from(is_space(a) & !is_space(b)))
+        });
+        words += usize::from(starts);
+    }
+    words
 }
 
 /// A Hugging Face `tokenizer.json`, without special tokens, padding or
@@ -186,11 +206,12 @@ mod tests {
                 0..600,
             )
         ) {
+            // The counter (built for AVX2 where the CPU has it) and the
+            // portable loop both.
             let text = pieces.concat();
-            proptest::prop_assert_eq!(
-                WordCounter.count(&text),
-                text.split_ascii_whitespace().count()
-            );
+            let words = text.split_ascii_whitespace().count();
+            proptest::prop_assert_eq!(WordCounter.count(&text), words);
+            proptest::prop_assert_eq!(count_words(text.as_bytes()), words);
         }
     }
 }
