@@ -387,7 +387,7 @@ fn collapse(text: &str) -> String {
 
 /// A searcher for two spaces, built once (building one per call would cost
 /// more than most searches).
-static DOUBLE_SPACE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+pub(super) static DOUBLE_SPACE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"  "));
 
 /// Whether `bytes` is already collapsed: no ASCII whitespace but single

@@ -11,6 +11,7 @@
 
 use super::layout::{Line, is_rule};
 use crate::parse::Table;
+use crate::parse::tree::DOUBLE_SPACE;
 
 /// Fewest rows of a column table (two suffice when it has
 /// [`MIN_COLUMNS_FOR_TWO_ROWS`] columns).
@@ -162,16 +163,14 @@ fn is_column_rule(text: &str) -> bool {
             .all(|c| matches!(c, '-' | '=' | '+' | ' ' | '\t' | ':'))
 }
 
-/// Splits a line at runs of two or more spaces or at tabs; positions count
-/// characters, a tab advancing to the next multiple of eight.
 /// Whether a line has a tab or two spaces in a row.
 fn has_gap(raw: &str) -> bool {
     let bytes = raw.trim().as_bytes();
-    static DOUBLE_SPACE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"  "));
     memchr::memchr(b'\t', bytes).is_some() || DOUBLE_SPACE.find(bytes).is_some()
 }
 
+/// Splits a line at runs of two or more spaces or at tabs; positions count
+/// characters, a tab advancing to the next multiple of eight.
 fn split_cells(raw: &str) -> Vec<Cell<'_>> {
     let mut cells = Vec::new();
     let mut column = 0usize;
