@@ -14,8 +14,10 @@
 //!   period is different: `"This is great." She held the book …` opens a
 //!   new sentence, as English punctuation asks.
 //!
-//! Both are decided at candidate boundaries only, by short scans around
-//! the terminator, so the scanner's main loop is untouched.
+//! Both are decided at candidate boundaries only, by short scans after
+//! the terminator and a count of the marks before it (from searches kept
+//! across the text, see [`OpenMarks`]), so the scanner's main loop is
+//! untouched.
 
 use super::abbreviations::{MAX_WORD, is_sentence_starter};
 
