@@ -54,6 +54,7 @@
 //! No regular expressions, no allocation beyond the output vector.
 
 mod abbreviations;
+mod byteset;
 mod filter;
 mod lines;
 mod lists;
@@ -67,6 +68,7 @@ use crate::spec::SentenceSpec;
 pub use filter::{Screen, SentenceFilter, is_form_label};
 
 use abbreviations::{AbbreviationKind, continues_time, is_sentence_starter};
+use byteset::Cursor;
 use lines::ItemBlock;
 use lists::{ListState, bullet_len, parse_marker};
 use punctuation::{
@@ -134,8 +136,7 @@ impl Segmenter {
             out,
             sentence_start: 0,
             list: None,
-            list_byte: NO_LIST_BYTE,
-            stops: [None; 3],
+            stops: STOPS,
             block: None,
             marks: OpenMarks::default(),
         }
@@ -147,6 +148,13 @@ impl Segmenter {
 /// byte while no list is open.
 const NO_LIST_BYTE: u8 = 0xFF;
 
+/// The bytes that may matter to the scanner: those of [`BYTE_CLASS`] other
+/// than [`PLAIN`], and last the first byte of the open list's next number.
+const STOPS: Cursor<8> = Cursor::new([b'.', b'?', b'!', b'\n', 0xE2, 0xE3, 0xEF, NO_LIST_BYTE]);
+
+/// Where the open list's next number stands in [`STOPS`].
+const LIST_STOP: usize = 7;
+
 /// One pass over one text.
 struct Scanner<'t, 'o> {
     text: &'t str,
@@ -157,12 +165,9 @@ struct Scanner<'t, 'o> {
     sentence_start: usize,
     /// The numbered list the text is in, if any.
     list: Option<ListState>,
-    /// First byte of the open list's next number, or [`NO_LIST_BYTE`].
-    list_byte: u8,
-    /// The next position of each group of stop bytes (see
-    /// [`next_stop`](Self::next_stop)), or `None` when it must be searched
-    /// for again.
-    stops: [Option<usize>; 3],
+    /// Where the [`STOPS`] stand; the last of them is the first byte of the
+    /// open list's next number, or [`NO_LIST_BYTE`].
+    stops: Cursor<8>,
     /// The block of lines (text between blank lines) the last newline
     /// met belongs to, and whether its lines are items.
     block: Option<ItemBlock>,
@@ -189,28 +194,9 @@ impl Scanner<'_, '_> {
     }
 
     /// The next byte at or after `from` that may matter, and its position.
-    ///
-    /// The bytes that matter ([`BYTE_CLASS`] other than [`PLAIN`], and the
-    /// open list's next number) fall in three groups, each found with a
-    /// vectorised search; each group's next position is kept until the scan
-    /// passes it, so every byte is searched about once per group instead of
-    /// classified one by one.
     fn next_stop(&mut self, from: usize) -> Option<(usize, u8)> {
-        let bytes = self.bytes;
-        let rest = bytes.get(from..)?;
-        let list_byte = self.list_byte;
-        for (group, stop) in self.stops.iter_mut().enumerate() {
-            if stop.is_none_or(|at| at < from) {
-                let found = match group {
-                    0 => memchr::memchr3(b'.', b'?', b'!', rest),
-                    1 => memchr::memchr3(b'\n', 0xE2, 0xE3, rest),
-                    _ => memchr::memchr2(0xEF, list_byte, rest),
-                };
-                *stop = Some(found.map_or(bytes.len(), |offset| from + offset));
-            }
-        }
-        let at = self.stops.iter().flatten().copied().min()?;
-        Some((at, *bytes.get(at)?))
+        let at = self.stops.next(self.bytes, from)?;
+        Some((at, *self.bytes.get(at)?))
     }
 
     /// Ends the current sentence at `at` (an empty or all-whitespace
@@ -255,9 +241,8 @@ impl Scanner<'_, '_> {
 
     fn set_list(&mut self, list: ListState) {
         self.list = Some(list);
-        self.list_byte = list.next_first_byte().unwrap_or(NO_LIST_BYTE);
-        // The list-number group is searched for a new byte from now on.
-        self.stops[2] = None;
+        self.stops
+            .set_byte(LIST_STOP, list.next_first_byte().unwrap_or(NO_LIST_BYTE));
     }
 
     /// Whether only horizontal whitespace stands between the previous
