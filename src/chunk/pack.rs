@@ -13,7 +13,7 @@
 //! when the atom that follows them would not fit.
 
 use super::draft::{Draft, Drafts, Part, Piece, Start};
-use super::fragment::Words;
+use super::fragment::trailing_words;
 use super::{ChunkKind, Context, Heading};
 
 /// The end (in pieces) and tokens of one atom.
@@ -149,8 +149,9 @@ impl<'c> Packer<'c> {
         if !carried.is_empty() {
             self.tokens = carried_atoms.iter().map(|a| a.tokens).sum();
             self.overlap_atoms = carried_atoms.len();
-            self.atoms = carried_atoms;
-            self.pieces = carried;
+            // Into the vectors already sized for a chunk, which are empty.
+            self.atoms.extend(carried_atoms);
+            self.pieces.extend(carried);
             self.overlap_from = Some(id);
         }
     }
@@ -203,12 +204,10 @@ impl<'c> Packer<'c> {
         let Some(last) = self.pieces.last().filter(|_| self.fragment_overlap) else {
             return (Vec::new(), Vec::new());
         };
-        let words = Words::new(&last.text);
-        let k = words.take_back(words.len(), budget, self.ctx.counter);
-        if k == 0 {
+        let range = trailing_words(&last.text, budget, self.ctx.counter);
+        if range.is_empty() {
             return (Vec::new(), Vec::new());
         }
-        let range = words.span(words.len() - k, words.len());
         let tokens = last
             .text
             .get(range.clone())

@@ -217,6 +217,10 @@ pub struct Edge {
     pub to: NodeRef,
 }
 
+/// Fewer bytes of canonical text than prose has per sentence, for the
+/// first capacity of a skeleton's sentences.
+const BYTES_PER_SENTENCE: usize = 128;
+
 /// One document's skeleton.
 #[derive(Clone, Debug, Serialize)]
 pub struct Skeleton {
@@ -242,7 +246,9 @@ impl Skeleton {
         let mut builder = Builder {
             sections: Vec::with_capacity(tree.sections.len()),
             paragraphs: Vec::new(),
-            sentences: Vec::new(),
+            // Prose runs at about 150 bytes a sentence: room for that many
+            // spares the copies of a vector grown by doubling.
+            sentences: Vec::with_capacity(tree.text.len() / BYTES_PER_SENTENCE),
             ranges: Vec::new(),
             segmenter,
             filter,
