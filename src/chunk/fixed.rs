@@ -14,7 +14,7 @@
 //! becomes table chunks, and the next window starts fresh after it.
 
 use super::draft::{Draft, Drafts, Fragments, Part, Piece, Start, common_path};
-use super::fragment::Words;
+use super::fragment::{Words, trailing_words};
 use super::{Block, ChunkKind, Context, table};
 
 pub(super) fn build<'c>(ctx: &'c Context<'c>, drafts: &mut Drafts<'c>) {
@@ -188,10 +188,8 @@ impl<'c> Window<'c> {
         if let Some(piece) = first.checked_sub(1).and_then(|i| self.pieces.get(i))
             && budget > 0
         {
-            let words = Words::new(&piece.text);
-            let k = words.take_back(words.len(), budget, self.ctx.counter);
-            if k > 0 {
-                let range = words.span(words.len() - k, words.len());
+            let range = trailing_words(&piece.text, budget, self.ctx.counter);
+            if !range.is_empty() {
                 let tokens = piece
                     .text
                     .get(range.clone())

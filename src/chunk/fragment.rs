@@ -14,6 +14,8 @@
 
 use std::ops::Range;
 
+use smallvec::SmallVec;
+
 use super::TokenCounter;
 
 /// The words of a text, as byte ranges.
@@ -82,21 +84,47 @@ impl<'t> Words<'t> {
             self.count(self.span(from, from + k), counter) <= budget
         })
     }
+}
 
-    /// How many words ending just before word `to` fit in `budget` tokens.
-    pub fn take_back(&self, to: usize, budget: u32, counter: &dyn TokenCounter) -> usize {
-        let mut total = 0u32;
-        let mut k = 0;
-        for word in self.ranges.iter().take(to).rev() {
-            let tokens = self.count(word.clone(), counter);
-            if total.saturating_add(tokens) > budget {
-                break;
-            }
-            total += tokens;
-            k += 1;
+/// The last words of `text` that fit in `budget` tokens together, as one
+/// byte range (empty when not even the last word fits). The words are read
+/// from the end of the text, and no further back than the budget reaches:
+/// an overlap takes a few words of a sentence that may be long.
+pub(super) fn trailing_words(text: &str, budget: u32, counter: &dyn TokenCounter) -> Range<usize> {
+    let bytes = text.as_bytes();
+    // The words taken, from the last one back.
+    let mut words: SmallVec<[Range<usize>; 16]> = SmallVec::new();
+    let mut total = 0u32;
+    let mut end = bytes.len();
+    loop {
+        while end > 0 && bytes[end - 1].is_ascii_whitespace() {
+            end -= 1;
         }
-        largest_fitting(k, |k| self.count(self.span(to - k, to), counter) <= budget)
+        if end == 0 {
+            break;
+        }
+        let mut start = end;
+        while start > 0 && !bytes[start - 1].is_ascii_whitespace() {
+            start -= 1;
+        }
+        // ASCII whitespace never stands inside a character, so the word
+        // lies on character boundaries.
+        let tokens = text.get(start..end).map_or(0, |w| counter.count(w) as u32);
+        if total.saturating_add(tokens) > budget {
+            break;
+        }
+        total += tokens;
+        words.push(start..end);
+        end = start;
     }
+    let span = |k: usize| match k.checked_sub(1).and_then(|last| words.get(last)) {
+        Some(first) => first.start..words[0].end,
+        None => 0..0,
+    };
+    let k = largest_fitting(words.len(), |k| {
+        text.get(span(k)).map_or(0, |s| counter.count(s) as u32) <= budget
+    });
+    span(k)
 }
 
 /// The largest `j <= k` with `fits(j)`, where `fits(0)` holds and `k` is an
@@ -208,7 +236,13 @@ mod tests {
     #[test]
     fn takes_from_the_back() {
         let words = Words::new("a b c d e");
-        assert_eq!(words.take_back(5, 2, &WordCounter), 2);
+        assert_eq!(trailing_words("a b c d e", 2, &WordCounter), 6..9);
+        assert_eq!(trailing_words("a b c d e  ", 2, &WordCounter), 6..9);
+        assert_eq!(trailing_words("aaaa b c", 3, &CharCounter), 5..8);
+        // The words' sum says "b c" fits in 2; with its space it does not.
+        assert_eq!(trailing_words("aaaa b c", 2, &CharCounter), 7..8);
+        assert_eq!(trailing_words("a bbb", 2, &CharCounter), 0..0);
+        assert_eq!(trailing_words(" ", 2, &WordCounter), 0..0);
         assert_eq!(words.span(3, 5), 6..9);
         assert_eq!(words.take(1, 10, &WordCounter), 4);
     }
