@@ -9,9 +9,6 @@
 //!   `parsing.dropBoilerplate` is on, and counted in a warning.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
-
-use memchr::memmem::Finder;
 
 use super::{BlockKind, DocumentTree, Format, collapse_whitespace};
 use crate::spec::ParsingSpec;
@@ -65,10 +62,7 @@ fn has_page_furniture(format: Format) -> bool {
 /// Removes glyph artefacts from one piece of text. Returns `None` when the
 /// text has none (the common case, without allocating).
 pub fn clean_inline(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    static GLYPH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"GLYPH<"));
-    static UNI: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"/uni"));
-    if GLYPH.find(bytes).is_none() && UNI.find(bytes).is_none() {
+    if !has_glyph_artefact(text.as_bytes()) {
         return None;
     }
     let mut out = String::with_capacity(text.len());
@@ -112,6 +106,16 @@ pub fn clean_inline(text: &str) -> Option<String> {
         rest = chars.as_str();
     }
     Some(collapse_whitespace(&out))
+}
+
+/// Whether `bytes` hold "GLYPH<" or "/uni": one search for the two bytes
+/// that stand at the joint of each ("<" ends the first, "/" opens the
+/// second), both rare in prose, instead of a search for each artefact.
+fn has_glyph_artefact(bytes: &[u8]) -> bool {
+    memchr::memchr2_iter(b'<', b'/', bytes).any(|at| match bytes[at] {
+        b'<' => bytes[..at].ends_with(b"GLYPH"),
+        _ => bytes[at + 1..].starts_with(b"uni"),
+    })
 }
 
 /// True for text made only of bullets, dashes, underscores, dots, asterisks,
@@ -260,6 +264,18 @@ mod tests {
             Some("Total revenue • rose")
         );
         assert_eq!(clean_inline("plain text"), None);
+        for (text, found) in [
+            ("a GLYPH<c=1>", true),
+            ("GLYPH<", true),
+            ("/uni", true),
+            ("x/uni2022", true),
+            ("GLYPH", false),
+            ("and/or <b>", false),
+            ("/un", false),
+            ("GLYPH <", false),
+        ] {
+            assert_eq!(has_glyph_artefact(text.as_bytes()), found, "{text:?}");
+        }
         assert_eq!(
             clean_inline("path /unix/x").as_deref(),
             Some("path /unix/x")
