@@ -400,7 +400,7 @@ impl Automaton {
         for condition in conditions.unwrap_or_default() {
             let holds = match &condition.check {
                 Check::Written { bytes, edges } => {
-                    written.ends_with(bytes)
+                    ends_with(written, bytes)
                         && end
                             .checked_sub(bytes.len())
                             .is_some_and(|start| edges.hold(text, start, end))
@@ -424,6 +424,17 @@ impl Automaton {
         }
         Cued(bits & wanted.0)
     }
+}
+
+/// Whether `text` ends with `suffix`. Cue spellings are a few bytes long,
+/// and a loop over them costs less than the call to `memcmp` that
+/// `ends_with` makes.
+fn ends_with(text: &[u8], suffix: &[u8]) -> bool {
+    text.len() >= suffix.len()
+        && text[text.len() - suffix.len()..]
+            .iter()
+            .zip(suffix)
+            .all(|(a, b)| a == b)
 }
 
 fn is_word_byte(b: u8) -> bool {
