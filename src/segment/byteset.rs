@@ -12,10 +12,10 @@
 //! byte of the set; else SSE2, which every x86-64 processor has: four
 //! loads and four compares per byte) and keeps the block's bits, so every
 //! later position in the same block is found by a shift and a count of
-//! trailing zeros.
+//! trailing zeros. The chunker's word count reads its spaces the same way.
 
 /// Bytes per block: one bit of a `u64` each.
-const BLOCK: usize = 64;
+pub(crate) const BLOCK: usize = 64;
 
 /// The positions of one set of bytes in one text, read block by block. A
 /// cursor moves forward cheaply and backward by reading a block again.
@@ -78,41 +78,47 @@ impl<const N: usize> Cursor<N> {
 }
 
 /// The bits of the block of `bytes` starting at `start`: bit `k` set when
-/// the byte at `start + k` is one of `set`.
-fn block_bits<const N: usize>(bytes: &[u8], start: usize, set: &[u8; N]) -> u64 {
+/// the byte at `start + k` is one of `set` (never past the end of
+/// `bytes`, which reads as zeros).
+pub(crate) fn block_bits<const N: usize>(bytes: &[u8], start: usize, set: &[u8; N]) -> u64 {
+    let rest = bytes.get(start..).unwrap_or_default();
+    let rest = rest.get(..BLOCK).unwrap_or(rest);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512bw") {
+        // SAFETY: the CPU has AVX-512BW, checked just above.
+        return unsafe { bits_of_512(rest, set) };
+    }
     let mut padded = [0u8; BLOCK];
-    let block: &[u8; BLOCK] = match bytes.get(start..start + BLOCK) {
-        Some(block) => block.try_into().unwrap_or(&[0; BLOCK]),
-        None => {
+    let block: &[u8; BLOCK] = match rest.try_into() {
+        Ok(block) => block,
+        Err(_) => {
             // The last, short block, padded with zeros (never in a set).
-            let rest = bytes.get(start..).unwrap_or_default();
             padded[..rest.len()].copy_from_slice(rest);
             &padded
         }
     };
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512bw") {
-        // SAFETY: the CPU has AVX-512BW, checked just above.
-        return unsafe { bits_of_512(block, set) };
-    }
     bits_of(block, set)
 }
 
-/// [`bits_of`] with AVX-512BW: the block in one register, each compare
-/// straight into a mask.
+/// [`bits_of`] with AVX-512BW: up to a block in one register (a short
+/// last block read under a mask, which reads nothing past its end, so it
+/// needs no padded copy), each compare straight into a mask.
 ///
 /// # Safety
 ///
 /// The CPU must support AVX-512BW.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512bw")]
-unsafe fn bits_of_512<const N: usize>(block: &[u8; BLOCK], set: &[u8; N]) -> u64 {
-    use std::arch::x86_64::{
-        __m512i, _mm512_cmpeq_epi8_mask, _mm512_loadu_si512, _mm512_set1_epi8,
+unsafe fn bits_of_512<const N: usize>(block: &[u8], set: &[u8; N]) -> u64 {
+    use std::arch::x86_64::{_mm512_cmpeq_epi8_mask, _mm512_maskz_loadu_epi8, _mm512_set1_epi8};
+    let within = match block.len() {
+        n if n >= BLOCK => u64::MAX,
+        n => (1u64 << n) - 1,
     };
-    // SAFETY: `block` is 64 readable bytes, which an unaligned load reads
-    // exactly.
-    let v = unsafe { _mm512_loadu_si512(block.as_ptr().cast::<__m512i>()) };
+    // SAFETY: the mask selects the first `min(len, 64)` bytes of `block`,
+    // all readable; a masked load touches no byte outside its mask, and
+    // the bytes it leaves out read as zeros.
+    let v = unsafe { _mm512_maskz_loadu_epi8(within, block.as_ptr().cast::<i8>()) };
     set.iter().fold(0u64, |bits, &b| {
         bits | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8))
     })
@@ -201,6 +207,15 @@ mod tests {
         if std::arch::is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has AVX-512BW, checked just above.
             assert_eq!(unsafe { bits_of_512(&block, &set) }, expected);
+            // A short block, read under a mask.
+            for len in [0, 1, 17, 63] {
+                let within = (1u64 << len) - 1;
+                // SAFETY: as above.
+                assert_eq!(
+                    unsafe { bits_of_512(&block[..len], &set) },
+                    expected & within
+                );
+            }
         }
     }
 

@@ -54,7 +54,7 @@
 //! No regular expressions, no allocation beyond the output vector.
 
 mod abbreviations;
-mod byteset;
+pub(crate) mod byteset;
 mod filter;
 mod lines;
 mod lists;
