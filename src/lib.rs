@@ -20,6 +20,7 @@
 //! [`operator`] reconciles the same manifests on Kubernetes: ingest Jobs
 //! run `trellis ingest`, retrieval Deployments `trellis serve`.
 
+pub(crate) mod byteset;
 pub mod chunk;
 pub mod embed;
 pub mod enrich;

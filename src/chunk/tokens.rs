@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::segment::byteset::{BLOCK, block_bits};
+use crate::byteset::{BLOCK, block_bits};
 
 /// Counts tokens in a piece of text.
 pub trait TokenCounter: Send + Sync {

@@ -9,6 +9,8 @@
 
 use serde::Serialize;
 
+use crate::byteset::{BLOCK, block_bits, block_bits_or_below};
+
 /// Input formats Trellis reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -398,21 +400,26 @@ fn is_collapsed(bytes: &[u8]) -> bool {
     if bytes.first() == Some(&b' ') || bytes.last() == Some(&b' ') {
         return false;
     }
-    if DOUBLE_SPACE.find(bytes).is_some() {
-        return false;
+    // Each block of 64 bytes gives a bit per space, and one per control
+    // character or lead byte of a whitespace character; only those get the
+    // exact check.
+    const LEAD_BYTES: [u8; 5] = [0xc2, 0xe1, 0xe2, 0xe3, 0xef];
+    let mut space_before = 0u64;
+    for start in (0..bytes.len()).step_by(BLOCK) {
+        let spaces = block_bits(bytes, start, &[b' ']);
+        if spaces & ((spaces << 1) | space_before) != 0 {
+            return false; // two spaces in a row
+        }
+        space_before = spaces >> (BLOCK - 1);
+        let mut suspicious = block_bits_or_below(bytes, start, &LEAD_BYTES, 0x20);
+        while suspicious != 0 {
+            if whitespace_at(bytes, start + suspicious.trailing_zeros() as usize) {
+                return false;
+            }
+            suspicious &= suspicious - 1;
+        }
     }
-    // Blocks of bytes are screened with a branch-free fold (which the
-    // compiler vectorises); only blocks holding a control character or a
-    // lead byte of a whitespace character get the exact check.
-    const BLOCK: usize = 64;
-    let suspicious = |b: u8| b < 0x20 || matches!(b, 0xc2 | 0xe1 | 0xe2 | 0xe3 | 0xef);
-    bytes.chunks(BLOCK).enumerate().all(|(n, block)| {
-        !block.iter().fold(false, |any, &b| any | suspicious(b))
-            || !block
-                .iter()
-                .enumerate()
-                .any(|(i, _)| whitespace_at(bytes, n * BLOCK + i))
-    })
+    true
 }
 
 /// Whether a character [`collapse_whitespace`] removes, other than the plain

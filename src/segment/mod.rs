@@ -54,7 +54,6 @@
 //! No regular expressions, no allocation beyond the output vector.
 
 mod abbreviations;
-pub(crate) mod byteset;
 mod filter;
 mod lines;
 mod lists;
@@ -63,12 +62,12 @@ mod quotes;
 
 use std::ops::Range;
 
+use crate::byteset::Cursor;
 use crate::spec::SentenceSpec;
 
 pub use filter::{Screen, SentenceFilter, is_form_label};
 
 use abbreviations::{AbbreviationKind, continues_time, is_sentence_starter};
-use byteset::Cursor;
 use lines::ItemBlock;
 use lists::{ListState, bullet_len, parse_marker};
 use punctuation::{

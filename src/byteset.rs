@@ -12,7 +12,11 @@
 //! byte of the set; else SSE2, which every x86-64 processor has: four
 //! loads and four compares per byte) and keeps the block's bits, so every
 //! later position in the same block is found by a shift and a count of
-//! trailing zeros. The chunker's word count reads its spaces the same way.
+//! trailing zeros.
+//!
+//! The same block bits serve the loops that read every byte of a text
+//! for a few kinds of byte: the parser's check that a line's whitespace is
+//! already collapsed, and the chunker's word count.
 
 /// Bytes per block: one bit of a `u64` each.
 pub(crate) const BLOCK: usize = 64;
@@ -20,7 +24,7 @@ pub(crate) const BLOCK: usize = 64;
 /// The positions of one set of bytes in one text, read block by block. A
 /// cursor moves forward cheaply and backward by reading a block again.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Cursor<const N: usize> {
+pub(crate) struct Cursor<const N: usize> {
     set: [u8; N],
     /// Start of the block `bits` describes, or `usize::MAX` before the
     /// first read.
@@ -32,7 +36,7 @@ pub(super) struct Cursor<const N: usize> {
 impl<const N: usize> Cursor<N> {
     /// A cursor over the bytes of `set`, none of which may be 0 (a block
     /// past the text's end is read as zeros).
-    pub(super) const fn new(set: [u8; N]) -> Self {
+    pub(crate) const fn new(set: [u8; N]) -> Self {
         let mut k = 0;
         while k < N {
             assert!(set[k] != 0, "0 pads the last block");
@@ -47,7 +51,7 @@ impl<const N: usize> Cursor<N> {
 
     /// Replaces the byte at `index` of the set (the scanner's next list
     /// number); the block is read again on the next search.
-    pub(super) fn set_byte(&mut self, index: usize, byte: u8) {
+    pub(crate) fn set_byte(&mut self, index: usize, byte: u8) {
         debug_assert_ne!(byte, 0);
         if let Some(slot) = self.set.get_mut(index)
             && *slot != byte
@@ -58,7 +62,7 @@ impl<const N: usize> Cursor<N> {
     }
 
     /// The first position at or after `from` whose byte is in the set.
-    pub(super) fn next(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
+    pub(crate) fn next(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
         let mut block = from - from % BLOCK;
         let mut skip = from - block;
         while block < bytes.len() {
@@ -79,56 +83,71 @@ impl<const N: usize> Cursor<N> {
 
 /// The bits of the block of `bytes` starting at `start`: bit `k` set when
 /// the byte at `start + k` is one of `set` (never past the end of
-/// `bytes`, which reads as zeros).
+/// `bytes`).
 pub(crate) fn block_bits<const N: usize>(bytes: &[u8], start: usize, set: &[u8; N]) -> u64 {
+    block_bits_or_below(bytes, start, set, 0)
+}
+
+/// [`block_bits`] for the bytes of `set` and every byte below `below` (the
+/// control characters below 0x20, say; none when `below` is 0).
+pub(crate) fn block_bits_or_below<const N: usize>(
+    bytes: &[u8],
+    start: usize,
+    set: &[u8; N],
+    below: u8,
+) -> u64 {
     let rest = bytes.get(start..).unwrap_or_default();
     let rest = rest.get(..BLOCK).unwrap_or(rest);
+    let within = match rest.len() {
+        n if n >= BLOCK => u64::MAX,
+        n => (1u64 << n) - 1,
+    };
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512bw") {
         // SAFETY: the CPU has AVX-512BW, checked just above.
-        return unsafe { bits_of_512(rest, set) };
+        return unsafe { bits_of_512(rest, within, set, below) } & within;
     }
     let mut padded = [0u8; BLOCK];
     let block: &[u8; BLOCK] = match rest.try_into() {
         Ok(block) => block,
         Err(_) => {
-            // The last, short block, padded with zeros (never in a set).
+            // The last, short block, padded with zeros, whose bits are
+            // dropped.
             padded[..rest.len()].copy_from_slice(rest);
             &padded
         }
     };
-    bits_of(block, set)
+    bits_of(block, set, below) & within
 }
 
 /// [`bits_of`] with AVX-512BW: up to a block in one register (a short
-/// last block read under a mask, which reads nothing past its end, so it
-/// needs no padded copy), each compare straight into a mask.
+/// last block read under the mask `within`, which reads nothing past its
+/// end, so it needs no padded copy), each compare straight into a mask.
 ///
 /// # Safety
 ///
 /// The CPU must support AVX-512BW.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512bw")]
-unsafe fn bits_of_512<const N: usize>(block: &[u8], set: &[u8; N]) -> u64 {
-    use std::arch::x86_64::{_mm512_cmpeq_epi8_mask, _mm512_maskz_loadu_epi8, _mm512_set1_epi8};
-    let within = match block.len() {
-        n if n >= BLOCK => u64::MAX,
-        n => (1u64 << n) - 1,
+unsafe fn bits_of_512<const N: usize>(block: &[u8], within: u64, set: &[u8; N], below: u8) -> u64 {
+    use std::arch::x86_64::{
+        _mm512_cmpeq_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_maskz_loadu_epi8, _mm512_set1_epi8,
     };
-    // SAFETY: the mask selects the first `min(len, 64)` bytes of `block`,
-    // all readable; a masked load touches no byte outside its mask, and
-    // the bytes it leaves out read as zeros.
+    debug_assert!(within.count_ones() as usize <= block.len());
+    // SAFETY: `within` selects no more than the first `block.len()` bytes,
+    // all readable; a masked load touches no byte outside its mask.
     let v = unsafe { _mm512_maskz_loadu_epi8(within, block.as_ptr().cast::<i8>()) };
-    set.iter().fold(0u64, |bits, &b| {
+    let low = _mm512_cmplt_epu8_mask(v, _mm512_set1_epi8(below as i8));
+    set.iter().fold(low, |bits, &b| {
         bits | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8))
     })
 }
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-fn bits_of<const N: usize>(block: &[u8; BLOCK], set: &[u8; N]) -> u64 {
+fn bits_of<const N: usize>(block: &[u8; BLOCK], set: &[u8; N], below: u8) -> u64 {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-        _mm_setzero_si128,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8, _mm_setzero_si128,
     };
     let mut bits = 0u64;
     for (k, lane) in block.chunks_exact(16).enumerate() {
@@ -138,6 +157,11 @@ fn bits_of<const N: usize>(block: &[u8; BLOCK], set: &[u8; N]) -> u64 {
         let lane_bits = unsafe {
             let v = _mm_loadu_si128(lane.as_ptr().cast::<__m128i>());
             let mut hits = _mm_setzero_si128();
+            if let Some(top) = below.checked_sub(1) {
+                // Unsigned `v <= top`: the minimum of the two is `v`.
+                let low = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(top as i8)), v);
+                hits = _mm_or_si128(hits, low);
+            }
             for &b in set {
                 hits = _mm_or_si128(hits, _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8)));
             }
@@ -149,9 +173,9 @@ fn bits_of<const N: usize>(block: &[u8; BLOCK], set: &[u8; N]) -> u64 {
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-fn bits_of<const N: usize>(block: &[u8; BLOCK], set: &[u8; N]) -> u64 {
+fn bits_of<const N: usize>(block: &[u8; BLOCK], set: &[u8; N], below: u8) -> u64 {
     block.iter().enumerate().fold(0u64, |bits, (k, b)| {
-        bits | (u64::from(set.contains(b)) << k)
+        bits | (u64::from(set.contains(b) || *b < below) << k)
     })
 }
 
@@ -198,23 +222,25 @@ mod tests {
     fn every_build_of_the_block_compare_agrees() {
         let block: [u8; BLOCK] = std::array::from_fn(|k| (k * 37 % 256) as u8 | 1);
         let set = [b'.', 0xE2, 0x81, 0xFF];
-        let expected = block.iter().enumerate().fold(0u64, |bits, (k, b)| {
-            bits | (u64::from(set.contains(b)) << k)
-        });
-        assert_ne!(expected, 0);
-        assert_eq!(bits_of(&block, &set), expected);
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512bw") {
-            // SAFETY: the CPU has AVX-512BW, checked just above.
-            assert_eq!(unsafe { bits_of_512(&block, &set) }, expected);
-            // A short block, read under a mask.
-            for len in [0, 1, 17, 63] {
-                let within = (1u64 << len) - 1;
-                // SAFETY: as above.
+        for below in [0, 1, 0x20, 0x80, 0xFF] {
+            let expected = block.iter().enumerate().fold(0u64, |bits, (k, b)| {
+                bits | (u64::from(set.contains(b) || *b < below) << k)
+            });
+            assert_ne!(expected, 0);
+            assert_eq!(bits_of(&block, &set, below), expected, "{below}");
+            for len in [0, 1, 17, 63, 64] {
+                let within = u64::MAX.checked_shr(64 - len).unwrap_or(0);
                 assert_eq!(
-                    unsafe { bits_of_512(&block[..len], &set) },
-                    expected & within
+                    block_bits_or_below(&block[..len as usize], 0, &set, below),
+                    expected & within,
+                    "{below} {len}"
                 );
+            }
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512bw") {
+                // SAFETY: the CPU has AVX-512BW, checked just above.
+                let wide = unsafe { bits_of_512(&block, u64::MAX, &set, below) };
+                assert_eq!(wide, expected, "{below}");
             }
         }
     }
