@@ -406,7 +406,7 @@ fn is_collapsed(bytes: &[u8]) -> bool {
     const LEAD_BYTES: [u8; 5] = [0xc2, 0xe1, 0xe2, 0xe3, 0xef];
     let mut space_before = 0u64;
     for start in (0..bytes.len()).step_by(BLOCK) {
-        let spaces = block_bits(bytes, start, &[b' ']);
+        let spaces = block_bits(bytes, start, b" ");
         if spaces & ((spaces << 1) | space_before) != 0 {
             return false; // two spaces in a row
         }
