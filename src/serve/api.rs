@@ -20,8 +20,15 @@ use super::Limits;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
-    /// The question. Must hold a character other than whitespace.
-    #[schema(min_length = 1, max_length = 2000, pattern = r"\S")]
+    /// The question. Must hold a character other than whitespace, which is
+    /// Unicode's `White_Space` as the service trims it: the pattern spells
+    /// the set out, as a schema regex's `\s` differs between engines
+    /// (ECMAScript's leaves out U+0085, Python's adds U+001C–U+001F).
+    #[schema(
+        min_length = 1,
+        max_length = 2000,
+        pattern = r"[^\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub query: String,
     /// Results wanted; the route's `topK` when absent.
     #[serde(default, deserialize_with = "whole_number")]
@@ -420,6 +427,35 @@ mod tests {
             },
         ] {
             assert!(bad.apply(&route, 50).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_query_pattern_is_what_the_service_trims() {
+        // Found by schemathesis: "\u{85}" matched the schema's `\S` (an
+        // ECMAScript class without U+0085) and was refused as empty.
+        let doc = openapi_json(&Limits::default(), "test");
+        let pattern = doc
+            .pointer("/components/schemas/RetrieveRequest/properties/query/pattern")
+            .and_then(|p| p.as_str())
+            .expect("the query has a pattern");
+        // `\s` means another set in every engine; the set is spelt out.
+        assert!(
+            !pattern.contains("\\s") && !pattern.contains("\\S"),
+            "{pattern}"
+        );
+        let holds = regex::Regex::new(pattern).expect("the pattern is a regex");
+        for c in (0..0x3100)
+            .chain([0xfeff, 0x1_0000])
+            .filter_map(char::from_u32)
+        {
+            let query = format!(" {c} ");
+            assert_eq!(
+                holds.is_match(&query),
+                !query.trim().is_empty(),
+                "U+{:04X}",
+                u32::from(c)
+            );
         }
     }
 
