@@ -34,14 +34,8 @@ pub(crate) struct Cursor<const N: usize> {
 }
 
 impl<const N: usize> Cursor<N> {
-    /// A cursor over the bytes of `set`, none of which may be 0 (a block
-    /// past the text's end is read as zeros).
+    /// A cursor over the bytes of `set`.
     pub(crate) const fn new(set: [u8; N]) -> Self {
-        let mut k = 0;
-        while k < N {
-            assert!(set[k] != 0, "0 pads the last block");
-            k += 1;
-        }
         Cursor {
             set,
             block: usize::MAX,
@@ -52,7 +46,6 @@ impl<const N: usize> Cursor<N> {
     /// Replaces the byte at `index` of the set (the scanner's next list
     /// number); the block is read again on the next search.
     pub(crate) fn set_byte(&mut self, index: usize, byte: u8) {
-        debug_assert_ne!(byte, 0);
         if let Some(slot) = self.set.get_mut(index)
             && *slot != byte
         {
@@ -98,10 +91,7 @@ pub(crate) fn block_bits_or_below<const N: usize>(
 ) -> u64 {
     let rest = bytes.get(start..).unwrap_or_default();
     let rest = rest.get(..BLOCK).unwrap_or(rest);
-    let within = match rest.len() {
-        n if n >= BLOCK => u64::MAX,
-        n => (1u64 << n) - 1,
-    };
+    let within = bits_within(rest.len());
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512bw") {
         // SAFETY: the CPU has AVX-512BW, checked just above.
@@ -118,6 +108,16 @@ pub(crate) fn block_bits_or_below<const N: usize>(
         }
     };
     bits_of(block, set, below) & within
+}
+
+/// The bits of a block that stand on bytes of the text, when `len` bytes
+/// of it are left from the block's start: all of them but in the last,
+/// short block.
+pub(crate) fn bits_within(len: usize) -> u64 {
+    match len {
+        n if n >= BLOCK => u64::MAX,
+        n => (1u64 << n) - 1,
+    }
 }
 
 /// [`bits_of`] with AVX-512BW: up to a block in one register (a short
@@ -236,6 +236,8 @@ mod tests {
                     "{below} {len}"
                 );
             }
+            // Padding is never in a set, not even when 0 is.
+            assert_eq!(block_bits(&block[..3], 0, &[0]), 0);
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx512bw") {
                 // SAFETY: the CPU has AVX-512BW, checked just above.

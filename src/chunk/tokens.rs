@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::byteset::{BLOCK, block_bits};
+use crate::byteset::{BLOCK, bits_within, block_bits};
 
 /// Counts tokens in a piece of text.
 pub trait TokenCounter: Send + Sync {
@@ -56,10 +56,7 @@ fn count_words(bytes: &[u8]) -> usize {
     for start in (0..bytes.len()).step_by(BLOCK) {
         let spaces = block_bits(bytes, start, &ASCII_WHITESPACE);
         // The padding past the text's end is no space, and starts no word.
-        let within = match bytes.len() - start {
-            n if n >= BLOCK => u64::MAX,
-            n => (1u64 << n) - 1,
-        };
+        let within = bits_within(bytes.len() - start);
         let starts = !spaces & ((spaces << 1) | space_before) & within;
         words += starts.count_ones() as usize;
         space_before = spaces >> (BLOCK - 1);
