@@ -16,7 +16,8 @@
 //!
 //! The same block bits serve the loops that read every byte of a text
 //! for a few kinds of byte: the parser's check that a line's whitespace is
-//! already collapsed, and the chunker's word count.
+//! already collapsed, the chunker's word count, and [`count_chars`], which
+//! every character offset is counted with.
 
 /// Bytes per block: one bit of a `u64` each.
 pub(crate) const BLOCK: usize = 64;
@@ -118,6 +119,43 @@ pub(crate) fn bits_within(len: usize) -> u64 {
         n if n >= BLOCK => u64::MAX,
         n => (1u64 << n) - 1,
     }
+}
+
+/// The characters of `text`: its bytes less its UTF-8 continuation bytes
+/// (0x80 to 0xBF), which with AVX-512BW are counted a block at a time (one
+/// masked load, one compare and a population count per 64 bytes, where
+/// the standard library's count reads a word at a time). Every character
+/// offset of the canonical text and of its sentences is counted with it.
+pub(crate) fn count_chars(text: &str) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512bw") {
+        // SAFETY: the CPU has AVX-512BW, checked just above.
+        return unsafe { count_chars_512(text.as_bytes()) };
+    }
+    text.chars().count()
+}
+
+/// [`count_chars`] with AVX-512BW, over the bytes of a `str`.
+///
+/// # Safety
+///
+/// The CPU must support AVX-512BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512bw")]
+unsafe fn count_chars_512(bytes: &[u8]) -> usize {
+    use std::arch::x86_64::{_mm512_cmplt_epi8_mask, _mm512_maskz_loadu_epi8, _mm512_set1_epi8};
+    let mut continuation = 0;
+    for start in (0..bytes.len()).step_by(BLOCK) {
+        let rest = &bytes[start..];
+        // SAFETY: the mask selects no more than the `rest.len()` readable
+        // bytes; a masked load touches no byte outside its mask (and loads
+        // the others as 0, an ASCII byte).
+        let v = unsafe { _mm512_maskz_loadu_epi8(bits_within(rest.len()), rest.as_ptr().cast()) };
+        // As signed bytes, the continuation bytes are -128 to -65: exactly
+        // those below -64 (0xC0, the first lead byte).
+        continuation += _mm512_cmplt_epi8_mask(v, _mm512_set1_epi8(-64)).count_ones() as usize;
+    }
+    bytes.len() - continuation
 }
 
 /// [`bits_of`] with AVX-512BW: up to a block in one register (a short
@@ -247,7 +285,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn counts_characters_as_the_standard_library_does() {
+        let text = "a é — “q” 𝄞 ".repeat(40);
+        for end in (0..=text.len()).filter(|&end| text.is_char_boundary(end)) {
+            for start in [0, 1, 3].into_iter().filter(|&s| s <= end) {
+                if let Some(part) = text.get(start..end) {
+                    assert_eq!(count_chars(part), part.chars().count(), "{start}..{end}");
+                }
+            }
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn counts_the_characters_of_any_text(text in "\\PC{0,300}") {
+            proptest::prop_assert_eq!(count_chars(&text), text.chars().count());
+        }
+
         #[test]
         fn finds_what_a_byte_by_byte_search_finds(
             bytes in proptest::collection::vec(

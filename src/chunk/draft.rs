@@ -14,6 +14,7 @@ use super::merge::{Mergeable, word_hashes};
 use super::table::SeenTable;
 use super::tokens::TokenCounter;
 use super::{Chunk, ChunkKind};
+use crate::byteset::count_chars;
 use crate::parse::TextSpan;
 use crate::skeleton::{Sentence, SentenceId, Skeleton};
 
@@ -115,7 +116,7 @@ impl<'p, 'a> Fragments<'p, 'a> {
             (self.byte, self.chars) = (0, 0);
         }
         let gap = self.piece.text.get(self.byte..byte).unwrap_or_default();
-        self.chars += gap.chars().count() as u32;
+        self.chars += count_chars(gap) as u32;
         self.byte = byte;
         self.chars
     }

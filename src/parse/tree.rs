@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::byteset::{BLOCK, block_bits, block_bits_or_below};
+use crate::byteset::{BLOCK, block_bits, block_bits_or_below, count_chars};
 
 /// Input formats Trellis reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -816,7 +816,7 @@ impl DocumentTree {
                 block.span = out.render_block(&mut block.kind);
             }
             if run_in && let Some(first) = section.blocks.first() {
-                let len = u32::try_from(heading.chars().count()).unwrap_or(u32::MAX);
+                let len = u32::try_from(count_chars(&heading)).unwrap_or(u32::MAX);
                 section.span = TextSpan {
                     offset: first.span.offset,
                     len: len.min(first.span.len),
@@ -867,7 +867,7 @@ struct Renderer {
 impl Renderer {
     fn push_str(&mut self, s: &str) {
         self.text.push_str(s);
-        self.chars += s.chars().count() as u32;
+        self.chars += count_chars(s) as u32;
     }
 
     fn push_spanned(&mut self, s: &str) -> TextSpan {

@@ -17,6 +17,7 @@ use std::ops::Range;
 
 use serde::Serialize;
 
+use crate::byteset::count_chars;
 use crate::parse::legibility::{Legibility, is_unknown_glyph};
 use crate::parse::{BlockKind, DocumentTree, Format, Table, TextSpan, TocEntry};
 use crate::segment::{Screen, Segmenter, SentenceFilter};
@@ -604,10 +605,9 @@ impl Builder<'_> {
         ranges.clear();
         self.segmenter.split_into(text, &mut ranges);
         // Char offsets are counted incrementally: each range's start is
-        // reached from the previous range's end. In ASCII text, which most
-        // paragraphs are, a char is a byte.
-        let ascii = text.is_ascii();
-        let chars = |s: &str| if ascii { s.len() } else { s.chars().count() } as u32;
+        // reached from the previous range's end, so every byte of the
+        // paragraph is counted once.
+        let chars = |s: &str| count_chars(s) as u32;
         let mut byte_cursor = 0usize;
         let mut char_cursor = block.span.offset;
         for range in &ranges {
