@@ -15,9 +15,13 @@
 //! trailing zeros.
 //!
 //! The same block bits serve the loops that read every byte of a text
-//! for a few kinds of byte: the parser's check that a line's whitespace is
-//! already collapsed, the chunker's word count, and [`count_chars`], which
-//! every character offset is counted with.
+//! for a few kinds of byte ([`scan_blocks`]): the decoder's count of
+//! control characters, the parser's check that a line's whitespace is
+//! already collapsed, the skeleton's screen for unknown glyphs and the
+//! chunker's word count; and [`count_chars`], which every character
+//! offset is counted with.
+
+use std::ops::ControlFlow;
 
 /// Bytes per block: one bit of a `u64` each.
 pub(crate) const BLOCK: usize = 64;
@@ -57,11 +61,48 @@ impl<const N: usize> Cursor<N> {
 
     /// The first position at or after `from` whose byte is in the set.
     pub(crate) fn next(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the CPU has AVX-512BW, checked just above.
+            return unsafe { self.next_512(bytes, from) };
+        }
+        self.next_by(bytes, from, |bytes, start, set| {
+            block_bits(bytes, start, set)
+        })
+    }
+
+    /// [`Cursor::next`] with AVX-512BW, where each block's compare is built
+    /// into the search instead of called per block.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512BW.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512bw")]
+    unsafe fn next_512(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
+        self.next_by(bytes, from, |bytes, start, set| {
+            let rest = bytes.get(start..).unwrap_or_default();
+            let rest = rest.get(..BLOCK).unwrap_or(rest);
+            let within = bits_within(rest.len());
+            // SAFETY: the CPU has AVX-512BW (this function's contract).
+            let bits = unsafe { bits_of_512(rest, within, set, 0) };
+            bits & within
+        })
+    }
+
+    /// [`Cursor::next`] with `read` giving a block's bits.
+    #[inline(always)]
+    fn next_by(
+        &mut self,
+        bytes: &[u8],
+        from: usize,
+        read: impl Fn(&[u8], usize, &[u8; N]) -> u64,
+    ) -> Option<usize> {
         let mut block = from - from % BLOCK;
         let mut skip = from - block;
         while block < bytes.len() {
             if self.block != block {
-                self.bits = block_bits(bytes, block, &self.set);
+                self.bits = read(bytes, block, &self.set);
                 self.block = block;
             }
             let bits = self.bits & (u64::MAX << skip);
@@ -167,18 +208,89 @@ unsafe fn count_chars_512(bytes: &[u8]) -> usize {
 /// The CPU must support AVX-512BW.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512bw")]
+#[inline]
 unsafe fn bits_of_512<const N: usize>(block: &[u8], within: u64, set: &[u8; N], below: u8) -> u64 {
-    use std::arch::x86_64::{
-        _mm512_cmpeq_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_maskz_loadu_epi8, _mm512_set1_epi8,
-    };
     debug_assert!(within.count_ones() as usize <= block.len());
     // SAFETY: `within` selects no more than the first `block.len()` bytes,
     // all readable; a masked load touches no byte outside its mask.
-    let v = unsafe { _mm512_maskz_loadu_epi8(within, block.as_ptr().cast::<i8>()) };
+    let v = unsafe { std::arch::x86_64::_mm512_maskz_loadu_epi8(within, block.as_ptr().cast()) };
+    matches_512(v, set, below)
+}
+
+/// The bits of the bytes of `v` that are in `set` or below `below`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512bw")]
+#[inline]
+fn matches_512<const N: usize>(v: std::arch::x86_64::__m512i, set: &[u8; N], below: u8) -> u64 {
+    use std::arch::x86_64::{_mm512_cmpeq_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_set1_epi8};
     let low = _mm512_cmplt_epu8_mask(v, _mm512_set1_epi8(below as i8));
     set.iter().fold(low, |bits, &b| {
         bits | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8))
     })
+}
+
+/// A set of bytes to find in a text: the bytes listed and every byte below
+/// the bound (none when it is 0), as [`block_bits_or_below`] takes them.
+pub(crate) type ByteSet<'a, const N: usize> = (&'a [u8; N], u8);
+
+/// Calls `each(start, first, second)` for every block of `bytes`, in
+/// order, with the bits of the block's bytes in each of the two sets,
+/// until `each` breaks; what it broke with.
+///
+/// This is [`block_bits_or_below`] twice per block for loops that read
+/// every byte of a text, but with AVX-512BW the whole loop runs in one
+/// function built for it: a block is loaded once for both sets, and no
+/// call and no check of the processor is paid per block, which in a loop
+/// over short texts costs as much as the compares.
+#[inline]
+pub(crate) fn scan_blocks<const N: usize, const M: usize, B>(
+    bytes: &[u8],
+    first: ByteSet<'_, N>,
+    second: ByteSet<'_, M>,
+    mut each: impl FnMut(usize, u64, u64) -> ControlFlow<B>,
+) -> ControlFlow<B> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512bw") {
+        // SAFETY: the CPU has AVX-512BW, checked just above.
+        return unsafe { scan_blocks_512(bytes, first, second, each) };
+    }
+    for start in (0..bytes.len()).step_by(BLOCK) {
+        each(
+            start,
+            block_bits_or_below(bytes, start, first.0, first.1),
+            block_bits_or_below(bytes, start, second.0, second.1),
+        )?;
+    }
+    ControlFlow::Continue(())
+}
+
+/// [`scan_blocks`] with AVX-512BW.
+///
+/// # Safety
+///
+/// The CPU must support AVX-512BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512bw")]
+unsafe fn scan_blocks_512<const N: usize, const M: usize, B>(
+    bytes: &[u8],
+    first: ByteSet<'_, N>,
+    second: ByteSet<'_, M>,
+    mut each: impl FnMut(usize, u64, u64) -> ControlFlow<B>,
+) -> ControlFlow<B> {
+    for start in (0..bytes.len()).step_by(BLOCK) {
+        let rest = &bytes[start..];
+        let within = bits_within(rest.len());
+        // SAFETY: `within` selects no more than the `rest.len()` readable
+        // bytes; a masked load touches no byte outside its mask. The bytes
+        // it leaves out load as 0, whose bits `within` clears.
+        let v = unsafe { std::arch::x86_64::_mm512_maskz_loadu_epi8(within, rest.as_ptr().cast()) };
+        each(
+            start,
+            matches_512(v, first.0, first.1) & within,
+            matches_512(v, second.0, second.1) & within,
+        )?;
+    }
+    ControlFlow::Continue(())
 }
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
@@ -319,6 +431,30 @@ mod tests {
                     positions_by_bytes(&bytes, &set, from)
                 );
             }
+        }
+
+        #[test]
+        fn scans_the_bits_a_byte_by_byte_test_gives(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b' ', b'\t', b'.', 0x1F, 0xE2, 0x80, 0xFF]),
+                0..300,
+            ),
+        ) {
+            let mut scanned = Vec::new();
+            let _ = scan_blocks(&bytes, (b".", 0x20), (&[0xE2, 0xFF], 0), |start, first, second| {
+                scanned.push((start, first, second));
+                ControlFlow::<()>::Continue(())
+            });
+            let bits_by_bytes = |start: usize, test: &dyn Fn(u8) -> bool| {
+                bytes[start..].iter().take(BLOCK).enumerate()
+                    .fold(0u64, |bits, (k, &b)| bits | (u64::from(test(b)) << k))
+            };
+            let expected: Vec<_> = (0..bytes.len()).step_by(BLOCK).map(|start| (
+                start,
+                bits_by_bytes(start, &|b| b == b'.' || b < 0x20),
+                bits_by_bytes(start, &|b| b == 0xE2 || b == 0xFF),
+            )).collect();
+            proptest::prop_assert_eq!(scanned, expected);
         }
     }
 }

@@ -1,9 +1,10 @@
 //! Token counting for chunk sizes: the embedding model's tokenizer when one
 //! is configured, whitespace-separated words otherwise.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use crate::byteset::{BLOCK, bits_within, block_bits};
+use crate::byteset::{BLOCK, bits_within, scan_blocks};
 
 /// Counts tokens in a piece of text.
 pub trait TokenCounter: Send + Sync {
@@ -45,7 +46,7 @@ const ASCII_WHITESPACE: [u8; 5] = *b" \t\n\r\x0c";
 /// Words in `bytes`: a word starts at the first byte if that is no space,
 /// and wherever a word byte follows a space byte. This runs over every
 /// sentence, the chunker's hottest loop, so the text is read 64 bytes at a
-/// time, a bit per byte for its spaces (see [`block_bits`]), and the word
+/// time, a bit per byte for its spaces (see [`scan_blocks`]), and the word
 /// starts of a block are counted in one go. ASCII whitespace bytes never
 /// occur inside a multi-byte UTF-8 sequence, so bytes are enough.
 fn count_words(bytes: &[u8]) -> usize {
@@ -53,14 +54,19 @@ fn count_words(bytes: &[u8]) -> usize {
     // Bit 0 set when the byte before the block is a space; the text
     // opens as if after one.
     let mut space_before = 1u64;
-    for start in (0..bytes.len()).step_by(BLOCK) {
-        let spaces = block_bits(bytes, start, &ASCII_WHITESPACE);
-        // The padding past the text's end is no space, and starts no word.
-        let within = bits_within(bytes.len() - start);
-        let starts = !spaces & ((spaces << 1) | space_before) & within;
-        words += starts.count_ones() as usize;
-        space_before = spaces >> (BLOCK - 1);
-    }
+    let _ = scan_blocks(
+        bytes,
+        (&ASCII_WHITESPACE, 0),
+        (&[], 0),
+        |start, spaces, _| -> ControlFlow<()> {
+            // The bits past the text's end are no space, and start no word.
+            let within = bits_within(bytes.len() - start);
+            let starts = !spaces & ((spaces << 1) | space_before) & within;
+            words += starts.count_ones() as usize;
+            space_before = spaces >> (BLOCK - 1);
+            ControlFlow::Continue(())
+        },
+    );
     words
 }
 

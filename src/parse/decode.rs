@@ -6,10 +6,12 @@
 //! Content that looks binary is refused rather than decoded into noise.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 
 use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
 
 use super::ParseFailure;
+use crate::byteset::{count_chars, scan_blocks};
 
 /// Decoded text and what the decoder had to say about it.
 #[derive(Debug)]
@@ -95,36 +97,50 @@ fn check_not_binary(text: &str) -> Result<(), ParseFailure> {
     }
     let head = &text[..end];
     let bytes = head.as_bytes();
-    // Plain counting loops over bytes vectorise; the rare non-ASCII cases
-    // are found with memchr.
-    // `&`, not `&&`: no branches, so the loops vectorise.
-    let is_c0 = |b: u8| {
-        ((b < 0x20) & (b != b'\t') & (b != b'\n') & (b != b'\r') & (b != 0x0c)) | (b == 0x7f)
-    };
-    // Counted in arrays of 128 bytes into a u8 (which cannot overflow): a
-    // length the compiler knows lets it unroll the loop into whole vectors,
-    // 1.6 times as fast here as slices of a length it does not.
-    let (blocks, tail) = bytes.as_chunks::<128>();
-    let c0 = blocks
-        .iter()
-        .map(|block| usize::from(block.iter().fold(0u8, |n, &b| n + u8::from(is_c0(b)))))
-        .sum::<usize>()
-        + tail.iter().filter(|&&b| is_c0(b)).count();
-    let c1 = memchr::memchr_iter(0xc2, bytes)
-        .filter(|&i| matches!(bytes.get(i + 1), Some(0x80..=0x9f)))
-        .count();
-    let replacement = memchr::memmem::find_iter(bytes, "\u{fffd}".as_bytes()).count();
-    let control = c0 + c1 + replacement;
+    let control = count_controls(bytes);
     if control == 0 {
         return Ok(());
     }
-    let total = bytes.iter().filter(|&&b| b & 0xc0 != 0x80).count();
+    let total = count_chars(head);
     if total > 0 && control * 100 > total {
         return Err(ParseFailure::Binary(format!(
             "{control} of the first {total} characters are control characters"
         )));
     }
     Ok(())
+}
+
+/// The control characters of [`check_not_binary`] in `bytes` (UTF-8): C0
+/// controls other than tab, newline, carriage return and form feed, DEL,
+/// C1 controls and U+FFFD.
+fn count_controls(bytes: &[u8]) -> usize {
+    // One read of each block for all three kinds: the first set holds the
+    // C0 controls and DEL with the four allowed controls among them, the
+    // second those four and the lead bytes of a C1 control and of U+FFFD,
+    // which are rare enough to be checked one by one.
+    const ALLOWED: [u8; 4] = [b'\t', b'\n', b'\r', 0x0c];
+    const ALLOWED_AND_LEADS: [u8; 6] = [ALLOWED[0], ALLOWED[1], ALLOWED[2], ALLOWED[3], 0xc2, 0xef];
+    let (mut c0, mut c1, mut replacement) = (0, 0, 0);
+    let _ = scan_blocks(
+        bytes,
+        (&[0x7f], 0x20),
+        (&ALLOWED_AND_LEADS, 0),
+        |start, controls, allowed_and_leads| -> ControlFlow<()> {
+            c0 += (controls & !allowed_and_leads).count_ones() as usize;
+            let mut leads = allowed_and_leads & !controls;
+            while leads != 0 {
+                let at = start + leads.trailing_zeros() as usize;
+                match bytes.get(at..) {
+                    Some([0xc2, 0x80..=0x9f, ..]) => c1 += 1,
+                    Some([0xef, 0xbf, 0xbd, ..]) => replacement += 1,
+                    _ => {}
+                }
+                leads &= leads - 1;
+            }
+            ControlFlow::Continue(())
+        },
+    );
+    c0 + c1 + replacement
 }
 
 #[cfg(test)]
@@ -157,6 +173,22 @@ mod tests {
         let d = decode_text(b"Caf\xe9 cr\xe8me \x93quoted\x94").unwrap();
         assert_eq!(d.text, "Café crème \u{201c}quoted\u{201d}");
         assert!(d.warning.unwrap().contains("Windows-1252"));
+    }
+
+    proptest::proptest! {
+        /// The block count agrees with a count character by character.
+        #[test]
+        fn controls_are_counted_as_characters(
+            text in "[a \t\n\r\x0c\x00\x01\x1f\x7f\u{80}\u{9f}\u{a0}\u{ff}\u{fffd}\u{fffc}\u{2014}é]{0,300}"
+        ) {
+            let expected = text
+                .chars()
+                .filter(|&c| {
+                    (c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\x0c')) || c == '\u{fffd}'
+                })
+                .count();
+            proptest::prop_assert_eq!(count_controls(text.as_bytes()), expected);
+        }
     }
 
     #[test]

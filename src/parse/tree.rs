@@ -7,9 +7,11 @@
 //! its [`TextSpan`] in that text, and sentence offsets downstream point into
 //! it as well.
 
+use std::ops::ControlFlow;
+
 use serde::Serialize;
 
-use crate::byteset::{BLOCK, block_bits, block_bits_or_below, count_chars};
+use crate::byteset::{BLOCK, count_chars, scan_blocks};
 
 /// Input formats Trellis reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -405,21 +407,25 @@ fn is_collapsed(bytes: &[u8]) -> bool {
     // exact check.
     const LEAD_BYTES: [u8; 5] = [0xc2, 0xe1, 0xe2, 0xe3, 0xef];
     let mut space_before = 0u64;
-    for start in (0..bytes.len()).step_by(BLOCK) {
-        let spaces = block_bits(bytes, start, b" ");
-        if spaces & ((spaces << 1) | space_before) != 0 {
-            return false; // two spaces in a row
-        }
-        space_before = spaces >> (BLOCK - 1);
-        let mut suspicious = block_bits_or_below(bytes, start, &LEAD_BYTES, 0x20);
-        while suspicious != 0 {
-            if whitespace_at(bytes, start + suspicious.trailing_zeros() as usize) {
-                return false;
+    let found = scan_blocks(
+        bytes,
+        (b" ", 0),
+        (&LEAD_BYTES, 0x20),
+        |start, spaces, mut suspicious| {
+            if spaces & ((spaces << 1) | space_before) != 0 {
+                return ControlFlow::Break(()); // two spaces in a row
             }
-            suspicious &= suspicious - 1;
-        }
-    }
-    true
+            space_before = spaces >> (BLOCK - 1);
+            while suspicious != 0 {
+                if whitespace_at(bytes, start + suspicious.trailing_zeros() as usize) {
+                    return ControlFlow::Break(());
+                }
+                suspicious &= suspicious - 1;
+            }
+            ControlFlow::Continue(())
+        },
+    );
+    found.is_continue()
 }
 
 /// Whether a character [`collapse_whitespace`] removes, other than the plain

@@ -13,11 +13,11 @@
 //! sentences and for paragraphs). [`Skeleton::edges`] lists them.
 
 use std::fmt;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 use serde::Serialize;
 
-use crate::byteset::count_chars;
+use crate::byteset::{count_chars, scan_blocks};
 use crate::parse::legibility::{Legibility, is_unknown_glyph};
 use crate::parse::{BlockKind, DocumentTree, Format, Table, TextSpan, TocEntry};
 use crate::segment::{Screen, Segmenter, SentenceFilter};
@@ -389,10 +389,9 @@ impl Skeleton {
 /// did not decode, control characters, private-use code points).
 fn extraction_confidence(text: &str) -> f32 {
     // Most sentences hold no byte an unknown glyph can start with: a
-    // branch-free pass the compiler vectorizes says so without decoding or
-    // counting, for accented letters, dashes and curly quotes as well as
-    // for ASCII.
-    if !may_hold_unknown_glyph(text.as_bytes()) {
+    // pass over their bytes says so without decoding or counting, for
+    // accented letters, dashes and curly quotes as well as for ASCII.
+    if !may_hold_unknown_glyph(text) {
         return 1.0;
     }
     let (mut all, mut unknown) = (0usize, 0usize);
@@ -407,24 +406,34 @@ fn extraction_confidence(text: &str) -> f32 {
     }
 }
 
-/// Whether `bytes` (UTF-8) may encode a character [`is_unknown_glyph`]
-/// rejects. In UTF-8 every such character is a C0 control or DEL (one
-/// byte), a C1 control (`C2 80..=9F`), or starts with a lead byte of `EE`
-/// or above (U+E000 onwards: the private-use areas, U+FFFD, the
-/// noncharacters, the supplementary planes). Without any of these bytes,
-/// the text has no unknown glyph; with one, it may.
-fn may_hold_unknown_glyph(bytes: &[u8]) -> bool {
-    let (single, c1_lead) = bytes.iter().fold((false, false), |(single, c1_lead), &b| {
-        // `|`, not `||`: no branches, so the loop vectorizes.
-        (
-            single | (b < 0x20) | (b == 0x7F) | (b >= 0xEE),
-            c1_lead | (b == 0xC2),
-        )
-    });
-    single
-        || (c1_lead
-            && memchr::memchr_iter(0xC2, bytes)
-                .any(|i| matches!(bytes.get(i + 1), Some(0x80..=0x9F))))
+/// Whether `text` may hold a character [`is_unknown_glyph`] rejects. In
+/// UTF-8 every such character is a C0 control or DEL (one byte), a C1
+/// control (`C2 80..=9F`), or starts with a lead byte of `EE` or above
+/// (U+E000 onwards: the private-use areas, U+FFFD, the noncharacters, the
+/// supplementary planes; a `str` holds no byte above `F4`). Without any of
+/// these bytes, the text has no unknown glyph; with one, it may.
+fn may_hold_unknown_glyph(text: &str) -> bool {
+    const HIGH_LEADS_AND_DEL: [u8; 8] = [0x7f, 0xee, 0xef, 0xf0, 0xf1, 0xf2, 0xf3, 0xf4];
+    let bytes = text.as_bytes();
+    let found = scan_blocks(
+        bytes,
+        (&HIGH_LEADS_AND_DEL, 0x20),
+        (&[0xc2], 0),
+        |start, single, mut c1_leads| {
+            if single != 0 {
+                return ControlFlow::Break(());
+            }
+            while c1_leads != 0 {
+                let at = start + c1_leads.trailing_zeros() as usize;
+                if let Some(0x80..=0x9f) = bytes.get(at + 1) {
+                    return ControlFlow::Break(());
+                }
+                c1_leads &= c1_leads - 1;
+            }
+            ControlFlow::Continue(())
+        },
+    );
+    found.is_break()
 }
 
 /// What a paragraph's text rules out for all of its sentences, read once
@@ -598,7 +607,7 @@ impl Builder<'_> {
             screen: ParagraphScreen {
                 filter: Screen::of(text),
                 // Only the character check reads glyphs; judged words do not.
-                may_hold_unknown_glyph: self.judge_words || may_hold_unknown_glyph(text.as_bytes()),
+                may_hold_unknown_glyph: self.judge_words || may_hold_unknown_glyph(text),
             },
         };
         let mut ranges = std::mem::take(&mut self.ranges);
