@@ -8,8 +8,10 @@
 #
 #   scripts/browser-test.sh                           # screenshot in target/console.png
 #   SCREENSHOT=docs/console.png scripts/browser-test.sh   # refresh the README's
+#   scripts/browser-test.sh --install                 # install chromium and playwright-core only
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/cargo-env.sh
 
 PLAYWRIGHT_VERSION="1.65.1"
 PYTHON="${PYTHON:-python3}"
@@ -32,11 +34,12 @@ if [[ ! -f "$PLAYWRIGHT_DIR/node_modules/playwright-core/package.json" ]]; then
   npm install --prefix "$PLAYWRIGHT_DIR" --no-audit --no-fund --silent \
     "playwright-core@$PLAYWRIGHT_VERSION"
 fi
+[[ "${1:-}" == "--install" ]] && exit 0
 
 # The binary as the integration tests build it (dev-dependency features
 # unified), so that after `cargo test` nothing is compiled again.
 cargo test --locked --no-run --quiet --test it
-TRELLIS="$PWD/target/debug/trellis"
+TRELLIS="$CARGO_TARGET_DIR/debug/trellis"
 
 WORK="$(mktemp -d)"
 SERVERS=()

@@ -8,8 +8,10 @@
 #
 #   scripts/fuzz-api.sh                 # 100 examples per operation
 #   FUZZ_API_EXAMPLES=1000 scripts/fuzz-api.sh
+#   scripts/fuzz-api.sh --install       # install schemathesis only (the test command does this first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/cargo-env.sh
 
 SCHEMATHESIS_VERSION="4.32.5"
 EXAMPLES="${FUZZ_API_EXAMPLES:-100}"
@@ -23,11 +25,12 @@ if [[ ! -x "$VENV/bin/schemathesis" ]]; then
   "$PYTHON" -m venv "$VENV"
   "$VENV/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
 fi
+[[ "${1:-}" == "--install" ]] && exit 0
 
 # The binary as the integration tests build it (dev-dependency features
 # unified), so that after `cargo test` nothing is compiled again.
 cargo test --locked --no-run --quiet --test it
-TRELLIS="$PWD/target/debug/trellis"
+TRELLIS="$CARGO_TARGET_DIR/debug/trellis"
 
 WORK="$(mktemp -d)"
 SERVER=""

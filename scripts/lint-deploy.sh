@@ -11,9 +11,12 @@
 # error or warning and on any failed check.
 #
 #   scripts/lint-deploy.sh [CHART_DIR]
+#   scripts/lint-deploy.sh --install   # install the linters and build promtool only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+INSTALL_ONLY=0
+if [[ "${1:-}" == "--install" ]]; then INSTALL_ONLY=1; shift; fi
 CHART="${1:-charts/trellis}"
 HELM_SDKPY_VERSION="0.1.32"
 PYTHON="${PYTHON:-python3}"
@@ -27,6 +30,10 @@ if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c "import helm_sdkpy, 
   "$PYTHON" -m venv "$VENV"
   # The wheel declares a newer Python than it needs.
   "$VENV/bin/pip" install --quiet --ignore-requires-python "helm_sdkpy==$HELM_SDKPY_VERSION" "pyyaml==6.0.2" "lupa==$LUPA_VERSION"
+fi
+if ((INSTALL_ONLY)); then
+  scripts/promtool.sh >/dev/null
+  exit 0
 fi
 
 "$VENV/bin/python" scripts/lint_chart.py "$CHART"

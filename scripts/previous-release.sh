@@ -1,24 +1,44 @@
 #!/usr/bin/env bash
 # Builds the previous release of Trellis — the commit named in
 # tests/e2e/previous-release — for the end-to-end suite's upgrade
-# scenario: its `trellis` binary and its Helm chart, under
-# target/e2e-previous/<commit>/. Built once per target directory.
+# scenario: its `trellis` binary and its Helm chart, placed under
+# target/e2e-previous/<commit>/ of this checkout.
 #
 #   scripts/previous-release.sh      # prints the directory
 #
-# The build shares this checkout's target directory, so that the
-# dependencies compiled for this checkout serve it too (a few minutes
-# instead of a cold build).
+# The result is cached under the tools cache, keyed by the commit, the
+# toolchain (scripts/cargo-env.sh) and the build command's revision, so
+# that a machine builds a release once; a commit's sources (its
+# Cargo.lock among them) never change, so nothing else goes into the key.
+# The build shares the cached build directory, so that the dependencies
+# compiled for this checkout serve it too. It is built with one example
+# target beside the binary: that unifies the dev-dependencies' features as
+# the test build does, so the shared dependencies are reused instead of
+# compiled a second time with other features.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/cargo-env.sh
 
 die() { echo "previous-release: $*" >&2; exit 1; }
 
+# Bump when the build command below changes, so that cached releases rebuild.
+BUILD_REVISION=2
 rev="$(grep -v '^#' tests/e2e/previous-release | tr -d '[:space:]')"
 [[ "$rev" =~ ^[0-9a-f]{40}$ ]] || die "tests/e2e/previous-release must name a full commit hash"
+toolchain="$(basename "$CARGO_TARGET_DIR")"
+cache="$TRELLIS_TOOLS/trellis-previous/$rev-${toolchain#cargo-target-}-$BUILD_REVISION"
 dest="target/e2e-previous/$rev"
-if [[ -x "$dest/trellis" && -f "$dest/charts/trellis/Chart.yaml" ]]; then
+
+place() {
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  cp "$cache/trellis" "$dest/trellis"
+  cp -r "$cache/charts" "$dest/charts"
   echo "$dest"
+}
+
+if [[ -x "$cache/trellis" && -f "$cache/charts/trellis/Chart.yaml" ]]; then
+  place
   exit 0
 fi
 if ! git cat-file -e "$rev^{commit}" 2>/dev/null; then
@@ -26,12 +46,14 @@ if ! git cat-file -e "$rev^{commit}" 2>/dev/null; then
   die "commit $rev is not in this clone (shallow: $shallow); the upgrade scenario needs the history up to it"
 fi
 
-rm -rf "$dest"
-mkdir -p "$dest/src"
-git archive "$rev" | tar -x -C "$dest/src"
+work="$(mktemp -d "${TMPDIR:-/tmp}/trellis-previous.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/src"
+git archive "$rev" | tar -x -C "$work/src"
 # Its binary target renamed, so that it does not link over this checkout's
-# target/debug/trellis; nothing else of the release changes.
-python3 - "$dest/src/Cargo.toml" <<'PY'
+# trellis binary in the shared build directory; nothing else of the
+# release changes.
+python3 - "$work/src/Cargo.toml" <<'PY'
 import re, sys
 path = sys.argv[1]
 text = open(path).read()
@@ -42,9 +64,13 @@ if n != 1:
 open(path, "w").write(text)
 PY
 echo "previous-release: building trellis at ${rev:0:12}" >&2
-cargo build --locked --quiet --manifest-path "$dest/src/Cargo.toml" --target-dir target \
-  --bin trellis-previous
-cp target/debug/trellis-previous "$dest/trellis"
-cp -r "$dest/src/charts" "$dest/charts"
-rm -rf "$dest/src"
-echo "$dest"
+# The release is built as it was, without this checkout's lint wrapper.
+env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
+  cargo build --locked --quiet --manifest-path "$work/src/Cargo.toml" \
+  --bin trellis-previous --example enrich_throughput
+rm -rf "$cache.tmp"
+mkdir -p "$cache.tmp"
+cp "$CARGO_TARGET_DIR/debug/trellis-previous" "$cache.tmp/trellis"
+cp -r "$work/src/charts" "$cache.tmp/charts"
+rm -rf "$cache" && mv "$cache.tmp" "$cache"
+place

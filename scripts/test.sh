@@ -1,72 +1,267 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: formatting, lints, then every unit,
-# integration and property test, then the operator end to end on a real
-# control plane, then a lint of the Helm chart and a schemathesis run
-# against the retrieval service. Fetches what the tests need (the
-# all-MiniLM-L6-v2 tokenizer, for token-counted chunking; moto's S3
-# server, for the S3 source tests; FalkorDB and Neo4j, for the graph-store
-# tests;
-# kube-apiserver, kube-controller-manager, etcd and helm, built from their
-# Go modules, for the end-to-end suite; chromium and playwright-core, for
-# the console's browser test) on first use.
+# The whole test suite, as CI runs it: formatting; one build of every
+# target with clippy's lints compiled in; every unit, integration,
+# property and doc test; the operator end to end on a real control plane;
+# a lint of the Helm chart; a schemathesis run against the retrieval
+# service; the console in a real browser. Installs what the tests need on
+# first use (the all-MiniLM-L6-v2 model; moto's S3 server; FalkorDB and
+# Neo4j; kube-apiserver, kube-controller-manager, etcd, helm and promtool,
+# built from their Go modules; schemathesis, the chart linters, chromium
+# and playwright-core) under ~/.cache/trellis, and ends with a table of
+# each phase's wall time.
 #
-#   scripts/test.sh
+#   scripts/test.sh                 # every phase, in order
+#   scripts/test.sh PHASE...        # only these phases (each installs what it needs)
+#   scripts/test.sh --list          # the phases
+#
+# Builds go to the cached build directory of scripts/cargo-env.sh. The
+# installs and Go builds run in the background, at low priority, while
+# the Rust build runs; the phases that need them wait for them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/cargo-env.sh
 
-scripts/fetch-model.sh >/dev/null
-# The S3 source tests start moto's S3 server; install it before the tests
-# run, so that no test waits on pip.
-scripts/s3-test-server.sh --install
-# The graph-store tests start a real FalkorDB and a real Neo4j 5
-# Community (its embedded DBMS from Maven Central); a failed install fails
-# the run here rather than as a skipped test.
-scripts/falkordb-test-server.sh --install
-scripts/neo4j-test-server.sh --install
+# name|what it covers, in the order they run.
+PHASES=(
+  "model|fetch the embedding model"
+  "tools|install test servers and tools, build the Go tools (background)"
+  "fmt|cargo fmt --check"
+  "build|compile every target, clippy lints included"
+  "tests|unit, integration, property and doc tests"
+  "previous-release|the upgrade scenario's starting release"
+  "control-plane|kube-apiserver, controller manager, etcd, helm (background)"
+  "e2e|the operator on a real control plane"
+  "chart-lint|the Helm chart, its values, alerts and dashboard"
+  "api-fuzz|schemathesis against the service's OpenAPI"
+  "browser|the console in chromium"
+)
+
+usage() {
+  echo "usage: scripts/test.sh [--list | PHASE...]" >&2
+  exit 2
+}
+
+declare -A SELECTED=()
+if [[ $# -eq 0 ]]; then
+  for entry in "${PHASES[@]}"; do SELECTED[${entry%%|*}]=1; done
+elif [[ "$1" == "--list" ]]; then
+  for entry in "${PHASES[@]}"; do printf '%-18s %s\n' "${entry%%|*}" "${entry#*|}"; done
+  exit 0
+else
+  for name in "$@"; do
+    known=0
+    for entry in "${PHASES[@]}"; do [[ "${entry%%|*}" == "$name" ]] && known=1; done
+    ((known)) || { echo "scripts/test.sh: no phase named '$name'" >&2; usage; }
+    SELECTED[$name]=1
+  done
+fi
+selected() { [[ -n "${SELECTED[$1]:-}" ]]; }
+
+# --- the phase table -------------------------------------------------------
+#
+# Foreground phases are timed from `begin` to the next `begin` (or the
+# end); a background job records its own time in a file. The table is
+# printed on every exit, a failing one too, with the phase that failed.
+
+RUN_STARTED=$SECONDS
+WORK="$(mktemp -d)"
+TABLE=()
+CURRENT=""
+CURRENT_STARTED=0
+
+end_phase() {
+  local status="$1"
+  if [[ -n "$CURRENT" ]]; then
+    TABLE+=("$CURRENT|$((SECONDS - CURRENT_STARTED))|$status")
+    CURRENT=""
+  fi
+}
+
+begin() {
+  end_phase ok
+  CURRENT="$1"
+  CURRENT_STARTED=$SECONDS
+  echo "=== $1" >&2
+}
+
+minutes() { printf '%d min %02d s' $(($1 / 60)) $(($1 % 60)); }
+
+print_table() {
+  local total=$((SECONDS - RUN_STARTED)) row name secs status job
+  {
+    echo
+    echo "phase                      wall time   "
+    echo "-------------------------  ------------"
+    for row in "${TABLE[@]}"; do
+      IFS='|' read -r name secs status <<<"$row"
+      printf '%-25s  %12s%s\n' "$name" "$(minutes "$secs")" "$([[ $status == ok ]] || echo "  $status")"
+    done
+    for job in "$WORK"/background-*.time; do
+      [[ -f "$job" ]] || continue
+      IFS='|' read -r name secs status <"$job"
+      printf '%-25s  %12s  %s\n' "  $name" "$(minutes "$secs")" "background$([[ $status == ok ]] || echo ", $status")"
+    done
+    echo "-------------------------  ------------"
+    printf '%-25s  %12s\n' "total" "$(minutes "$total")"
+  } >&2
+}
+
+on_exit() {
+  local status=$?
+  end_phase "$([[ $status == 0 ]] && echo ok || echo "FAILED (exit $status)")"
+  # Background jobs still running are stopped, so a failed run ends.
+  for pid in "${BACKGROUND[@]}"; do kill_tree "$pid"; done
+  print_table
+  # Every runner's summary was logged as well: cargo's `test result:`
+  # lines, and the e2e and browser runners' `N passed, M failed`.
+  if [[ -f "$WORK/tests.log" ]]; then
+    awk '/^test result:/ { passed += $4; failed += $6 }
+         /^(e2e|browser tests): [0-9]+ passed, [0-9]+ failed/ { passed += $(NF-3); failed += $(NF-1) }
+         END { printf "tests: %d passed, %d failed\n", passed, failed }' "$WORK/tests.log"
+  fi
+  rm -rf "$WORK"
+  exit "$status"
+}
+trap on_exit EXIT
+
+# Runs a command (or a function of this script) in the background at low
+# priority, so that the Rust build keeps the cores it can use; its output
+# goes to a log and its wall time to the table. `await NAME` waits for it
+# and fails with its log if it failed.
+declare -A BACKGROUND=()
+background() {
+  local name="$1"; shift
+  (
+    renice -n 10 -p "$BASHPID" >/dev/null
+    started=$SECONDS
+    set +e
+    (set -e; "$@") >"$WORK/background-$name.log" 2>&1
+    status=$?
+    echo "$name|$((SECONDS - started))|$([[ $status == 0 ]] && echo ok || echo "FAILED (exit $status)")" \
+      >"$WORK/background-$name.time"
+    exit "$status"
+  ) &
+  BACKGROUND[$name]=$!
+}
+
+# Stops a process and everything it started.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" || true); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+
+await() {
+  local name="$1"
+  [[ -n "${BACKGROUND[$name]:-}" ]] || return 0
+  if ! wait "${BACKGROUND[$name]}"; then
+    cat "$WORK/background-$name.log" >&2
+    echo "scripts/test.sh: $name failed (its log is above)" >&2
+    return 1
+  fi
+  unset "BACKGROUND[$name]"
+  cat "$WORK/background-$name.log" >&2
+}
+
+# --- what the phases need, started in the background ------------------------
+
+# Installs whose work is mostly downloading; each script caches its result
+# under ~/.cache/trellis/tools, keyed by the versions it pins.
+install_tools() {
+  set -e
+  # The S3 source tests start moto's S3 server; the graph-store tests a
+  # real FalkorDB and Neo4j 5 Community. A failed install fails the run
+  # rather than showing as a skipped test.
+  scripts/s3-test-server.sh --install
+  scripts/falkordb-test-server.sh --install
+  scripts/neo4j-test-server.sh --install
+  if selected chart-lint; then scripts/lint-deploy.sh --install; fi
+  if selected api-fuzz; then scripts/fuzz-api.sh --install; fi
+  if selected browser; then scripts/browser-test.sh --install; fi
+}
+
+# The tests' model, before anything reads it.
+if selected model || selected tests || selected e2e || selected api-fuzz || selected browser; then
+  begin model
+  scripts/fetch-model.sh >/dev/null
+fi
+
+if selected tools || selected tests || selected chart-lint || selected api-fuzz || selected browser; then
+  background tools install_tools
+fi
 # The control plane builds from Go modules once per machine (about 12
-# minutes cold); it builds beside the Rust build, whose single-crate
-# stretches leave a core idle, and is waited for before the e2e suite.
-control_plane_log="$(mktemp)"
-scripts/control-plane.sh build >"$control_plane_log" 2>&1 &
-control_plane_build=$!
+# minutes on 2 cores, cold); at low priority it takes the cores the Rust
+# build leaves idle.
+if selected control-plane || selected e2e || selected chart-lint; then
+  background control-plane scripts/control-plane.sh build
+fi
 
-cargo fmt --all -- --check
-cargo clippy --locked --all-targets -- -D warnings
-# The e2e suite is `test = false`, which `--all-targets` skips (even when
-# named beside it).
-cargo clippy --locked --test e2e -- -D warnings
+# --- the phases --------------------------------------------------------------
 
-# Every test runner's summary goes to a log as well, so that the run ends
-# with one line that totals them.
-log="$(mktemp)"
-trap 'rm -f "$log" "$control_plane_log"' EXIT
-cargo test --locked --doc 2>&1 | tee -a "$log"
-cargo test --locked --lib --bins --tests 2>&1 | tee -a "$log"
-awk '/^test result:/ { passed += $4; failed += $6 }
-     END { printf "all tests: %d passed, %d failed\n", passed, failed }' "$log"
+if selected fmt; then
+  begin fmt
+  cargo fmt --all -- --check
+fi
+
+if selected build || selected tests; then
+  begin build
+  # Every target `cargo clippy --all-targets` lints, compiled for the tests
+  # with the lints in (scripts/cargo-env.sh). The e2e suite is
+  # `test = false`, which `--all-targets` skips, so it is named alone.
+  cargo test --locked --no-run --all-targets
+  cargo test --locked --no-run --test e2e
+fi
+
+if selected tests; then
+  begin tests
+  await tools
+  # Unit, integration, property and doc tests in one run: everything but
+  # the doc tests is built by now. Every runner's summary goes to a log as
+  # well, so that the run ends with one line that totals them.
+  cargo test --locked 2>&1 | tee -a "$WORK/tests.log"
+fi
 
 # The operator against a real kube-apiserver, controller manager and etcd,
 # the chart installed with helm and pods run by the node harness
 # (tests/e2e/); it needs root for its network and mount namespaces. Its
-# upgrade scenario starts from the previous release, built here from the
-# commit in tests/e2e/previous-release with the dependencies just built.
-scripts/previous-release.sh
-if ! wait "$control_plane_build"; then
-  cat "$control_plane_log" >&2
-  echo "building the control plane failed" >&2
-  exit 1
+# upgrade scenario starts from the previous release.
+if selected previous-release || selected e2e; then
+  begin previous-release
+  scripts/previous-release.sh >/dev/null
 fi
-cat "$control_plane_log"
-cargo test --locked --test e2e
+
+if selected control-plane || selected e2e; then
+  begin control-plane
+  await control-plane
+fi
+
+if selected e2e; then
+  begin e2e
+  cargo test --locked --test e2e 2>&1 | tee -a "$WORK/tests.log"
+fi
 
 # The Helm chart, linted by Helm's library with each values overlay, and
 # the GitOps health checks run on sample objects.
-scripts/lint-deploy.sh
+if selected chart-lint; then
+  begin chart-lint
+  await tools
+  await control-plane
+  scripts/lint-deploy.sh
+fi
 
 # The retrieval service against its own OpenAPI document (schemathesis).
-scripts/fuzz-api.sh
+if selected api-fuzz; then
+  begin api-fuzz
+  await tools
+  scripts/fuzz-api.sh
+fi
 
-# The console in Debian's chromium, driven by playwright-core (both
-# installed on first use), against live services over the quick start and
-# a PDF.
-scripts/browser-test.sh
+# The console in Debian's chromium, driven by playwright-core, against
+# live services over the quick start and a PDF.
+if selected browser; then
+  begin browser
+  await tools
+  scripts/browser-test.sh 2>&1 | tee -a "$WORK/tests.log"
+fi
+
+await tools
