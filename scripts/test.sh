@@ -208,7 +208,11 @@ if selected build || selected tests; then
   # Every target `cargo clippy --all-targets` lints, compiled for the tests
   # with the lints in (scripts/cargo-env.sh). The e2e suite is
   # `test = false`, which `--all-targets` skips, so it is named alone.
-  cargo test --locked --no-run --all-targets
+  # `--timings` keeps each crate's compile time in the build directory
+  # (cargo-timings/cargo-timing.html), where the next change to the build
+  # profile starts from; reports older than a day are dropped.
+  cargo test --locked --no-run --all-targets --timings
+  find "$CARGO_TARGET_DIR/cargo-timings" -name 'cargo-timing-*.html' -mtime +1 -delete 2>/dev/null || true
   cargo test --locked --no-run --test e2e
 fi
 
