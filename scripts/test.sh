@@ -205,15 +205,18 @@ fi
 
 if selected build || selected tests; then
   begin build
-  # Every target `cargo clippy --all-targets` lints, compiled for the tests
-  # with the lints in (scripts/cargo-env.sh). The e2e suite is
-  # `test = false`, which `--all-targets` skips, so it is named alone.
-  # `--timings` keeps each crate's compile time in the build directory
-  # (cargo-timings/cargo-timing.html), where the next change to the build
-  # profile starts from; reports older than a day are dropped.
-  cargo test --locked --no-run --all-targets --timings
+  # Every target `cargo clippy --all-targets` lints, and the e2e suite,
+  # compiled for the tests with the lints in (scripts/cargo-env.sh), in
+  # one cargo run so that they compile side by side. The e2e suite is
+  # `test = false`, which `--all-targets` and `--tests` leave out even
+  # when it is named beside them, so the targets are named one by one;
+  # a test target added without being named here is still compiled, and
+  # linted, by the tests phase. `--timings` keeps each crate's compile
+  # time in the build directory (cargo-timings/cargo-timing.html), where
+  # the next change to the build profile starts from; reports older than
+  # a day are dropped.
+  cargo test --locked --no-run --lib --bins --test it --test e2e --benches --examples --timings
   find "$CARGO_TARGET_DIR/cargo-timings" -name 'cargo-timing-*.html' -mtime +1 -delete 2>/dev/null || true
-  cargo test --locked --no-run --test e2e
 fi
 
 if selected tests; then
