@@ -165,8 +165,9 @@ await() {
 
 # --- what the phases need, started in the background ------------------------
 
-# Installs whose work is mostly downloading; each script caches its result
-# under ~/.cache/trellis/tools, keyed by the versions it pins.
+# Installs, mostly downloads (and promtool's Go build, for the chart
+# lint); each script caches its result under ~/.cache/trellis/tools,
+# keyed by the versions it pins.
 install_tools() {
   set -e
   # The S3 source tests start moto's S3 server; the graph-store tests a
@@ -186,12 +187,12 @@ if selected model || selected tests || selected e2e || selected api-fuzz || sele
   scripts/fetch-model.sh >/dev/null
 fi
 
-if selected tools || selected tests || selected chart-lint || selected api-fuzz || selected browser; then
+if selected tools || selected tests || selected e2e || selected chart-lint || selected api-fuzz || selected browser; then
   background tools install_tools
 fi
 # The control plane builds from Go modules once per machine (about 12
-# minutes on 2 cores, cold); at low priority it takes the cores the Rust
-# build leaves idle.
+# minutes alone on 2 cores); at low priority it takes what the Rust build
+# leaves of the cores.
 if selected control-plane || selected e2e || selected chart-lint; then
   background control-plane scripts/control-plane.sh build
 fi
@@ -275,6 +276,8 @@ fi
 
 if selected e2e; then
   begin e2e
+  # Its graph scenario starts a FalkorDB server.
+  await tools
   cargo test --locked --test e2e 2>&1 | tee -a "$WORK/tests.log"
 fi
 
