@@ -22,7 +22,7 @@ source scripts/cargo-env.sh
 die() { echo "previous-release: $*" >&2; exit 1; }
 
 # Bump when the build command below changes, so that cached releases rebuild.
-BUILD_REVISION=2
+BUILD_REVISION=3
 rev="$(grep -v '^#' tests/e2e/previous-release | tr -d '[:space:]')"
 [[ "$rev" =~ ^[0-9a-f]{40}$ ]] || die "tests/e2e/previous-release must name a full commit hash"
 toolchain="$(basename "$CARGO_TARGET_DIR")"
@@ -63,11 +63,26 @@ if n != 1:
     sys.exit("previous-release: no [[bin]] named trellis in " + path)
 open(path, "w").write(text)
 PY
+# This checkout's build profiles, passed as cargo configuration, which
+# takes precedence over the release's manifest: a dependency whose
+# optimisation level differs between the two would be compiled again.
+python3 - Cargo.toml "$work/profiles.toml" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines(keepends=True)
+out, keep = [], False
+for line in lines:
+    header = re.match(r"\s*\[+([^\]]*)\]", line)
+    if header:
+        keep = header.group(1).strip().startswith("profile.")
+    if keep:
+        out.append(line)
+open(sys.argv[2], "w").write("".join(out))
+PY
 echo "previous-release: building trellis at ${rev:0:12}" >&2
 # The release is built as it was, without this checkout's lint wrapper.
 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
   cargo build --locked --quiet --manifest-path "$work/src/Cargo.toml" \
-  --bin trellis-previous --example enrich_throughput
+  --config "$work/profiles.toml" --bin trellis-previous --example enrich_throughput
 rm -rf "$cache.tmp"
 mkdir -p "$cache.tmp"
 cp "$CARGO_TARGET_DIR/debug/trellis-previous" "$cache.tmp/trellis"
