@@ -60,19 +60,44 @@ selected() { [[ -n "${SELECTED[$1]:-}" ]]; }
 # --- the phase table -------------------------------------------------------
 #
 # Foreground phases are timed from `begin` to the next `begin` (or the
-# end); a background job records its own time in a file. The table is
-# printed on every exit, a failing one too, with the phase that failed.
+# end), with how many of the machine's cores were busy meanwhile (from
+# /proc/stat, whatever kept them busy); a background job records its own
+# wall and CPU time in a file. The CPU figures show where the cores go and
+# how much room a phase leaves beside it. The table is printed on every
+# exit, a failing one too, with the phase that failed.
 
 RUN_STARTED=$SECONDS
 WORK="$(mktemp -d)"
 TABLE=()
 CURRENT=""
 CURRENT_STARTED=0
+CURRENT_CPU=""
+
+# Busy and total jiffies of the whole machine so far: "busy total".
+machine_cpu() {
+  local _ user nice system idle iowait irq softirq steal
+  read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+  echo "$((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal))"
+}
+RUN_CPU="$(machine_cpu)"
+CORES="$(nproc)"
+
+# Busy cores on average since a `machine_cpu` reading, e.g. "1.8".
+busy_cores() {
+  local busy0 total0 busy1 total1
+  read -r busy0 total0 <<<"$1"
+  read -r busy1 total1 <<<"$(machine_cpu)"
+  if ((total1 > total0)); then
+    echo "$(((busy1 - busy0) * CORES * 10 / (total1 - total0)))" | sed -E 's/^([0-9]*)([0-9])$/\1.\2/; s/^\./0./'
+  else
+    echo "-"
+  fi
+}
 
 end_phase() {
   local status="$1"
   if [[ -n "$CURRENT" ]]; then
-    TABLE+=("$CURRENT|$((SECONDS - CURRENT_STARTED))|$status")
+    TABLE+=("$CURRENT|$((SECONDS - CURRENT_STARTED))|$(busy_cores "$CURRENT_CPU")|$status")
     CURRENT=""
   fi
 }
@@ -81,28 +106,34 @@ begin() {
   end_phase ok
   CURRENT="$1"
   CURRENT_STARTED=$SECONDS
+  CURRENT_CPU="$(machine_cpu)"
   echo "=== $1" >&2
 }
 
 minutes() { printf '%d min %02d s' $(($1 / 60)) $(($1 % 60)); }
 
 print_table() {
-  local total=$((SECONDS - RUN_STARTED)) row name secs status job
+  local total=$((SECONDS - RUN_STARTED)) row name secs cpu status job
   {
     echo
-    echo "phase                      wall time   "
-    echo "-------------------------  ------------"
+    echo "phase                      wall time     CPU"
+    echo "-------------------------  ------------  -------------------"
     for row in "${TABLE[@]}"; do
-      IFS='|' read -r name secs status <<<"$row"
-      printf '%-25s  %12s%s\n' "$name" "$(minutes "$secs")" "$([[ $status == ok ]] || echo "  $status")"
+      IFS='|' read -r name secs cpu status <<<"$row"
+      if [[ $status == ok ]]; then
+        printf '%-25s  %12s  %s\n' "$name" "$(minutes "$secs")" "$cpu of $CORES cores"
+      else
+        printf '%-25s  %12s  %-19s  %s\n' "$name" "$(minutes "$secs")" "$cpu of $CORES cores" "$status"
+      fi
     done
     for job in "$WORK"/background-*.time; do
       [[ -f "$job" ]] || continue
-      IFS='|' read -r name secs status <"$job"
-      printf '%-25s  %12s  %s\n' "  $name" "$(minutes "$secs")" "background$([[ $status == ok ]] || echo ", $status")"
+      IFS='|' read -r name secs cpu status <"$job"
+      printf '%-25s  %12s  %-19s  %s\n' "  $name" "$(minutes "$secs")" "$(minutes "$cpu")" \
+        "background$([[ $status == ok ]] || echo ", $status")"
     done
-    echo "-------------------------  ------------"
-    printf '%-25s  %12s\n' "total" "$(minutes "$total")"
+    echo "-------------------------  ------------  -------------------"
+    printf '%-25s  %12s  %s\n' "total" "$(minutes "$total")" "$(busy_cores "$RUN_CPU") of $CORES cores"
   } >&2
 }
 
@@ -124,22 +155,33 @@ on_exit() {
 }
 trap on_exit EXIT
 
+# Runs a command and writes its row of the table to
+# $WORK/background-NAME.time: its wall time and the CPU time (user and
+# system) that it and everything it started used.
+measured() {
+  local name="$1" started=$SECONDS status cpu TIMEFORMAT='%U %S'; shift
+  set +e
+  # `time` reports on the group's stderr, which alone is captured; the
+  # command's own output goes where this function's goes (fds 3 and 4).
+  { cpu="$({ time { (set -e; "$@") >&3 2>&4; }; } 2>&1)"; } 3>&1 4>&2
+  status=$?
+  set -e
+  cpu="$(awk '{ printf "%d", $1 + $2 }' <<<"$cpu")"
+  echo "$name|$((SECONDS - started))|$cpu|$([[ $status == 0 ]] && echo ok || echo "FAILED (exit $status)")" \
+    >"$WORK/background-$name.time"
+  return "$status"
+}
+
 # Runs a command (or a function of this script) in the background at low
 # priority, so that the Rust build keeps the cores it can use; its output
-# goes to a log and its wall time to the table. `await NAME` waits for it
-# and fails with its log if it failed.
+# goes to a log and its times to the table. `await NAME` waits for it and
+# fails with its log if it failed.
 declare -A BACKGROUND=()
 background() {
   local name="$1"; shift
   (
     renice -n 10 -p "$BASHPID" >/dev/null
-    started=$SECONDS
-    set +e
-    (set -e; "$@") >"$WORK/background-$name.log" 2>&1
-    status=$?
-    echo "$name|$((SECONDS - started))|$([[ $status == 0 ]] && echo ok || echo "FAILED (exit $status)")" \
-      >"$WORK/background-$name.time"
-    exit "$status"
+    measured "$name" "$@" >"$WORK/background-$name.log" 2>&1
   ) &
   BACKGROUND[$name]=$!
 }
@@ -257,10 +299,8 @@ run_checks() {
 
 # A step of a background job, timed in the table on its own.
 timed() {
-  local name="$1" started=$SECONDS; shift
-  echo "=== $name"
-  "$@"
-  echo "$name|$((SECONDS - started))|ok" >"$WORK/background-$name.time"
+  echo "=== $1"
+  measured "$@"
 }
 
 # With the e2e suite they run beside it, at low priority: the suite leaves
