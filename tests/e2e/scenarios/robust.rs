@@ -118,12 +118,20 @@ pub async fn unreadable_object(world: &World) -> Result<()> {
 
     // A restarted operator lists the kind with the bad object in it and
     // still reconciles the rest: the newer field's edit is observed.
+    // Leading comes before listing: the new leader's Corpus watch lists
+    // a moment after it takes the lease, more so on a loaded machine.
     let leader = restart_operator(world).await?;
-    let text = super::leader::metrics(world, &leader).await?;
-    ensure!(
-        text.contains("trellis_operator_unreadable_objects_total{kind=\"Corpus\"}"),
-        "the new leader did not meet the bad Corpus: {text}"
-    );
+    let text = wait_for(
+        "the new leader to meet the bad Corpus",
+        Duration::from_secs(30),
+        || async {
+            let text = super::leader::metrics(world, &leader).await?;
+            Ok(text
+                .contains("trellis_operator_unreadable_objects_total{kind=\"Corpus\"}")
+                .then_some(text))
+        },
+    )
+    .await?;
     ensure!(
         !text.contains("trellis_operator_stream_errors_total{"),
         "the new leader's watches failed: {text}"
