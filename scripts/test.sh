@@ -88,7 +88,8 @@ busy_cores() {
   read -r busy0 total0 <<<"$1"
   read -r busy1 total1 <<<"$(machine_cpu)"
   if ((total1 > total0)); then
-    echo "$(((busy1 - busy0) * CORES * 10 / (total1 - total0)))" | sed -E 's/^([0-9]*)([0-9])$/\1.\2/; s/^\./0./'
+    local tenths=$(((busy1 - busy0) * CORES * 10 / (total1 - total0)))
+    echo "$((tenths / 10)).$((tenths % 10))"
   else
     echo "-"
   fi
@@ -290,11 +291,22 @@ fi
 # the alerts under promtool; the retrieval service against its own
 # OpenAPI document (schemathesis); the console in Debian's chromium,
 # driven by playwright-core, against live services over the quick start
-# and a PDF. Each one's time goes to the table.
+# and a PDF.
+CHECKS=(chart-lint api-fuzz browser)
+check() {
+  case "$1" in
+    chart-lint) scripts/lint-deploy.sh ;;
+    api-fuzz) scripts/fuzz-api.sh ;;
+    browser) scripts/browser-test.sh ;;
+  esac
+}
+
+# The selected checks one after another, each one's time in the table.
 run_checks() {
-  if selected chart-lint; then timed chart-lint scripts/lint-deploy.sh; fi
-  if selected api-fuzz; then timed api-fuzz scripts/fuzz-api.sh; fi
-  if selected browser; then timed browser scripts/browser-test.sh; fi
+  local phase
+  for phase in "${CHECKS[@]}"; do
+    if selected "$phase"; then timed "$phase" check "$phase"; fi
+  done
 }
 
 # A step of a background job, timed in the table on its own.
@@ -326,16 +338,12 @@ if ((checks_beside_e2e)); then
   await checks
   cat "$WORK/background-checks.log" >>"$WORK/tests.log"
 else
-  for phase in chart-lint api-fuzz browser; do
+  for phase in "${CHECKS[@]}"; do
     selected "$phase" || continue
     begin "$phase"
     await tools
     if [[ $phase == chart-lint ]]; then await control-plane; fi
-    case "$phase" in
-      chart-lint) scripts/lint-deploy.sh ;;
-      api-fuzz) scripts/fuzz-api.sh ;;
-      browser) scripts/browser-test.sh 2>&1 | tee -a "$WORK/tests.log" ;;
-    esac
+    check "$phase" 2>&1 | tee -a "$WORK/tests.log"
   done
 fi
 
