@@ -14,6 +14,7 @@ FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src src
+COPY crates crates
 COPY benches benches
 RUN cargo build --release --locked --bin trellis \
  && strip target/release/trellis

@@ -66,14 +66,23 @@ PY
 # This checkout's build profiles, passed as cargo configuration, which
 # takes precedence over the release's manifest: a dependency whose
 # optimisation level differs between the two would be compiled again.
-python3 - Cargo.toml "$work/profiles.toml" <<'PY'
+# The profiles of this workspace's own crates are left out: the release
+# may not have them, and cargo warns of a profile that names no package.
+python3 - Cargo.toml "$work/profiles.toml" crates/*/Cargo.toml <<'PY'
 import re, sys
+own = set()
+for manifest in sys.argv[3:]:
+    name = re.search(r'^name = "([^"]+)"', open(manifest).read(), re.M)
+    if name:
+        own.add(name.group(1))
 lines = open(sys.argv[1]).read().splitlines(keepends=True)
 out, keep = [], False
 for line in lines:
     header = re.match(r"\s*\[+([^\]]*)\]", line)
     if header:
-        keep = header.group(1).strip().startswith("profile.")
+        table = header.group(1).strip()
+        package = re.match(r"profile\.[^.]+\.package\.(.+)", table)
+        keep = table.startswith("profile.") and not (package and package.group(1).strip('"') in own)
     if keep:
         out.append(line)
 open(sys.argv[2], "w").write("".join(out))

@@ -259,17 +259,31 @@ if selected build || selected tests; then
   # time in the build directory (cargo-timings/cargo-timing.html), where
   # the next change to the build profile starts from; reports older than
   # a day are dropped.
-  cargo test --locked --no-run --lib --bins --test it --test e2e --benches --examples --timings
+  cargo test --locked --workspace --no-run --lib --bins --test it --test e2e --benches --examples --timings
   find "$CARGO_TARGET_DIR/cargo-timings" -name 'cargo-timing-*.html' -mtime +1 -delete 2>/dev/null || true
 fi
 
+# Unit, integration, property and doc tests of every crate of the
+# workspace in one run: everything but the doc tests is built by now.
+# Every runner's summary goes to a log as well, so that the run ends with
+# one line that totals them.
+run_tests() { cargo test --locked --workspace; }
+
+# With the e2e suite they run beside it, in the background from the end of
+# the build: the e2e suite leaves a core idle while it waits on pods and
+# controllers, and what leads to it (the previous release's build and the
+# control plane's) is in the foreground ahead of them. Alone they run in
+# the foreground.
+tests_beside_e2e=0
 if selected tests; then
-  begin tests
   await tools
-  # Unit, integration, property and doc tests in one run: everything but
-  # the doc tests is built by now. Every runner's summary goes to a log as
-  # well, so that the run ends with one line that totals them.
-  cargo test --locked 2>&1 | tee -a "$WORK/tests.log"
+  if selected e2e; then
+    background tests run_tests
+    tests_beside_e2e=1
+  else
+    begin tests
+    run_tests 2>&1 | tee -a "$WORK/tests.log"
+  fi
 fi
 
 # The operator against a real kube-apiserver, controller manager and etcd,
@@ -345,6 +359,12 @@ else
     if [[ $phase == chart-lint ]]; then await control-plane; fi
     check "$phase" 2>&1 | tee -a "$WORK/tests.log"
   done
+fi
+
+if ((tests_beside_e2e)); then
+  begin tests
+  await tests
+  cat "$WORK/background-tests.log" >>"$WORK/tests.log"
 fi
 
 await tools

@@ -12,12 +12,9 @@
 //! for a service, its host, so vectors of different origins never mix.
 
 pub mod batch;
-pub mod bert;
 pub mod cache;
 pub mod http;
-pub mod int8;
 pub mod local;
-mod packed;
 pub(crate) mod service;
 
 use std::path::{Path, PathBuf};
@@ -27,9 +24,12 @@ use thiserror::Error;
 use crate::spec::{EmbeddingProvider, EmbeddingSpec};
 
 pub use batch::QueryBatcher;
+// The encoder's forward pass is a crate of its own (crates/encoder), so
+// that the test build optimises it fully; see its documentation.
 pub use cache::EmbeddingCache;
 pub use http::HttpEmbedder;
 pub use local::LocalEmbedder;
+pub use trellis_encoder::{bert, dot, int8};
 
 /// Why embedding failed.
 #[derive(Clone, Debug, Error)]
@@ -49,6 +49,15 @@ pub enum EmbedError {
     /// The profile asks for something this build cannot do.
     #[error("embedding configuration: {0}")]
     Config(String),
+}
+
+impl From<trellis_encoder::ModelError> for EmbedError {
+    fn from(e: trellis_encoder::ModelError) -> Self {
+        EmbedError::Model {
+            path: e.path,
+            reason: e.reason,
+        }
+    }
 }
 
 impl EmbedError {
@@ -189,31 +198,6 @@ pub fn normalize(v: &mut [f32]) {
             *x /= norm;
         }
     }
-}
-
-/// Dot product; the cosine similarity of two unit vectors. Always
-/// inlined, so that a caller built for wider vectors widens it too.
-#[inline(always)]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    // Eight independent accumulators over fixed-size chunks: the compiler
-    // keeps them in one vector register (a plain float sum cannot be
-    // reordered, so it would stay scalar).
-    let mut acc = [0f32; 8];
-    let (chunks_a, chunks_b) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in chunks_a.zip(chunks_b) {
-        for lane in 0..8 {
-            acc[lane] += x[lane] * y[lane];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]

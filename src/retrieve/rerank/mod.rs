@@ -61,6 +61,15 @@ impl From<crate::embed::EmbedError> for RerankError {
     }
 }
 
+impl From<trellis_encoder::ModelError> for RerankError {
+    fn from(e: trellis_encoder::ModelError) -> Self {
+        RerankError::Model {
+            path: e.path,
+            reason: e.reason,
+        }
+    }
+}
+
 /// Scores passages against a query.
 pub trait Reranker: Send + Sync {
     /// Names the reranker (kind and model) in logs.

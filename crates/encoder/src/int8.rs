@@ -21,7 +21,7 @@
 
 use rayon::prelude::*;
 
-use super::packed::{BLOCK, LEAST_BLOCKS_PER_PART, TILE_BLOCKS, TILE_TOKENS};
+use crate::packed::{BLOCK, LEAST_BLOCKS_PER_PART, TILE_BLOCKS, TILE_TOKENS};
 
 /// Input columns multiplied per instruction and lane (`vpdpbusd` sums
 /// four byte products into each 32-bit lane).
@@ -50,7 +50,7 @@ pub struct Int8Matrix {
 impl Int8Matrix {
     /// Quantizes `weight` (`[outputs, inputs]`, row-major).
     pub fn quantize(weight: &[f32], inputs: usize, outputs: usize) -> Self {
-        debug_assert_eq!(weight.len(), inputs * outputs);
+        assert_eq!(weight.len(), inputs * outputs);
         let padded_inputs = inputs.next_multiple_of(GROUP);
         let groups = padded_inputs / GROUP;
         let blocks = outputs.div_ceil(BLOCK);
@@ -91,8 +91,8 @@ impl Int8Matrix {
     /// query) share the output blocks among the cores; many tokens are
     /// already spread over the cores a batch each.
     pub fn multiply_add(&self, x: &[f32], tokens: usize, out: &mut [f32], few_rows: usize) {
-        debug_assert_eq!(x.len(), tokens * self.inputs);
-        debug_assert!(out.len() >= tokens * self.outputs);
+        assert_eq!(x.len(), tokens * self.inputs);
+        assert!(out.len() >= tokens * self.outputs);
         if tokens == 0 {
             return;
         }
@@ -284,6 +284,11 @@ impl Int8Matrix {
         };
         let groups = self.padded_inputs / GROUP;
         let block_bytes = groups * BLOCK * GROUP;
+        // The bounds of every read and write below, checked once per tile
+        // (in every build: the loads and stores are unchecked).
+        assert!((first_block + B) * block_bytes <= self.packed.len());
+        assert!((first_token + T) * self.padded_inputs <= x.len());
+        assert!(((first_token + T - 1) * width + column + B) * BLOCK <= sums.len());
         let mut acc = [[_mm512_setzero_si512(); B]; T];
         let weights = self.packed.as_ptr();
         let inputs = x.as_ptr();
@@ -291,13 +296,11 @@ impl Int8Matrix {
             let mut w = [_mm512_setzero_si512(); B];
             for (j, w) in w.iter_mut().enumerate() {
                 let offset = (first_block + j) * block_bytes + g * BLOCK * GROUP;
-                debug_assert!(offset + BLOCK * GROUP <= self.packed.len());
                 // SAFETY: a whole 64-byte group of block `first_block + j`.
                 *w = unsafe { _mm512_loadu_si512(weights.add(offset).cast::<__m512i>()) };
             }
             for (i, acc) in acc.iter_mut().enumerate() {
                 let offset = (first_token + i) * self.padded_inputs + g * GROUP;
-                debug_assert!(offset + GROUP <= x.len());
                 // SAFETY: four bytes of row `first_token + i`, read
                 // unaligned.
                 let four = unsafe { inputs.add(offset).cast::<i32>().read_unaligned() };
@@ -310,7 +313,6 @@ impl Int8Matrix {
         for (i, acc) in acc.iter().enumerate() {
             for (j, acc) in acc.iter().enumerate() {
                 let at = ((first_token + i) * width + column + j) * BLOCK;
-                debug_assert!(at + BLOCK <= sums.len());
                 // SAFETY: 16 i32 inside `sums`, written unaligned.
                 unsafe { _mm512_storeu_si512(sums.as_mut_ptr().add(at).cast::<__m512i>(), *acc) };
             }
@@ -435,8 +437,8 @@ pub fn accelerated() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::packed::tests::{product, values};
     use super::*;
+    use crate::packed::tests::{product, values};
 
     /// The kernel's sums against the portable loop's, exactly, over
     /// shapes with partial tiles, partial blocks and padded inputs.

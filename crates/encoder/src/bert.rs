@@ -26,9 +26,9 @@ use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
-use super::EmbedError;
-use super::int8::Int8Matrix;
-use super::packed::PackedMatrix;
+use crate::ModelError;
+use crate::int8::Int8Matrix;
+use crate::packed::PackedMatrix;
 
 /// The fields of a Hugging Face `config.json` the encoder needs.
 #[derive(Clone, Debug, Deserialize)]
@@ -148,7 +148,7 @@ pub struct ClassificationHead {
 }
 
 impl ClassificationHead {
-    fn read(reader: &TensorReader<'_>, family: Family, hidden: usize) -> Result<Self, EmbedError> {
+    fn read(reader: &TensorReader<'_>, family: Family, hidden: usize) -> Result<Self, ModelError> {
         let (dense, out) = match family {
             Family::Bert => ("pooler.dense", "classifier"),
             Family::Roberta => ("classifier.dense", "classifier.out_proj"),
@@ -222,17 +222,17 @@ pub fn pack_batches(lengths: &[usize], batch_tokens: usize) -> Vec<std::ops::Ran
 
 impl BertModel {
     /// Loads `config.json` and `model.safetensors` from a model directory.
-    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+    pub fn load(dir: &Path) -> Result<Self, ModelError> {
         Ok(Self::load_parts(dir, false)?.0)
     }
 
     /// Loads a sequence-classification checkpoint
     /// (`BertForSequenceClassification`, `XLMRobertaForSequenceClassification`):
     /// the encoder and its head.
-    pub fn load_classifier(dir: &Path) -> Result<(Self, ClassificationHead), EmbedError> {
+    pub fn load_classifier(dir: &Path) -> Result<(Self, ClassificationHead), ModelError> {
         let (model, head) = Self::load_parts(dir, true)?;
         let head = head.ok_or_else(|| {
-            EmbedError::model(&dir.join("model.safetensors"), "no classification head")
+            ModelError::new(&dir.join("model.safetensors"), "no classification head")
         })?;
         Ok((model, head))
     }
@@ -240,17 +240,17 @@ impl BertModel {
     fn load_parts(
         dir: &Path,
         with_head: bool,
-    ) -> Result<(Self, Option<ClassificationHead>), EmbedError> {
+    ) -> Result<(Self, Option<ClassificationHead>), ModelError> {
         let config_path = dir.join("config.json");
         let config_text = std::fs::read_to_string(&config_path)
-            .map_err(|e| EmbedError::model(&config_path, e.to_string()))?;
+            .map_err(|e| ModelError::new(&config_path, e.to_string()))?;
         let config: BertConfig = serde_json::from_str(&config_text)
-            .map_err(|e| EmbedError::model(&config_path, e.to_string()))?;
+            .map_err(|e| ModelError::new(&config_path, e.to_string()))?;
         let family = match config.model_type.as_deref() {
             None | Some("bert") => Family::Bert,
             Some("roberta" | "xlm-roberta") => Family::Roberta,
             Some(kind) => {
-                return Err(EmbedError::model(
+                return Err(ModelError::new(
                     &config_path,
                     format!(
                         "model_type {kind:?} is not supported; only BERT and RoBERTa-family \
@@ -264,7 +264,7 @@ impl BertModel {
             Family::Roberta => config.pad_token_id + 1,
         };
         if position_offset >= config.max_position_embeddings {
-            return Err(EmbedError::model(
+            return Err(ModelError::new(
                 &config_path,
                 "pad_token_id leaves no position embeddings",
             ));
@@ -274,7 +274,7 @@ impl BertModel {
                 .hidden_size
                 .is_multiple_of(config.num_attention_heads)
         {
-            return Err(EmbedError::model(
+            return Err(ModelError::new(
                 &config_path,
                 "hidden_size is not a multiple of num_attention_heads".to_string(),
             ));
@@ -284,7 +284,7 @@ impl BertModel {
             "gelu_new" | "gelu_pytorch_tanh" => Activation::GeluTanh,
             "relu" => Activation::Relu,
             other => {
-                return Err(EmbedError::model(
+                return Err(ModelError::new(
                     &config_path,
                     format!("hidden_act {other:?} is not supported"),
                 ));
@@ -293,14 +293,14 @@ impl BertModel {
 
         let weights_path = dir.join("model.safetensors");
         let file = std::fs::File::open(&weights_path)
-            .map_err(|e| EmbedError::model(&weights_path, e.to_string()))?;
+            .map_err(|e| ModelError::new(&weights_path, e.to_string()))?;
         // SAFETY: the map is read-only and dropped before this function
         // returns; every tensor is copied out of it.
         let map = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| EmbedError::model(&weights_path, e.to_string()))?;
+            .map_err(|e| ModelError::new(&weights_path, e.to_string()))?;
         let weights_hash = blake3::hash(&map).to_hex().to_string();
         let tensors = SafeTensors::deserialize(&map)
-            .map_err(|e| EmbedError::model(&weights_path, e.to_string()))?;
+            .map_err(|e| ModelError::new(&weights_path, e.to_string()))?;
         let reader = TensorReader {
             tensors: &tensors,
             path: &weights_path,
@@ -365,7 +365,7 @@ impl BertModel {
             activation,
             weights_hash,
         };
-        if super::packed::available() {
+        if crate::packed::available() {
             model.pack();
         }
         Ok((model, head))
@@ -384,7 +384,7 @@ impl BertModel {
     }
 
     /// Packs the encoder layers' f32 weights for the AVX-512 kernel (see
-    /// [`super::packed`]); done at load on CPUs that have it.
+    /// [`crate::packed`]); done at load on CPUs that have it.
     fn pack(&mut self) {
         for linear in self.dense_layers() {
             if let Weights::Rows(w) = &linear.weights {
@@ -395,7 +395,7 @@ impl BertModel {
     }
 
     /// Quantizes the encoder layers' dense weights to int8 (see
-    /// [`super::int8`]); the f32 weights are dropped. Embeddings, layer
+    /// [`crate::int8`]); the f32 weights are dropped. Embeddings, layer
     /// norms and any classification head stay f32.
     pub fn quantize(&mut self) {
         for linear in self.dense_layers() {
@@ -536,7 +536,7 @@ struct TensorReader<'a> {
 }
 
 impl TensorReader<'_> {
-    fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>, EmbedError> {
+    fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>, ModelError> {
         let (shape, data) = self.read(name)?;
         if shape.iter().product::<usize>() != len {
             return Err(self.shape_error(name, &shape, &[len]));
@@ -545,7 +545,7 @@ impl TensorReader<'_> {
     }
 
     /// The rows of a `[rows, cols]` matrix (a head's label count).
-    fn rows(&self, name: &str, cols: usize) -> Result<usize, EmbedError> {
+    fn rows(&self, name: &str, cols: usize) -> Result<usize, ModelError> {
         let (shape, _) = self.read(name)?;
         match shape[..] {
             [rows, c] if c == cols && rows > 0 => Ok(rows),
@@ -554,7 +554,7 @@ impl TensorReader<'_> {
     }
 
     /// A `[rows, cols]` matrix; `rows` unchecked when `None`.
-    fn matrix(&self, name: &str, rows: Option<usize>, cols: usize) -> Result<Vec<f32>, EmbedError> {
+    fn matrix(&self, name: &str, rows: Option<usize>, cols: usize) -> Result<Vec<f32>, ModelError> {
         let (shape, data) = self.read(name)?;
         let ok = shape.len() == 2 && shape[1] == cols && rows.is_none_or(|r| shape[0] >= r);
         if !ok {
@@ -563,10 +563,10 @@ impl TensorReader<'_> {
         Ok(data)
     }
 
-    fn linear(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, EmbedError> {
+    fn linear(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, ModelError> {
         let weight = self.matrix(&format!("{name}.weight"), Some(outputs), inputs)?;
         if weight.len() != inputs * outputs {
-            return Err(EmbedError::model(
+            return Err(ModelError::new(
                 self.path,
                 format!(
                     "{name}.weight has {} values, expected {outputs}×{inputs}",
@@ -582,7 +582,7 @@ impl TensorReader<'_> {
         })
     }
 
-    fn layer_norm(&self, name: &str, len: usize) -> Result<LayerNorm, EmbedError> {
+    fn layer_norm(&self, name: &str, len: usize) -> Result<LayerNorm, ModelError> {
         // Older checkpoints name the parameters gamma/beta.
         let gamma = self
             .vector(&format!("{name}.weight"), len)
@@ -593,13 +593,13 @@ impl TensorReader<'_> {
         Ok(LayerNorm { gamma, beta })
     }
 
-    fn read(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), EmbedError> {
+    fn read(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), ModelError> {
         let full = format!("{}{name}", self.prefix);
         let view = self
             .tensors
             .tensor(&full)
             .or_else(|_| self.tensors.tensor(name))
-            .map_err(|_| EmbedError::model(self.path, format!("tensor {full} is missing")))?;
+            .map_err(|_| ModelError::new(self.path, format!("tensor {full} is missing")))?;
         let bytes = view.data();
         let data: Vec<f32> = match view.dtype() {
             Dtype::F32 => bytes
@@ -615,7 +615,7 @@ impl TensorReader<'_> {
                 .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
                 .collect(),
             other => {
-                return Err(EmbedError::model(
+                return Err(ModelError::new(
                     self.path,
                     format!("tensor {full} has unsupported dtype {other:?}"),
                 ));
@@ -624,8 +624,8 @@ impl TensorReader<'_> {
         Ok((view.shape().to_vec(), data))
     }
 
-    fn shape_error(&self, name: &str, got: &[usize], expected: &[usize]) -> EmbedError {
-        EmbedError::model(
+    fn shape_error(&self, name: &str, got: &[usize], expected: &[usize]) -> ModelError {
+        ModelError::new(
             self.path,
             format!("tensor {name} has shape {got:?}, expected {expected:?}"),
         )
@@ -661,7 +661,7 @@ const FEW_ROWS: usize = 32;
 impl Linear {
     /// `out[tokens, outputs] = x[tokens, inputs] · Wᵀ + b`.
     fn forward(&self, x: &[f32], tokens: usize, out: &mut [f32]) {
-        debug_assert_eq!(x.len(), tokens * self.inputs);
+        assert_eq!(x.len(), tokens * self.inputs);
         let out = &mut out[..tokens * self.outputs];
         for row in out.chunks_exact_mut(self.outputs) {
             row.copy_from_slice(&self.bias);
@@ -689,8 +689,8 @@ fn through_sgemm(
     outputs: usize,
     out: &mut [f32],
 ) {
-    debug_assert_eq!(weight.len(), inputs * outputs);
-    debug_assert!(x.len() >= tokens * inputs && out.len() >= tokens * outputs);
+    assert_eq!(weight.len(), inputs * outputs);
+    assert!(x.len() >= tokens * inputs && out.len() >= tokens * outputs);
     // SAFETY: the pointers cover exactly the [m, k], [k, n] and [m, n]
     // matrices described by the strides: x is tokens×inputs row-major,
     // W is outputs×inputs row-major read as its transpose (row stride
@@ -788,7 +788,7 @@ unsafe fn few_rows_fma(x: &[f32], w: &[f32], inputs: usize, out: &mut [f32]) {
     };
     let outputs = w.len() / inputs;
     let tokens = x.len() / inputs;
-    debug_assert!(out.len() >= tokens * outputs, "output too short");
+    assert!(out.len() >= tokens * outputs, "output too short");
     let body = inputs - inputs % LANES;
     let blocked = outputs - outputs % ROWS_AT_ONCE;
     for o in (0..blocked).step_by(ROWS_AT_ONCE) {
@@ -945,7 +945,7 @@ fn attention(qkv: &[f32], context: &mut [f32], segments: &[Segment], hidden: usi
                 let mut max = f32::NEG_INFINITY;
                 for (j, score) in scores.iter_mut().enumerate() {
                     let k = &rows[j * stride + k_at..j * stride + k_at + head_dim];
-                    *score = super::dot(q, k) * scale;
+                    *score = crate::dot(q, k) * scale;
                     max = max.max(*score);
                 }
                 let mut total = 0.0;

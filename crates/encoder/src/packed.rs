@@ -17,15 +17,15 @@
 use rayon::prelude::*;
 
 /// Outputs per packed block: one 512-bit register of f32 (or of i32
-/// sums, in [`super::int8`]).
-pub(super) const BLOCK: usize = 16;
+/// sums, in [`crate::int8`]).
+pub(crate) const BLOCK: usize = 16;
 
 /// Tokens of a register tile: 6 × 4 sums, 4 weight registers and one
 /// broadcast input fit AVX-512's 32 registers.
-pub(super) const TILE_TOKENS: usize = 6;
+pub(crate) const TILE_TOKENS: usize = 6;
 
 /// Output blocks of a register tile (64 outputs).
-pub(super) const TILE_BLOCKS: usize = 4;
+pub(crate) const TILE_BLOCKS: usize = 4;
 
 /// Most tokens whose product is shared among the cores: a query or a
 /// batch of queries. Bigger inputs are ingest batches, which already run
@@ -37,7 +37,7 @@ const SHARED_TOKENS: usize = 512;
 const CHUNK_TOKENS: usize = 96;
 
 /// Fewest output blocks worth a core of their own.
-pub(super) const LEAST_BLOCKS_PER_PART: usize = 8;
+pub(crate) const LEAST_BLOCKS_PER_PART: usize = 8;
 
 /// A weight matrix `[outputs, inputs]` as blocks of [`BLOCK`] output
 /// rows, each block stored input column by input column: `packed[(block
@@ -64,7 +64,7 @@ pub fn available() -> bool {
 impl PackedMatrix {
     /// Packs `weight` (`[outputs, inputs]`, row-major).
     pub fn pack(weight: &[f32], inputs: usize, outputs: usize) -> Self {
-        debug_assert_eq!(weight.len(), inputs * outputs);
+        assert_eq!(weight.len(), inputs * outputs);
         let blocks = outputs.div_ceil(BLOCK);
         let mut packed = vec![0f32; blocks * inputs * BLOCK];
         for (o, row) in weight.chunks_exact(inputs).enumerate() {
@@ -95,8 +95,8 @@ impl PackedMatrix {
     /// `out[t, o] += x[t, ·] · w[o, ·]` for every token row of `x`
     /// (`[tokens, inputs]`). The caller checked [`available`].
     pub fn multiply_add(&self, x: &[f32], tokens: usize, out: &mut [f32]) {
-        debug_assert_eq!(x.len(), tokens * self.inputs);
-        debug_assert!(out.len() >= tokens * self.outputs);
+        assert_eq!(x.len(), tokens * self.inputs);
+        assert!(out.len() >= tokens * self.outputs);
         if tokens == 0 {
             return;
         }
@@ -285,7 +285,10 @@ impl PackedMatrix {
             _mm512_add_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_mask_loadu_ps,
             _mm512_mask_storeu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
         };
-        debug_assert!((first_token + T) * self.inputs <= x.len());
+        // The bounds of every read below, checked once per tile (in
+        // every build: the loads are unchecked).
+        assert!((first_token + T) * self.inputs <= x.len());
+        assert!((first_block + B) * self.inputs * BLOCK <= self.packed.len());
         let mut acc = [[_mm512_setzero_ps(); B]; T];
         let weights = self.packed.as_ptr();
         let inputs = x.as_ptr();
@@ -293,7 +296,6 @@ impl PackedMatrix {
             let mut w = [_mm512_setzero_ps(); B];
             for (j, w) in w.iter_mut().enumerate() {
                 let offset = ((first_block + j) * self.inputs + k) * BLOCK;
-                debug_assert!(offset + BLOCK <= self.packed.len());
                 // SAFETY: 16 floats of block `first_block + j`.
                 *w = unsafe { _mm512_loadu_ps(weights.add(offset)) };
             }
@@ -339,11 +341,11 @@ struct Target<'a> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Deterministic values in −1..1 (a linear congruential sequence).
-    pub(in crate::embed) fn values(n: usize, seed: u64) -> Vec<f32> {
+    pub(crate) fn values(n: usize, seed: u64) -> Vec<f32> {
         let mut state = seed;
         (0..n)
             .map(|_| {
@@ -356,7 +358,7 @@ pub(super) mod tests {
     }
 
     /// `x · wᵀ`, plainly.
-    pub(in crate::embed) fn product(x: &[f32], w: &[f32], inputs: usize) -> Vec<f32> {
+    pub(crate) fn product(x: &[f32], w: &[f32], inputs: usize) -> Vec<f32> {
         x.chunks_exact(inputs)
             .flat_map(|xs| {
                 w.chunks_exact(inputs)
