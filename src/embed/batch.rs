@@ -147,6 +147,14 @@ impl Embedder for QueryBatcher {
         self.inner.model_id()
     }
 
+    fn cache_id(&self) -> String {
+        self.inner.cache_id()
+    }
+
+    fn query_cache_id(&self) -> String {
+        self.inner.query_cache_id()
+    }
+
     fn dimensions(&self) -> usize {
         self.inner.dimensions()
     }

@@ -1,4 +1,6 @@
-//! The embedding cache: vectors keyed by (model id, text hash).
+//! The embedding cache: vectors keyed by (cache id, text hash); the cache
+//! id is the model id and the rest of the recipe that made the vectors
+//! ([`super::Embedder::cache_id`]).
 //!
 //! One append-only file per model under the cache directory. Each record is
 //! the 16-byte BLAKE3 hash of the text, the vector as little-endian f32 and

@@ -657,6 +657,18 @@ impl Embedder for HttpEmbedder {
         &self.model_id
     }
 
+    /// The service does the rest of the recipe; what is asked of it here
+    /// is the model (in the id), the document prefix (in the id) and the
+    /// dimension (a cache file is kept per dimension).
+    fn cache_id(&self) -> String {
+        self.model_id.clone()
+    }
+
+    fn query_cache_id(&self) -> String {
+        let prefix = blake3::hash(self.query_prefix.as_bytes());
+        format!("{}#query{}", self.model_id, &prefix.to_hex()[..8])
+    }
+
     fn dimensions(&self) -> usize {
         self.dimensions
     }

@@ -57,6 +57,9 @@ pub struct LocalEmbedder {
     max_len: usize,
     pooling: Pooling,
     model_id: String,
+    /// [`Embedder::cache_id`]: the model id and the [`Recipe`].
+    cache_id: String,
+    query_cache_id: String,
     query_prefix: String,
     document_prefix: String,
     batch_tokens: usize,
@@ -133,6 +136,17 @@ impl LocalEmbedder {
             let hash = blake3::hash(spec.document_prefix.as_bytes());
             model_id.push_str(&format!("+prefix{}", &hash.to_hex()[..8]));
         }
+        let recipe = Recipe {
+            max_len,
+            pooling,
+            tokenizer: hash_file(&tokenizer_path)?,
+            config: hash_file(&dir.join("config.json"))?,
+        };
+        let cache_id = format!("{model_id}~{}", recipe.digest());
+        let query_cache_id = format!(
+            "{cache_id}#query{}",
+            &blake3::hash(spec.query_prefix.as_bytes()).to_hex()[..8]
+        );
         Ok(Self {
             model,
             tokenizer,
@@ -141,6 +155,8 @@ impl LocalEmbedder {
             max_len,
             pooling,
             model_id,
+            cache_id,
+            query_cache_id,
             query_prefix: spec.query_prefix.clone(),
             document_prefix: spec.document_prefix.clone(),
             batch_tokens: spec.batch_tokens.max(1) as usize,
@@ -421,6 +437,14 @@ impl Embedder for LocalEmbedder {
         &self.model_id
     }
 
+    fn cache_id(&self) -> String {
+        self.cache_id.clone()
+    }
+
+    fn query_cache_id(&self) -> String {
+        self.query_cache_id.clone()
+    }
+
     fn dimensions(&self) -> usize {
         self.model.hidden_size()
     }
@@ -501,6 +525,45 @@ fn read_max_seq_length(dir: &Path) -> Result<Option<usize>, EmbedError> {
             .map_err(|e| EmbedError::model(&path, e.to_string())),
         Err(_) => Ok(None),
     }
+}
+
+/// What turns a text into a vector besides the weights (which the model
+/// id names) and the document prefix and quantization (which it marks):
+/// the input length (`embedding.maxSeqLength`, or the directory's), the
+/// pooling (`1_Pooling/config.json`), the tokenizer (`tokenizer.json`) and
+/// the architecture's settings (`config.json`). Every vector is
+/// L2-normalised, the same in every recipe; a change to that would change
+/// [`Recipe::VERSION`]. The context mode (`embedding.context`) keys each
+/// cached span itself ([`super::cache::EmbeddingCache::embed_in_context`]).
+struct Recipe {
+    max_len: usize,
+    pooling: Pooling,
+    tokenizer: blake3::Hash,
+    config: blake3::Hash,
+}
+
+impl Recipe {
+    /// Bumped when the encoding itself changes (normalisation, how a long
+    /// input is cut), so that no vector made the old way is reused.
+    const VERSION: u32 = 1;
+
+    /// 12 hex digits of the BLAKE3 hash of every part.
+    fn digest(&self) -> String {
+        let mut hash = blake3::Hasher::new();
+        hash.update(&Self::VERSION.to_le_bytes());
+        hash.update(&(self.max_len as u64).to_le_bytes());
+        hash.update(format!("{:?}", self.pooling).as_bytes());
+        hash.update(b"l2-normalised");
+        hash.update(self.tokenizer.as_bytes());
+        hash.update(self.config.as_bytes());
+        hash.finalize().to_hex()[..12].to_string()
+    }
+}
+
+fn hash_file(path: &Path) -> Result<blake3::Hash, EmbedError> {
+    std::fs::read(path)
+        .map(|bytes| blake3::hash(&bytes))
+        .map_err(|e| EmbedError::model(path, e.to_string()))
 }
 
 /// `<name>@<hash>`: the configured model name and the first 12 hex digits

@@ -79,6 +79,23 @@ pub trait Embedder: Send + Sync {
     /// key and recorded in every index manifest.
     fn model_id(&self) -> &str;
 
+    /// Keys this embedder's cached document vectors: the model id and
+    /// everything else that changes a vector without changing the model
+    /// (the input length, pooling, the tokenizer, a requested dimension).
+    /// Two embedders whose vectors for one text can differ never share an
+    /// id, so a cached vector is only ever reused for the recipe that made
+    /// it. Default: the model id.
+    fn cache_id(&self) -> String {
+        self.model_id().to_string()
+    }
+
+    /// Keys cached query vectors ([`cache_id`](Embedder::cache_id) for
+    /// the query side, which has a prefix of its own). Default: the model
+    /// id, marked as the query side.
+    fn query_cache_id(&self) -> String {
+        format!("{}#query", self.cache_id())
+    }
+
     /// Length of every vector.
     fn dimensions(&self) -> usize;
 

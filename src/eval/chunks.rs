@@ -43,7 +43,7 @@ impl ChunkBaseline {
         let chunks = index.chunks()?;
         let mut cache = EmbeddingCache::open(
             &data_dir.join(files::CACHE_DIR),
-            embedder.model_id(),
+            &embedder.cache_id(),
             embedder.dimensions(),
         )?;
         let (vectors, _) = embed_chunks(&chunks, &mut cache, embedder, progress)?;

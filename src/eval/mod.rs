@@ -423,7 +423,7 @@ fn embed_queries(
 ) -> Result<Vec<Vec<f32>>, EvalError> {
     let mut cache = EmbeddingCache::open(
         &data_dir.join(crate::index::files::CACHE_DIR),
-        &format!("{}#query", embedder.model_id()),
+        &embedder.query_cache_id(),
         embedder.dimensions(),
     )?;
     let texts: Vec<&str> = set.queries.iter().map(|q| q.text.as_str()).collect();

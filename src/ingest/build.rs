@@ -81,9 +81,9 @@ impl Build<'_> {
         }
         let data_dir = inputs.data_dir;
         let mut cache =
-            EmbeddingCache::open(&data_dir.join(files::CACHE_DIR), embedder.model_id(), dims)?;
+            EmbeddingCache::open(&data_dir.join(files::CACHE_DIR), &embedder.cache_id(), dims)?;
         cache.fold_shards(
-            embedder.model_id(),
+            &embedder.cache_id(),
             &files::shard_dir(data_dir, inputs.corpus_name),
         )?;
         let Embedded {

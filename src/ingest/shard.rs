@@ -116,7 +116,7 @@ pub fn embed_shard(
     let embedder = embed::from_spec(&spec, None)?;
     let mut cache = EmbeddingCache::open_shard(
         &data_dir.join(files::CACHE_DIR),
-        embedder.model_id(),
+        &embedder.cache_id(),
         embedder.dimensions(),
         &files::shard_dir(data_dir, corpus_name),
         &format!("{}-{}", shard.index, writer::writer_id()),

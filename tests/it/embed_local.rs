@@ -247,3 +247,152 @@ fn embedding_in_context_needs_a_provider_that_can() {
         .to_string();
     assert!(error.contains("embedding.context"), "{error}");
 }
+
+/// Everything that changes a vector keys the embedding cache: each
+/// variation below of the default model and spec gets a cache id of its
+/// own (and changes the vector of a long text, where a change of the
+/// recipe shows), so no cached vector is ever reused for another recipe.
+/// The context mode keys each cached span itself
+/// (`embed::cache` `embed_in_context`).
+#[test]
+fn every_part_of_the_vector_recipe_keys_the_cache() {
+    let spec = EmbeddingSpec::default();
+    let model = embed::resolve_model_dir(&spec, None).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    // A copy of the model directory with `change` applied to it.
+    let variant = |name: &str, change: &dyn Fn(&std::path::Path)| {
+        let dir = scratch.path().join(name);
+        std::fs::create_dir_all(dir.join("1_Pooling")).unwrap();
+        for file in [
+            "config.json",
+            "sentence_bert_config.json",
+            "tokenizer.json",
+            "1_Pooling/config.json",
+        ] {
+            std::fs::copy(model.join(file), dir.join(file)).unwrap();
+        }
+        std::os::unix::fs::symlink(
+            model.join("model.safetensors"),
+            dir.join("model.safetensors"),
+        )
+        .unwrap();
+        change(&dir);
+        dir
+    };
+    let edit = |path: std::path::PathBuf, from: &str, to: &str| {
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{} has no {from}", path.display());
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    };
+    let same = variant("same", &|_| {});
+    let with = |f: &dyn Fn(&mut EmbeddingSpec)| {
+        let mut spec = EmbeddingSpec::default();
+        f(&mut spec);
+        spec
+    };
+    let cases: Vec<(&str, std::path::PathBuf, EmbeddingSpec)> = vec![
+        ("default", same.clone(), spec.clone()),
+        (
+            "maxSeqLength",
+            same.clone(),
+            with(&|s| s.max_seq_length = Some(8)),
+        ),
+        (
+            "documentPrefix",
+            same.clone(),
+            with(&|s| s.document_prefix = "passage: ".into()),
+        ),
+        (
+            "quantization",
+            same.clone(),
+            with(&|s| s.quantization = Quantization::Int8),
+        ),
+        (
+            "pooling",
+            variant("pooling", &|dir| {
+                edit(
+                    dir.join("1_Pooling/config.json"),
+                    "\"pooling_mode_cls_token\": false",
+                    "\"pooling_mode_cls_token\": true",
+                );
+                edit(
+                    dir.join("1_Pooling/config.json"),
+                    "\"pooling_mode_mean_tokens\": true",
+                    "\"pooling_mode_mean_tokens\": false",
+                );
+            }),
+            spec.clone(),
+        ),
+        (
+            "the directory's max_seq_length",
+            variant("length", &|dir| {
+                edit(dir.join("sentence_bert_config.json"), "256", "16")
+            }),
+            spec.clone(),
+        ),
+        (
+            "tokenizer",
+            variant("tokenizer", &|dir| {
+                edit(
+                    dir.join("tokenizer.json"),
+                    "\"lowercase\":true",
+                    "\"lowercase\":false",
+                )
+            }),
+            spec.clone(),
+        ),
+        (
+            "config",
+            variant("config", &|dir| {
+                edit(
+                    dir.join("config.json"),
+                    "\"hidden_act\": \"gelu\"",
+                    "\"hidden_act\": \"relu\"",
+                )
+            }),
+            spec.clone(),
+        ),
+        (
+            "weights",
+            variant("weights", &|dir| {
+                let path = dir.join("model.safetensors");
+                let mut bytes = std::fs::read(&path).unwrap();
+                std::fs::remove_file(&path).unwrap();
+                let last = bytes.len() - 1;
+                bytes[last] ^= 0x40;
+                std::fs::write(&path, bytes).unwrap();
+            }),
+            spec.clone(),
+        ),
+    ];
+    let long = "The Supplier shall deliver the Goods to the Buyer's premises within \
+                thirty days of the order, at its own cost, and shall bear the risk \
+                of loss until delivery is complete.";
+    let mut seen: Vec<(&str, String, String, Vec<f32>)> = Vec::new();
+    for (name, dir, spec) in cases {
+        let embedder = LocalEmbedder::load(&dir, &spec).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let vector = embedder.embed_documents(&[long]).unwrap().remove(0);
+        let (id, query_id) = (embedder.cache_id(), embedder.query_cache_id());
+        for (other, other_id, other_query_id, other_vector) in &seen {
+            assert_ne!(&id, other_id, "{name} and {other} share a cache id");
+            assert_ne!(
+                &query_id, other_query_id,
+                "{name} and {other} share a query cache id"
+            );
+            // Each variation does change the vector, so keying it is
+            // needed (a flipped bit of the weights may fall in a part the
+            // sentence vector does not use: its hash keys every byte).
+            assert!(
+                name == "weights" || embed::dot(&vector, other_vector) < 0.99999,
+                "{name} makes {other}'s vector"
+            );
+        }
+        seen.push((name, id, query_id, vector));
+    }
+    // The query side keys its own prefix.
+    let default = LocalEmbedder::load(&same, &spec).unwrap();
+    let prefixed =
+        LocalEmbedder::load(&same, &with(&|s| s.query_prefix = "query: ".into())).unwrap();
+    assert_eq!(default.cache_id(), prefixed.cache_id());
+    assert_ne!(default.query_cache_id(), prefixed.query_cache_id());
+}
