@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parse_pdf parse_docx)
+[ ${#targets[@]} -gt 0 ] || targets=(parse_pdf parse_docx parse_nested)
 
 tools="$PWD/target/tools"
 if [ ! -x "$tools/bin/cargo-fuzz" ]; then
@@ -52,6 +52,14 @@ seed parse_pdf pdf tests/fixtures/bad tests/fixtures/fuzz/pdf \
     "$eval_dir/docling/pdf/sources" "$eval_dir/docling/pdf"
 seed parse_docx docx tests/fixtures/bad tests/fixtures/fuzz/docx examples/corpus \
     "$eval_dir/docling/docx/sources"
+# parse_nested reads (choice, depth as two bytes, text): every place and
+# element at 40 levels (read) and at 3,000 (refused; a stack overflow before
+# the nesting bound).
+mkdir -p fuzz/corpus/parse_nested
+for choice in 0 1 2 3 4 5 6 7; do
+    printf "\\x0$choice\\x00\\x28nested" >"fuzz/corpus/parse_nested/shallow-$choice"
+    printf "\\x0$choice\\x0b\\xb8nested" >"fuzz/corpus/parse_nested/deep-$choice"
+done
 
 for target in "${targets[@]}"; do
     echo "fuzzing $target for $seconds s" >&2

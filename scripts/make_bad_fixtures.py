@@ -34,10 +34,17 @@ Fixtures (each must fail with the named ParseFailure, fast, never panic):
                                                                       stamp kept, hidden text left out
   outline_loop.pdf       bookmarks whose /Next and /First links run in circles
                                                                    -> parsed (each bookmark read once)
+  deep_content.pdf       a Flate content stream nesting arrays 3,000 levels deep
+                                                                   -> Corrupt (parsing.maxNestingDepth)
+  deep_page.pdf          a page dictionary nesting dictionaries 3,000 levels deep
+                                                                   -> Corrupt (parsing.maxNestingDepth)
+  deep_trailer.pdf       a trailer nesting arrays 3,000 levels deep
+                                                                   -> Corrupt (parsing.maxNestingDepth)
 """
 
 import hashlib
 import io
+import zlib
 import os
 import random
 import zipfile
@@ -191,10 +198,21 @@ def pdf_string(data: bytes) -> bytes:
     return b"<" + data.hex().encode() + b">"
 
 
-def pdf_file(pages, encryption=None, break_xref=False, outline_loop=False, lost_font=False) -> bytes:
+def pdf_file(
+    pages,
+    encryption=None,
+    break_xref=False,
+    outline_loop=False,
+    lost_font=False,
+    page_extra=b"",
+    trailer_more=b"",
+    flate=False,
+) -> bytes:
     """A PDF whose pages are given as content streams (bytes), as None for
     a page holding only a grey 8x8 image, or as ("scan", bytes) for that
-    image with the content drawn after it."""
+    image with the content drawn after it. `page_extra` goes into every page
+    dictionary, `trailer_more` into the trailer; `flate` compresses the
+    content streams."""
     objects = {}
     kids = []
     next_id = 4  # 1 catalog, 2 pages, 3 font
@@ -217,10 +235,14 @@ def pdf_file(pages, encryption=None, break_xref=False, outline_loop=False, lost_
         kids.append(page_id)
         objects[page_id] = (
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << %s >> "
-            b"/Contents %d 0 R >>" % (resources, content_id),
+            b"/Contents %d 0 R %s>>" % (resources, content_id, page_extra),
             None,
         )
-        objects[content_id] = (b"<< /Length %d >>" % len(content), content)
+        if flate:
+            content = zlib.compress(content)
+            objects[content_id] = (b"<< /Length %d /Filter /FlateDecode >>" % len(content), content)
+        else:
+            objects[content_id] = (b"<< /Length %d >>" % len(content), content)
     objects[1] = (b"<< /Type /Catalog /Pages 2 0 R >>", None)
     if outline_loop:
         # Root -> A; A's child is A itself, A -> B -> A as siblings.
@@ -291,8 +313,8 @@ def pdf_file(pages, encryption=None, break_xref=False, outline_loop=False, lost_
         offset = offsets[number] + (37 if break_xref else 0)
         out += b"%010d 00000 n \n" % offset
     out += (
-        b"trailer\n<< /Size %d /Root 1 0 R /ID [%s %s]%s >>\nstartxref\n%d\n%%%%EOF\n"
-        % (size, pdf_string(PDF_ID), pdf_string(PDF_ID), trailer_extra, xref_at)
+        b"trailer\n<< /Size %d /Root 1 0 R /ID [%s %s]%s%s >>\nstartxref\n%d\n%%%%EOF\n"
+        % (size, pdf_string(PDF_ID), pdf_string(PDF_ID), trailer_extra, trailer_more, xref_at)
     )
     return bytes(out)
 
@@ -394,6 +416,15 @@ def main() -> None:
             "ocr_layer.pdf": pdf_file([("scan", ocr_page())]),
             "outline_loop.pdf": pdf_file(three, outline_loop=True),
             "lost_fonts.pdf": pdf_file([lost_font_page(n) for n in (1, 2, 3)], lost_font=True),
+            "deep_content.pdf": pdf_file(
+                [text_page(1) + b" BT " + b"[" * 3000 + b"]" * 3000 + b" TJ ET"], flate=True
+            ),
+            "deep_page.pdf": pdf_file(
+                [text_page(1)], page_extra=b"/Deep " + b"<< /A " * 3000 + b">> " * 3000
+            ),
+            "deep_trailer.pdf": pdf_file(
+                [text_page(1)], trailer_more=b" /Deep " + b"[" * 3000 + b"]" * 3000
+            ),
             "garbled_page.pdf": pdf_file(
                 [text_page(1), lost_font_page(2), text_page(3)], lost_font=True
             ),

@@ -85,6 +85,13 @@ pub const BOUNDS: &[Bound] = &[
     ),
     bound(
         "IndexProfile",
+        &["parsing", "maxNestingDepth"],
+        1.0,
+        4096.0,
+        "the PDF reader recurses once per level; deeper would let a document exhaust its stack",
+    ),
+    bound(
+        "IndexProfile",
         &["parsing", "maxSentencesPerDocument"],
         1.0,
         10_000_000.0,

@@ -92,8 +92,10 @@ pub struct ParsingSpec {
     /// directory; guards against archives padded with millions of entries.
     /// Default 10000.
     pub max_archive_entries: u32,
-    /// Deepest element nesting accepted in HTML and XML inputs.
-    /// Default 512.
+    /// Deepest nesting accepted in a document: elements in HTML, DOCX XML
+    /// and Markdown, arrays and dictionaries in PDF (measured before the
+    /// PDF reader, which recurses per level, sees them). A deeper document
+    /// fails alone. Default 512, at most 4096.
     pub max_nesting_depth: u32,
     /// Most table cells one document may expand to, counted over all its
     /// tables as rows × columns once merged cells (colspan/rowspan) are

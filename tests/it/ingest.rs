@@ -748,3 +748,64 @@ fn chunk_candidates_bring_the_nearest_chunk_into_the_anchors() {
         assert!(diff < 1e-5, "chunk {row}: {diff}");
     }
 }
+
+/// A profile that makes vectors another way never reuses another's cached
+/// vectors: ingesting with `maxSeqLength: 8` and then with the default into
+/// one data directory publishes, under the default's version name, the
+/// bytes a clean build of the default publishes.
+#[test]
+fn a_cached_vector_is_reused_only_for_the_recipe_that_made_it() {
+    let shared = tempfile::tempdir().unwrap();
+    let (corpus, profile, _) = setup(shared.path());
+    let mut truncated = profile.clone();
+    truncated.spec.embedding.max_seq_length = Some(8);
+    let first = ingest(shared.path(), &corpus, &truncated);
+    let second = ingest(shared.path(), &corpus, &profile);
+    assert_ne!(first.manifest.version, second.manifest.version);
+    assert_eq!(
+        second.manifest.cached_sentences, 0,
+        "no vector of the truncated build is reused"
+    );
+
+    let clean = tempfile::tempdir().unwrap();
+    let (corpus, profile, _) = setup(clean.path());
+    let alone = ingest(clean.path(), &corpus, &profile);
+    assert_eq!(second.manifest.version, alone.manifest.version);
+    let vectors = |dir: &Path, version: &str| {
+        std::fs::read(
+            index::files::corpus_dir(&dir.join("data"), "c")
+                .join(version)
+                .join(index::files::SENTENCE_VECTORS),
+        )
+        .unwrap()
+    };
+    assert!(
+        vectors(shared.path(), &second.manifest.version)
+            == vectors(clean.path(), &alone.manifest.version),
+        "the version's vectors differ from a clean build's"
+    );
+}
+
+/// A PDF nested 3,000 levels deep among good documents: it fails alone,
+/// named, with the nesting as its reason, and the rest is published.
+#[test]
+fn a_deeply_nested_pdf_fails_alone() {
+    use crate::common::pdf::{self, PdfParts};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, _) = setup(dir);
+    let mut parts = PdfParts::text(&["A deep page."]);
+    parts.pages[0].extend(format!(" BT {} TJ ET", pdf::nested_arrays(3000)).bytes());
+    std::fs::write(dir.join("docs/deep.pdf"), pdf::write(&parts)).unwrap();
+    let report = ingest(dir, &corpus, &profile);
+    let m = &report.manifest;
+    assert_eq!(m.counts.documents, 2);
+    assert_eq!(m.failed.len(), 1);
+    assert_eq!(m.failed[0].key, "docs/deep.pdf");
+    assert!(
+        m.failed[0].reason.contains("maxNestingDepth"),
+        "{}",
+        m.failed[0].reason
+    );
+    IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+}

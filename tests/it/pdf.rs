@@ -354,3 +354,71 @@ fn a_document_over_its_memory_bound_fails_and_says_which_bound() {
     trellis::parse::parse_bytes(&bytes, trellis::parse::Format::Pdf, &ParsingSpec::default())
         .expect("parsed within the default bound");
 }
+
+/// Arrays and dictionaries nested 3,000 levels deep, in a content stream
+/// (compressed or not), a page dictionary or the trailer, overflowed the
+/// reader's stack and ended the process. Each is now refused before the
+/// reader recurses, naming the bound; the same document nested within the
+/// bound reads.
+#[test]
+fn deep_nesting_is_refused_before_the_reader_recurses() {
+    use crate::common::pdf::{self, PdfParts};
+    let spec = ParsingSpec::default();
+    let plain = PdfParts::text(&["Deeply nested arrays are refused before they are read."]);
+    let content = |nesting: &str| {
+        let mut parts = plain.clone();
+        parts.pages[0].extend(format!(" BT {nesting} TJ ET").bytes());
+        parts
+    };
+    let cases = [
+        (
+            "a compressed content stream",
+            content(&pdf::nested_arrays(3000)),
+        ),
+        (
+            "an uncompressed content stream",
+            PdfParts {
+                flate: false,
+                ..content(&pdf::nested_arrays(3000))
+            },
+        ),
+        (
+            "a page dictionary",
+            PdfParts {
+                page_entries: format!("/Deep {}", pdf::nested_dictionaries(3000)),
+                ..plain.clone()
+            },
+        ),
+        (
+            "the trailer",
+            PdfParts {
+                trailer_entries: format!("/Deep {}", pdf::nested_arrays(3000)),
+                ..plain.clone()
+            },
+        ),
+    ];
+    for (place, parts) in cases {
+        let error =
+            trellis::parse::parse_bytes(&pdf::write(&parts), trellis::parse::Format::Pdf, &spec)
+                .expect_err(place)
+                .to_string();
+        assert!(
+            error.contains("parsing.maxNestingDepth"),
+            "{place}: {error}"
+        );
+    }
+    // The hostile fixtures of the same shapes (the fuzz targets' seeds).
+    for name in ["deep_content.pdf", "deep_page.pdf", "deep_trailer.pdf"] {
+        let error = parse_fixture(name, &spec).expect_err(name).to_string();
+        assert!(error.contains("parsing.maxNestingDepth"), "{name}: {error}");
+    }
+    // Within the bound, the text is read.
+    let tree = trellis::parse::parse_bytes(
+        &pdf::write(&content(&pdf::nested_arrays(40))),
+        trellis::parse::Format::Pdf,
+        &spec,
+    )
+    .unwrap();
+    let read = format!("{tree:?}");
+    assert!(read.contains("refused before they are read"), "{read}");
+}

@@ -33,6 +33,7 @@
 mod extract;
 mod invisible;
 pub mod layout;
+mod nesting;
 mod outline;
 mod table;
 
@@ -257,6 +258,13 @@ fn guarded(bytes: &[u8], spec: &ParsingSpec) -> Result<extract::Extracted, Parse
     })
 }
 
+/// The reader thread's stack. The library recurses once per level of
+/// nesting, which [`nesting::check`] bounds by `parsing.maxNestingDepth`
+/// (at most [`crate::spec::bounds`]' 4096) before it reads anything; this
+/// leaves it 16 KB a level at that bound, several times what a level takes.
+/// Only the pages touched are committed.
+const READER_STACK: usize = 64 * 1024 * 1024;
+
 /// How often a long PDF says how far its reading has got.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
@@ -281,12 +289,15 @@ fn guarded_reporting(
     let owned = bytes.to_vec();
     let max_pages = spec.max_pages.max(1) as usize;
     let max_memory = spec.max_memory_bytes_per_document;
+    let max_nesting = spec.max_nesting_depth;
     let progress = Arc::new(PagesRead::default());
     let shared = Arc::clone(&progress);
     std::thread::Builder::new()
         .name("pdf".into())
+        .stack_size(READER_STACK)
         .spawn(move || {
             let result = std::panic::catch_unwind(move || {
+                nesting::check(&owned, max_nesting)?;
                 extract::glyphs(owned, max_pages, max_memory, &shared)
             });
             let _ = send.send(result);
