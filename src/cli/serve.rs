@@ -135,7 +135,7 @@ impl ServeArgs {
             .enable_all()
             .build()
             .context("starting the async runtime")?;
-        runtime.block_on(async move {
+        let outcome = runtime.block_on(async move {
             let listener = serve::bind(self.listen).await?;
             tracing::info!(
                 listen = %listener.local_addr()?,
@@ -187,19 +187,40 @@ impl ServeArgs {
                 tokio::time::sleep(delay).await;
                 tracing::info!("shutting down: no new connections, draining requests in flight");
             };
-            let server = tokio::spawn(serve::run(listener, service, shutdown));
+            let mut server = tokio::spawn(serve::run(listener, service, shutdown));
             // A failed load ends the process: a pod that can never become
-            // ready should restart rather than sit unready.
-            match loader.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(e.context("loading the index")),
-                Err(e) => return Err(anyhow::anyhow!("loading the index: {e}")),
+            // ready should restart rather than sit unready. A stop asked
+            // for while loading ends it too, without waiting for the load
+            // (a slow disk, a file much larger than it should be).
+            tokio::select! {
+                loaded = loader => match loaded {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(e.context("loading the index")),
+                    Err(e) => return Err(anyhow::anyhow!("loading the index: {e}")),
+                },
+                stopped = &mut server => {
+                    stopped.context("server task")??;
+                    tracing::info!("stopped while the index was loading");
+                    return Ok(Stopped::WhileLoading);
+                }
             }
             server.await.context("server task")??;
             tracing::info!("drained; stopped");
-            Ok(ExitCode::SUCCESS)
-        })
+            Ok(Stopped::Drained)
+        });
+        // The runtime would wait, when dropped, for a load still running
+        // on its blocking pool; a stop while loading leaves it behind.
+        if matches!(outcome, Ok(Stopped::WhileLoading)) {
+            runtime.shutdown_background();
+        }
+        outcome.map(|_| ExitCode::SUCCESS)
     }
+}
+
+/// How a service that started ended.
+enum Stopped {
+    Drained,
+    WhileLoading,
 }
 
 /// The graph store `path` describes: a GraphSpec in YAML or JSON.

@@ -86,6 +86,12 @@ pub fn fetch(
     version: &str,
     retries: u32,
 ) -> Result<PathBuf, GraphError> {
+    if !files::is_version_name(version) {
+        return Err(GraphError::Config(format!(
+            "{} names {version:?} as a version of corpus {corpus}: not a version name",
+            store.name()
+        )));
+    }
     let corpus_dir = corpus_dir(data_dir, corpus);
     let target = corpus_dir.join(version);
     if target.join(files::MANIFEST).exists() {

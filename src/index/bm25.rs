@@ -311,6 +311,11 @@ impl Bm25Index {
         })
     }
 
+    /// How many sentences the index holds.
+    pub fn documents(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
     /// The mean, over the query's distinct words (stemmed; stop words and
     /// question words left out), of the share of the `documents` indexed
     /// documents that use the word; 0 for a query with no such word. A query about one document

@@ -5,9 +5,12 @@
 //! rename as well. A crash at any point leaves the previous `current`
 //! serving and no half-written version under a version name.
 
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
-use super::files::{CURRENT, MANIFEST, corpus_dir, read_manifest};
+use super::files::{
+    CURRENT, MANIFEST, corpus_dir, describe_type, is_version_name, open_regular, read_manifest,
+};
 use super::{IndexError, writer};
 
 /// Renames a finished build into place; `Ok(true)` when another writer
@@ -48,17 +51,64 @@ pub fn set_current(root: &Path, version: &str) -> Result<(), IndexError> {
     sync_dir(root)
 }
 
-/// The version `current` points at.
+/// The longest `current` file read: a version name and a newline.
+const MAX_CURRENT_BYTES: u64 = 128;
+
+/// The version `current` points at: a regular file of the corpus'
+/// directory holding one version name ([`is_version_name`]), so that it
+/// can only name a version directory of its own corpus. What it holds
+/// otherwise is never printed: a `current` made a link to another file
+/// would show that file's text in the error.
 pub fn current_version(data_dir: &Path, corpus: &str) -> Result<String, IndexError> {
     let root = corpus_dir(data_dir, corpus);
     let current = root.join(CURRENT);
-    match std::fs::read_to_string(&current) {
-        Ok(text) => Ok(text.trim().to_string()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(IndexError::NotBuilt {
-            corpus: corpus.to_string(),
-            dir: root,
-        }),
-        Err(e) => Err(IndexError::io(&current, e)),
+    let (mut file, len) = match open_regular(&current) {
+        Ok(opened) => opened,
+        Err(IndexError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Err(IndexError::NotBuilt {
+                corpus: corpus.to_string(),
+                dir: root,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let not_a_name = || {
+        IndexError::Corrupt(format!(
+            "{}: does not hold a version name of corpus {corpus:?} ({len} bytes)",
+            current.display()
+        ))
+    };
+    if len > MAX_CURRENT_BYTES {
+        return Err(not_a_name());
+    }
+    let mut text = String::new();
+    std::io::Read::take(&mut file, MAX_CURRENT_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|_| not_a_name())?;
+    let version = text.trim();
+    if !is_version_name(version) {
+        return Err(not_a_name());
+    }
+    Ok(version.to_string())
+}
+
+/// The directory of `version` of the corpus under `root`: a directory of
+/// its own (not a link to one elsewhere), named as a version is.
+pub fn version_dir(root: &Path, version: &str) -> Result<PathBuf, IndexError> {
+    if !is_version_name(version) {
+        return Err(IndexError::Corrupt(format!(
+            "{version:?} is not a version name (16 hex digits)"
+        )));
+    }
+    let dir = root.join(version);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(metadata) if metadata.is_dir() => Ok(dir),
+        Ok(metadata) => Err(IndexError::Corrupt(format!(
+            "{}: {}, not a version directory",
+            dir.display(),
+            describe_type(&metadata.file_type())
+        ))),
+        Err(e) => Err(IndexError::io(&dir, e)),
     }
 }
 

@@ -123,10 +123,88 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resul
 }
 
 /// Reads a JSON file of a version; one that does not parse is corrupt.
+/// Only a regular file is read ([`open_regular`]).
 pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, IndexError> {
-    let bytes = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
+    let (mut file, len) = open_regular(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| IndexError::io(path, e))?;
     serde_json::from_slice(&bytes)
         .map_err(|e| IndexError::Corrupt(format!("{}: {e}", path.display())))
+}
+
+/// Opens a file of a version for reading, with its length, only when it
+/// is a regular file. A symbolic link is refused, not followed (it could
+/// name any file of the machine); a FIFO would block the reader forever
+/// and a device (`/dev/zero`) never ends: both are refused before a byte
+/// is read. The type is checked on the opened descriptor, so the file
+/// cannot be swapped between the check and the read.
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64), IndexError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NONBLOCK: opening a FIFO without a writer returns at once
+        // instead of waiting for one; it changes nothing for a regular file.
+        options.custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(nix::libc::ELOOP) {
+            return IndexError::Corrupt(format!(
+                "{}: a symbolic link, not a file of the version",
+                path.display()
+            ));
+        }
+        IndexError::io(path, e)
+    })?;
+    let metadata = file.metadata().map_err(|e| IndexError::io(path, e))?;
+    if !metadata.is_file() {
+        return Err(IndexError::Corrupt(format!(
+            "{}: not a regular file ({})",
+            path.display(),
+            describe_type(&metadata.file_type())
+        )));
+    }
+    Ok((file, metadata.len()))
+}
+
+/// What kind of file a non-regular one is, for an error message.
+pub(crate) fn describe_type(file_type: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_char_device() || file_type.is_block_device() {
+            return "a device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_symlink() {
+        "a symbolic link"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// Whether `name` can be a version's directory name: one path component
+/// of letters, digits, `-`, `_` and `.`, not starting with `.` (so never
+/// `..`, nor a build in progress), at most 64 bytes. Version names are 16
+/// hex digits; `current` and every version a user names must pass this,
+/// so that neither can point outside the corpus' own directory.
+pub fn is_version_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
 /// The manifest of the version in `dir`.

@@ -34,7 +34,7 @@ pub use links::RelatedEdge;
 pub use manifest::{Counts, DocumentNote, Timings, VersionManifest};
 pub use store::{ChunkRecord, SkeletonStore};
 pub use vectors::{Quantized, Vectors};
-pub use version::{IndexVersion, Opening, SearchFiles};
+pub use version::{ALLOW_UNCHECKED, IndexVersion, Opening, SearchFiles};
 pub(crate) use version::{defined_terms, paragraph_centroids};
 
 #[derive(Debug, Error)]

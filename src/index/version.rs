@@ -79,6 +79,37 @@ pub struct SearchFiles {
     pub bm25: bm25::Bm25Index,
 }
 
+/// The manifest's counts against the skeleton they were counted from.
+fn check_counts(manifest: &VersionManifest, store: &SkeletonStore) -> Result<(), String> {
+    let counts = &manifest.counts;
+    let indexed = store.sentences.iter().filter(|s| s.indexed).count();
+    for (what, counted, found) in [
+        ("documents", counts.documents, store.documents.len()),
+        ("sections", counts.sections, store.sections.len()),
+        ("paragraphs", counts.paragraphs, store.paragraphs.len()),
+        ("sentences", counts.sentences, store.sentences.len()),
+        ("indexed sentences", counts.indexed_sentences, indexed),
+    ] {
+        if counted != found {
+            return Err(format!("{counted} {what} counted, {found} stored"));
+        }
+    }
+    if manifest.dims == 0 {
+        return Err("a dimension of 0".into());
+    }
+    Ok(())
+}
+
+/// The environment variable by which an operator opts in to opening
+/// versions that have no `checksums.json` (built by a release before
+/// checksums, or copied without it): their structure is still checked,
+/// but damage that keeps the files well-formed is not seen.
+pub const ALLOW_UNCHECKED: &str = "TRELLIS_ALLOW_UNCHECKED_VERSIONS";
+
+fn unchecked_versions_allowed() -> bool {
+    std::env::var(ALLOW_UNCHECKED).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
 impl IndexVersion {
     /// Loads `version` of `corpus`, or the current one, whole.
     pub fn open(data_dir: &Path, corpus: &str, version: Option<&str>) -> Result<Self, IndexError> {
@@ -133,13 +164,20 @@ impl IndexVersion {
             Some(v) => v.to_string(),
             None => current_version(data_dir, corpus)?,
         };
-        let dir = corpus_dir(data_dir, corpus).join(&version);
+        let dir = super::current::version_dir(&corpus_dir(data_dir, corpus), &version)?;
         // Every file read is checked before any is parsed: the parsers
         // trust their input.
         let checked = match opening {
             Opening::Whole => checksums::verify(&dir)?,
             Opening::WithoutSearch => checksums::verify_files(&dir, &files::SERVING_FILES)?,
         };
+        if !checked && !unchecked_versions_allowed() {
+            return Err(IndexError::Corrupt(format!(
+                "{}: missing, so nothing of the version can be checked; set \
+                 {ALLOW_UNCHECKED}=1 to open versions without checksums anyway",
+                dir.join(files::CHECKSUMS).display()
+            )));
+        }
         let manifest = read_manifest(&dir)?;
         if manifest.checksummed && !checked {
             return Err(IndexError::Corrupt(format!(
@@ -160,6 +198,13 @@ impl IndexVersion {
         let store: SkeletonStore = read_json(&dir.join(files::SKELETON))?;
         store.validate().map_err(|reason| {
             IndexError::Corrupt(format!("{}: {reason}", dir.join(files::SKELETON).display()))
+        })?;
+        check_counts(&manifest, &store).map_err(|reason| {
+            IndexError::Corrupt(format!(
+                "{} and {} disagree: {reason}",
+                dir.join(files::MANIFEST).display(),
+                dir.join(files::SKELETON).display()
+            ))
         })?;
         let headings = read_rows(
             &dir,
@@ -220,7 +265,20 @@ impl IndexVersion {
                     vectors,
                     graph,
                     quantized,
-                    bm25: bm25::Bm25Index::open(&dir.join(files::BM25_DIR))?,
+                    bm25: {
+                        let bm25 = bm25::Bm25Index::open(&dir.join(files::BM25_DIR))?;
+                        // An index emptied of its segments opens as an
+                        // empty index and would answer nothing, silently.
+                        let indexed = manifest.counts.indexed_sentences as u64;
+                        if bm25.documents() != indexed {
+                            return Err(IndexError::Corrupt(format!(
+                                "{}: {} sentences indexed where the manifest counts {indexed}",
+                                dir.join(files::BM25_DIR).display(),
+                                bm25.documents()
+                            )));
+                        }
+                        bm25
+                    },
                 })
             }
             Opening::WithoutSearch => Searching::Counted(LexicalStats::count(&store, &profile)?),
@@ -236,6 +294,14 @@ impl IndexVersion {
             })
             .count();
         let edges: Vec<RelatedEdge> = read_json(&dir.join(files::RELATED))?;
+        if edges.len() != manifest.counts.related_edges {
+            return Err(IndexError::Corrupt(format!(
+                "{}: {} links where the manifest counts {}",
+                dir.join(files::RELATED).display(),
+                edges.len(),
+                manifest.counts.related_edges
+            )));
+        }
         let mut related = vec![Vec::new(); store.sentences.len()];
         for e in edges {
             match related.get_mut(e.from as usize) {

@@ -274,8 +274,21 @@ pub fn router(service: Arc<Service>) -> Router {
             read_body,
         ))
         .layer(axum::middleware::from_fn(probe_lane_only))
+        .layer(axum::middleware::from_fn(no_sniffing))
         .layer(axum::middleware::from_fn(request_span))
         .with_state(service)
+}
+
+/// Every response says its content type is the one to use: a browser
+/// must not guess another for an answer (a document's text inside JSON
+/// read as HTML would run as the console's page).
+async fn no_sniffing(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let mut response = next.run(request).await;
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// On a connection admitted past the connection limit, answers only the

@@ -362,10 +362,13 @@ fn limits_and_bad_requests_get_json_errors() {
         .send()
         .unwrap();
     assert_eq!(response.status(), 400);
+    // No response may be read as another type than the one it says.
+    assert_eq!(response.headers()["x-content-type-options"], "nosniff");
     let body: Value = response.json().unwrap();
     assert_eq!(body["error"]["code"], "invalid_request");
     let response = client().get(server.url("/v2/nothing")).send().unwrap();
     assert_eq!(response.status(), 404);
+    assert_eq!(response.headers()["x-content-type-options"], "nosniff");
     let body: Value = response.json().unwrap();
     assert_eq!(body["error"]["code"], "not_found");
     // A wrong method and a body that is not declared JSON: the same error
@@ -1132,4 +1135,77 @@ fn the_console_is_behind_the_token_and_a_request_may_pick_its_mode() {
         .unwrap();
     assert_eq!(response.status(), 400);
     server.stop();
+}
+
+/// A service whose load never finishes (here its model's pooling
+/// configuration is a FIFO no one writes: reading it blocks for ever)
+/// answers liveness,
+/// stays unready, and still ends on SIGTERM, with status 0, within the
+/// shutdown delay: it used to wait for the load first, for ever.
+#[test]
+fn sigterm_ends_a_service_that_is_still_loading() {
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let trellis = ingest_with_the_binary(dir);
+    let real = embed::resolve_model_dir(&trellis::spec::EmbeddingSpec::default(), None).unwrap();
+    let models = dir.join("models");
+    let stuck = models.join(real.file_name().unwrap());
+    std::fs::create_dir_all(&stuck).unwrap();
+    for entry in std::fs::read_dir(&real).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() != "1_Pooling" {
+            std::os::unix::fs::symlink(entry.path(), stuck.join(entry.file_name())).unwrap();
+        }
+    }
+    std::fs::create_dir(stuck.join("1_Pooling")).unwrap();
+    nix::unistd::mkfifo(
+        &stuck.join("1_Pooling/config.json"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    let port = free_port();
+    let mut child = Command::new(trellis)
+        .args(["serve", "-f"])
+        .arg(dir.join("trellis.yaml"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--shutdown-delay", "1"])
+        .env("TRELLIS_MODEL_DIR", &models)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let http = client();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !http
+        .get(format!("{base}/healthz"))
+        .send()
+        .is_ok_and(|r| r.status() == 200)
+    {
+        assert!(std::time::Instant::now() < deadline, "no liveness in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let ready = http.get(format!("{base}/readyz")).send().unwrap();
+    assert_eq!(ready.status(), 503, "ready with a load that cannot finish");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still running 15 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
 }

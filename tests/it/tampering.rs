@@ -137,12 +137,18 @@ fn every_single_file_damage_is_an_error_naming_the_file() {
     );
 }
 
-/// A version built before checksums opens unchecked, so its structure is
-/// checked instead: numbers in `skeleton.json` and `related.json` that
-/// point outside the store are errors naming the file, not panics later
-/// in a query.
+/// A version without checksums (built before them, or with them removed
+/// along with `"checksummed"`) is refused; an operator who opts in opens it
+/// unchecked, and its structure is checked instead: numbers in
+/// `skeleton.json` and `related.json` that point outside the store are
+/// errors naming the file, not panics later in a query.
 #[test]
 fn a_version_without_checksums_refuses_numbers_outside_its_store() {
+    let test = "tampering::a_version_without_checksums_refuses_numbers_outside_its_store";
+    if !common::is_child(test) {
+        common::run_in_child(test, &[(trellis::index::ALLOW_UNCHECKED, "1".as_ref())]);
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     common::write_two_documents(dir);
@@ -201,5 +207,203 @@ fn a_version_without_checksums_refuses_numbers_outside_its_store() {
             Err(e) => e.to_string(),
         };
         assert!(err.contains(file), "case {i}: {err}");
+    }
+}
+
+/// An ingested version under `tmp`: the data directory and the version's
+/// directory.
+fn ingested(tmp: &Path) -> (PathBuf, PathBuf) {
+    common::write_two_documents(tmp);
+    let (report, _) = common::ingest_manifests(MANIFESTS, tmp);
+    let data = tmp.join("data");
+    let version_dir = data.join("indexes/c").join(&report.manifest.version);
+    (data, version_dir)
+}
+
+/// The error opening the current version, which must not be a panic.
+fn open_error(data: &Path) -> String {
+    match std::panic::catch_unwind(|| IndexVersion::open(data, "c", None)) {
+        Err(_) => panic!("opening panicked"),
+        Ok(Ok(_)) => panic!("opened anyway"),
+        Ok(Err(e)) => e.to_string(),
+    }
+}
+
+/// `current` names a version directory of its own corpus and nothing
+/// else: not another corpus' version (`../other/<version>`), not an
+/// absolute path, not a link to another file, whose text never reaches
+/// the error.
+#[test]
+fn current_names_only_a_version_of_its_own_corpus() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, version_dir) = ingested(tmp.path());
+    let version = version_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let other = data.join("indexes/other");
+    copy_tree(&data.join("indexes/c"), &other);
+    let current = data.join("indexes/c/current");
+    for text in [
+        format!("../other/{version}"),
+        other.join(&version).display().to_string(),
+        "..".to_string(),
+        ".build-x".to_string(),
+    ] {
+        std::fs::write(&current, format!("{text}\n")).unwrap();
+        let error = open_error(&data);
+        assert!(
+            error.contains("does not hold a version name"),
+            "{text}: {error}"
+        );
+    }
+    let secret = tmp.path().join("secret.txt");
+    std::fs::write(&secret, "root:x:0:0:the secret text\n").unwrap();
+    std::fs::remove_file(&current).unwrap();
+    std::os::unix::fs::symlink(&secret, &current).unwrap();
+    let error = open_error(&data);
+    assert!(error.contains("a symbolic link"), "{error}");
+    assert!(!error.contains("secret text"), "{error}");
+    // A version directory that is a link to another corpus' is refused
+    // too, as is a version name given on the command line.
+    std::fs::remove_file(&current).unwrap();
+    std::fs::write(&current, format!("{version}\n")).unwrap();
+    std::fs::remove_dir_all(&version_dir).unwrap();
+    std::os::unix::fs::symlink(other.join(&version), &version_dir).unwrap();
+    assert!(open_error(&data).contains("not a version directory"));
+    let error = IndexVersion::open(&data, "c", Some("../other/x"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("not a version name"), "{error}");
+}
+
+/// The listing of checksums covers every file: a file whose entry was
+/// removed, or a version whose listing was removed with `"checksummed"`
+/// set false, is refused (the latter unless the operator opts in).
+#[test]
+fn a_file_left_out_of_the_checksums_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, version_dir) = ingested(tmp.path());
+    let listing = version_dir.join("checksums.json");
+    let pristine: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&listing).unwrap()).unwrap();
+    let mut dropped = pristine.clone();
+    dropped.remove("vectors.f32");
+    std::fs::write(&listing, serde_json::to_vec(&dropped).unwrap()).unwrap();
+    let error = open_error(&data);
+    assert!(error.contains("vectors.f32: not listed"), "{error}");
+
+    std::fs::remove_file(&listing).unwrap();
+    let manifest_path = version_dir.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["checksummed"] = false.into();
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let error = open_error(&data);
+    assert!(error.contains(trellis::index::ALLOW_UNCHECKED), "{error}");
+}
+
+/// A FIFO, a link to `/dev/zero` or a huge sparse file in place of a
+/// version's file is refused before it is read: opening never hangs.
+#[test]
+fn special_and_oversized_files_are_refused_unread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (pristine, version_dir) = ingested(tmp.path());
+    let relative = version_dir.strip_prefix(&pristine).unwrap().to_path_buf();
+    for (what, make) in [
+        (
+            "a FIFO",
+            (|p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap())
+                as fn(&Path),
+        ),
+        ("a symbolic link", |p: &Path| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+        ("bytes where", |p: &Path| {
+            let file = std::fs::File::create(p).unwrap();
+            file.set_len(1 << 40).unwrap();
+        }),
+    ] {
+        for file in [
+            "vectors.f32",
+            "skeleton.json",
+            "manifest.json",
+            "bm25/meta.json",
+        ] {
+            let case = tempfile::tempdir().unwrap();
+            let data = case.path().join("data");
+            copy_tree(&pristine, &data);
+            let path = data.join(&relative).join(file);
+            std::fs::remove_file(&path).unwrap();
+            make(&path);
+            let started = std::time::Instant::now();
+            let error = open_error(&data);
+            assert!(
+                error.contains(what) && error.contains(file),
+                "{what} as {file}: {error}"
+            );
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "{what} as {file}"
+            );
+        }
+    }
+}
+
+/// The manifest's counts are checked against the skeleton, and a BM25
+/// index emptied of its segments (which opens as an empty index) against
+/// the indexed sentences. The files are rewritten and their checksums
+/// with them, as a careless tool might: the version is consistent with
+/// its checksums and still refused.
+#[test]
+fn counts_that_disagree_with_the_files_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (pristine, version_dir) = ingested(tmp.path());
+    let relative = version_dir.strip_prefix(&pristine).unwrap().to_path_buf();
+    let rewrite = |data: &Path, file: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let dir = data.join(&relative);
+        let path = dir.join(file);
+        let mut value: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        edit(&mut value);
+        std::fs::write(&path, value.to_string()).unwrap();
+        std::fs::remove_file(dir.join("checksums.json")).unwrap();
+        trellis::index::checksums::write(&dir).unwrap();
+    };
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a dyn Fn(&mut serde_json::Value),
+        &'a str,
+    );
+    let cases: [Case; 3] = [
+        (
+            "manifest.json",
+            "sentences",
+            &|m| m["counts"]["sentences"] = 1.into(),
+            "1 sentences counted",
+        ),
+        (
+            "manifest.json",
+            "edges",
+            &|m| m["counts"]["related_edges"] = 999.into(),
+            "links where the manifest counts 999",
+        ),
+        (
+            "bm25/meta.json",
+            "segments",
+            &|m| m["segments"] = serde_json::json!([]),
+            "0 sentences indexed",
+        ),
+    ];
+    for (file, what, edit, expected) in cases {
+        let case = tempfile::tempdir().unwrap();
+        let data = case.path().join("data");
+        copy_tree(&pristine, &data);
+        rewrite(&data, file, edit);
+        let error = open_error(&data);
+        assert!(error.contains(expected), "{what}: {error}");
     }
 }
