@@ -41,6 +41,11 @@ pub struct ServeArgs {
     /// Longest query, in characters.
     #[arg(long, default_value_t = 2_000)]
     max_query_chars: usize,
+    /// Largest retrieval response, in bytes of JSON: past it, passages are
+    /// cut to a window around their sentence and the lowest results left
+    /// out, and the response says `truncated`.
+    #[arg(long, default_value_t = 2 * 1024 * 1024)]
+    max_response_bytes: usize,
     /// Largest k a request may ask for.
     #[arg(long, default_value_t = 50)]
     max_k: usize,
@@ -85,6 +90,7 @@ impl ServeArgs {
         let concurrency = self.concurrency;
         let limits = Limits {
             body_bytes: self.max_body_bytes,
+            response_bytes: self.max_response_bytes,
             query_chars: self.max_query_chars,
             max_k: self.max_k,
             timeout: Duration::from_millis(self.timeout_ms),

@@ -90,11 +90,19 @@ const MIN_WORDS_BEFORE_ABBREVIATION: usize = 3;
 ///
 /// Cheap to clone and to share between threads; building one only copies
 /// the profile's extra abbreviations.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Segmenter {
     /// The profile's own abbreviations, ASCII-lowercased, without their
     /// final period.
     extra_abbreviations: Vec<Box<[u8]>>,
+    /// Longest sentence in characters (`sentences.maxChars`).
+    max_chars: usize,
+}
+
+impl Default for Segmenter {
+    fn default() -> Self {
+        Self::new(&SentenceSpec::default())
+    }
 }
 
 impl Segmenter {
@@ -113,6 +121,7 @@ impl Segmenter {
             .collect();
         Self {
             extra_abbreviations,
+            max_chars: spec.max_chars.max(1) as usize,
         }
     }
 
@@ -132,6 +141,7 @@ impl Segmenter {
             text,
             bytes: text.as_bytes(),
             extra_abbreviations: &self.extra_abbreviations,
+            max_chars: self.max_chars,
             out,
             sentence_start: 0,
             list: None,
@@ -140,6 +150,60 @@ impl Segmenter {
             marks: OpenMarks::default(),
         }
         .run();
+    }
+}
+
+/// Cuts `sentence` (trimmed, starting at byte `offset` of the text) into
+/// pieces of at most `max_chars` characters, each trimmed and never empty:
+/// after the last clause punctuation followed by a space in the second
+/// half of the bound, else after the last whitespace there, else at the
+/// bound itself. Every non-whitespace character stays in one piece.
+fn cut_long(sentence: &str, offset: usize, max_chars: usize, out: &mut Vec<Range<usize>>) {
+    let max_chars = max_chars.max(1);
+    let mut rest = sentence;
+    let mut at = offset;
+    while !rest.is_empty() {
+        let bound = rest
+            .char_indices()
+            .nth(max_chars)
+            .map_or(rest.len(), |(i, _)| i);
+        let cut = if bound == rest.len() {
+            bound
+        } else {
+            let half = rest.char_indices().nth(max_chars / 2).map_or(0, |(i, _)| i);
+            let window = &rest[half..bound];
+            let after_clause = window
+                .char_indices()
+                .rev()
+                .find(|&(i, c)| {
+                    matches!(c, ';' | ':' | ',' | '—' | '–')
+                        && window[i + c.len_utf8()..]
+                            .chars()
+                            .next()
+                            .is_some_and(char::is_whitespace)
+                })
+                .map(|(i, c)| half + i + c.len_utf8());
+            let after_word = || {
+                window
+                    .char_indices()
+                    .rev()
+                    .find(|&(_, c)| c.is_whitespace())
+                    .map(|(i, _)| half + i)
+            };
+            after_clause
+                .or_else(after_word)
+                .filter(|&c| c > 0)
+                .unwrap_or(bound)
+        };
+        let piece = &rest[..cut];
+        let trimmed_end = piece.trim_end();
+        if !trimmed_end.is_empty() {
+            out.push(at..at + trimmed_end.len());
+        }
+        let next = &rest[cut..];
+        let next_trimmed = next.trim_start();
+        at += cut + (next.len() - next_trimmed.len());
+        rest = next_trimmed;
     }
 }
 
@@ -159,6 +223,7 @@ struct Scanner<'t, 'o> {
     text: &'t str,
     bytes: &'t [u8],
     extra_abbreviations: &'t [Box<[u8]>],
+    max_chars: usize,
     out: &'o mut Vec<Range<usize>>,
     /// Where the current sentence begins (possibly on whitespace).
     sentence_start: usize,
@@ -205,7 +270,9 @@ impl Scanner<'_, '_> {
             let trimmed = piece.trim_start();
             let start = at - trimmed.len();
             let trimmed = trimmed.trim_end();
-            if !trimmed.is_empty() {
+            if trimmed.len() > self.max_chars && trimmed.chars().count() > self.max_chars {
+                cut_long(trimmed, start, self.max_chars, self.out);
+            } else if !trimmed.is_empty() {
                 self.out.push(start..start + trimmed.len());
             }
         }

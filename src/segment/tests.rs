@@ -635,3 +635,46 @@ fn degenerate_inputs() {
         ("word", &["word"]),
     ]);
 }
+
+/// A run of text longer than `sentences.maxChars` without a sentence end
+/// is cut into sentences within the bound: after clause punctuation where
+/// there is some, else after a word, else at the bound; nothing is lost.
+#[test]
+fn over_long_sentences_are_cut_within_the_bound() {
+    let spec = SentenceSpec {
+        max_chars: 40,
+        ..SentenceSpec::default()
+    };
+    let segmenter = Segmenter::new(&spec);
+    let clauses =
+        "the first clause runs on, the second clause follows it; and the third one ends here";
+    let pieces = sentences(&segmenter, clauses);
+    assert_eq!(
+        pieces,
+        [
+            "the first clause runs on,",
+            "the second clause follows it;",
+            "and the third one ends here"
+        ]
+    );
+    let words = "word ".repeat(30);
+    let pieces = sentences(&segmenter, &words);
+    assert!(pieces.iter().all(|p| p.chars().count() <= 40), "{pieces:?}");
+    assert_eq!(pieces.concat().replace(' ', ""), words.replace(' ', ""));
+    // No space at all: cut at the bound, on a character boundary.
+    let unbroken = "é".repeat(100);
+    let pieces = sentences(&segmenter, &unbroken);
+    assert_eq!(
+        pieces.iter().map(|p| p.chars().count()).collect::<Vec<_>>(),
+        [40, 40, 20]
+    );
+    // A 10 MB line without punctuation, at the default bound.
+    let line = "lorem ipsum dolor sit amet ".repeat(400_000);
+    let ranges = Segmenter::new(&SentenceSpec::default()).split(&line);
+    assert!(ranges.len() > 2_000, "{}", ranges.len());
+    assert!(
+        ranges
+            .iter()
+            .all(|r| line[r.clone()].chars().count() <= SentenceSpec::DEFAULT_MAX_CHARS as usize)
+    );
+}

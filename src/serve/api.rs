@@ -240,6 +240,82 @@ pub struct RetrieveResponse {
     /// order stands. Absent when the route has no reranker.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reranked: Option<bool>,
+    /// The response was cut to the service's response limit
+    /// (`--max-response-bytes`): passages were shortened to a window around
+    /// their sentence, and the lowest results may be left out. Absent when
+    /// nothing was cut.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// Fits `response` into `cap` bytes of JSON, and says whether anything was
+/// cut. First each result's display (and the context's copy of it), then
+/// each sentence, is cut to a window around the result's sentence with
+/// `…` at the cuts, the windows sharing half the cap; then results are
+/// left out from the lowest until it fits. A cap too small for any
+/// result leaves none.
+pub fn fit_response(response: &mut RetrieveResponse, cap: usize) -> bool {
+    let size = |r: &RetrieveResponse| serde_json::to_vec(r).map_or(usize::MAX, |v| v.len());
+    if size(response) <= cap {
+        return false;
+    }
+    response.truncated = true;
+    // Half the cap for the displays, half for the context's copies of
+    // them; a quarter of each share for a result's sentence.
+    let share = (cap / (4 * response.hits.len().max(1))).max(64);
+    for hit in &mut response.hits {
+        if hit.display.len() > share {
+            let cut = window_around(&hit.display, &hit.text, share);
+            if response.context.contains(hit.display.as_str()) {
+                response.context = response.context.replace(hit.display.as_str(), &cut);
+            }
+            hit.display = cut;
+        }
+        if hit.text.len() > share / 4 {
+            hit.text = window_around(&hit.text, "", share / 4);
+        }
+        for highlight in &mut hit.highlights {
+            if highlight.text.len() > share / 4 {
+                highlight.text = window_around(&highlight.text, "", share / 4);
+            }
+        }
+    }
+    if response.context.len() > cap / 2 {
+        response.context = window_around(&response.context, "", cap / 2);
+    }
+    while size(response) > cap && response.hits.pop().is_some() {}
+    if size(response) > cap {
+        response.context.clear();
+    }
+    true
+}
+
+/// At most about `bytes` bytes of `text` around the first place `anchor`
+/// appears in it (its start without one), cut on character boundaries,
+/// with `…` where text was left out.
+fn window_around(text: &str, anchor: &str, bytes: usize) -> String {
+    if text.len() <= bytes {
+        return text.to_string();
+    }
+    let at = if anchor.is_empty() {
+        0
+    } else {
+        text.find(anchor).unwrap_or(0)
+    };
+    let mut start = at.saturating_sub(bytes / 4);
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (start + bytes).min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}{}{}",
+        if start > 0 { "…" } else { "" },
+        &text[start..end],
+        if end < text.len() { "…" } else { "" }
+    )
 }
 
 /// What `GET /v1/info` says.
@@ -369,6 +445,10 @@ pub fn openapi_json(limits: &Limits, version: &str) -> serde_json::Value {
     }
     if let Some(k) = value.pointer_mut(&format!("{request}/k")) {
         k["maximum"] = limits.max_k.into();
+    }
+    let response = "/components/schemas/RetrieveResponse";
+    if let Some(schema) = value.pointer_mut(response) {
+        schema["x-maxBytes"] = limits.response_bytes.into();
     }
     let overrides = "/components/schemas/SelectionOverrides/properties";
     for field in ["max_per_document", "spread_per_document"] {

@@ -65,6 +65,11 @@ pub struct Limits {
     /// After shutdown, time in-flight requests have to finish before the
     /// connections still open are closed.
     pub drain_timeout: Duration,
+    /// Largest retrieval response, in bytes of JSON: past it, results'
+    /// passages are cut to a window around their sentence, then the
+    /// lowest results are left out, and the response says `truncated`
+    /// ([`api::fit_response`]).
+    pub response_bytes: usize,
 }
 
 impl Default for Limits {
@@ -79,6 +84,7 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
             drain_timeout: Duration::from_secs(10),
+            response_bytes: 2 * 1024 * 1024,
         }
     }
 }
@@ -645,14 +651,17 @@ async fn answer(
         }
         Ok(Ok(Ok(done))) => done,
     };
-    Ok(RetrieveResponse {
+    let mut response = RetrieveResponse {
         route: service.route_name.clone(),
         index_version: version,
         hits: answer.hits,
         context: answer.context,
         common_query: answer.common_query,
         reranked: answer.rerank.map(|r| r.reranked),
-    })
+        truncated: false,
+    };
+    api::fit_response(&mut response, service.limits.response_bytes);
+    Ok(response)
 }
 
 async fn info(State(service): State<Arc<Service>>, headers: HeaderMap) -> Response {

@@ -92,6 +92,13 @@ pub const BOUNDS: &[Bound] = &[
     ),
     bound(
         "IndexProfile",
+        &["sentences", "maxChars"],
+        16.0,
+        1_000_000.0,
+        "a sentence is one search result's text; a bound any longer lets one line fill a response",
+    ),
+    bound(
+        "IndexProfile",
         &["parsing", "maxSentencesPerDocument"],
         1.0,
         10_000_000.0,

@@ -170,6 +170,26 @@ pub struct SentenceSpec {
     /// typically opens one follows ("The", "It", "However"). Added to the
     /// built-in English list; matched ignoring case.
     pub extra_abbreviations: Vec<String>,
+    /// Longest sentence, in characters. A longer run of text without a
+    /// sentence end (a 10 MB line without punctuation, a table flattened
+    /// into one line) is cut into sentences of at most this many: after
+    /// the last clause punctuation (`;`, `:`, `,`, a dash) in the second
+    /// half of the bound, else after the last word, else at the bound.
+    /// Default 5000 (the encoder reads about the first 1,000 of a
+    /// sentence; results show whole sentences).
+    #[serde(skip_serializing_if = "SentenceSpec::is_default_max_chars")]
+    pub max_chars: u32,
+}
+
+impl SentenceSpec {
+    /// The default of [`SentenceSpec::max_chars`].
+    pub const DEFAULT_MAX_CHARS: u32 = 5_000;
+
+    /// Left out of a profile when default, so that the versions of
+    /// profiles written before the bound keep their names.
+    fn is_default_max_chars(max_chars: &u32) -> bool {
+        *max_chars == Self::DEFAULT_MAX_CHARS
+    }
 }
 
 impl Default for SentenceSpec {
@@ -179,6 +199,7 @@ impl Default for SentenceSpec {
             min_words: 2,
             drop_form_labels: true,
             extra_abbreviations: Vec::new(),
+            max_chars: Self::DEFAULT_MAX_CHARS,
         }
     }
 }

@@ -1209,3 +1209,60 @@ fn sigterm_ends_a_service_that_is_still_loading() {
     };
     assert!(status.success(), "{status:?}");
 }
+
+/// A line of 400 KB without punctuation is cut into sentences within
+/// `sentences.maxChars`, so a hit in it carries one such sentence, and a
+/// response never passes the service's response limit: past it, passages
+/// are cut around their sentence and the response says `truncated`.
+#[test]
+fn sentences_and_responses_have_sane_sizes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    common::write_two_documents(dir);
+    let line = "the supplier keeps the records of every shipment and the buyer may inspect them "
+        .repeat(5_000);
+    std::fs::write(dir.join("docs/long.txt"), &line).unwrap();
+    let route = common::ingest_manifests(MANIFESTS, dir).1;
+    let limits = Limits {
+        response_bytes: 16 * 1024,
+        ..Limits::default()
+    };
+    let service = Arc::new(Service::new("contracts", route.spec, limits, None));
+    service.set_loaded(load(dir)).unwrap();
+    let server = Server::start(service);
+    let response = client()
+        .post(server.url("/v1/retrieve"))
+        .json(&json!({"query": "Who may inspect the shipment records?", "k": 10}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let bytes = response.bytes().unwrap();
+    assert!(bytes.len() <= 16 * 1024, "{} bytes", bytes.len());
+    let answer: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(answer["truncated"], true, "{answer}");
+    let hits = answer["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{answer}");
+    assert!(
+        hits.iter()
+            .any(|h| h["citation"]["document"] == "docs/long.txt"),
+        "{answer}"
+    );
+    // The index holds the line as sentences within the bound.
+    let index = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    let longest = index
+        .store
+        .sentences
+        .iter()
+        .map(|s| s.text.chars().count())
+        .max()
+        .unwrap();
+    assert!(
+        longest <= trellis::spec::SentenceSpec::DEFAULT_MAX_CHARS as usize,
+        "{longest}"
+    );
+    // A small answer is left whole, without `truncated`.
+    let (status, body) = post(&server, &json!({"query": "When are fees due?", "k": 1}));
+    assert_eq!(status, 200);
+    assert!(body.get("truncated").is_none(), "{body}");
+    server.stop();
+}
