@@ -27,6 +27,11 @@ pub struct ProcessedDocument {
     /// Pages whose text looks garbled (PDF): the document is indexed but
     /// flagged in the ingest report.
     pub garbled_pages: Vec<u32>,
+    /// Pages that could not be read at all (PDF), counted in the report.
+    pub lost_pages: Vec<u32>,
+    /// Other reasons the document is flagged in the ingest report
+    /// (damaged streams, lost pages).
+    pub flags: Vec<String>,
 }
 
 /// A profile made ready to run: segmenter, filters and token counter built
@@ -79,7 +84,7 @@ impl Pipeline {
     ) -> Result<ProcessedDocument, ParseFailure> {
         let mut tree = parse::parse_bytes(bytes, format, &self.spec.parsing)?;
         let warnings = std::mem::take(&mut tree.warnings);
-        let garbled_pages = tree.garbled_pages.clone();
+        let doubts = Doubts::of(&tree);
         let skeleton = self.build_skeleton(key, tree);
         // Checked before chunking and enrichment, which cost as much again.
         let limit = self.spec.parsing.max_sentences_per_document;
@@ -89,7 +94,7 @@ impl Pipeline {
                 limit,
             });
         }
-        Ok(self.finish(skeleton, warnings, garbled_pages))
+        Ok(self.finish(skeleton, warnings, doubts))
     }
 
     /// The skeleton step alone (sentence splitting and filters included).
@@ -100,9 +105,9 @@ impl Pipeline {
     /// Runs the steps after parsing.
     pub fn process_tree(&self, key: &str, mut tree: DocumentTree) -> ProcessedDocument {
         let warnings = std::mem::take(&mut tree.warnings);
-        let garbled_pages = tree.garbled_pages.clone();
+        let doubts = Doubts::of(&tree);
         let skeleton = self.build_skeleton(key, tree);
-        self.finish(skeleton, warnings, garbled_pages)
+        self.finish(skeleton, warnings, doubts)
     }
 
     /// Chunks and enriches a skeleton.
@@ -110,7 +115,7 @@ impl Pipeline {
         &self,
         skeleton: Skeleton,
         warnings: Vec<String>,
-        garbled_pages: Vec<u32>,
+        doubts: Doubts,
     ) -> ProcessedDocument {
         let chunks = chunk::chunk_skeleton(&skeleton, &self.spec.chunking, self.tokens.as_ref());
         let enrichment = enrich::enrich(&skeleton, &self.spec.enrichment);
@@ -119,7 +124,27 @@ impl Pipeline {
             chunks,
             enrichment,
             warnings,
-            garbled_pages,
+            garbled_pages: doubts.garbled_pages,
+            lost_pages: doubts.lost_pages,
+            flags: doubts.flags,
+        }
+    }
+}
+
+/// What makes a document's text doubtful, kept from its tree for the
+/// ingest report.
+struct Doubts {
+    garbled_pages: Vec<u32>,
+    lost_pages: Vec<u32>,
+    flags: Vec<String>,
+}
+
+impl Doubts {
+    fn of(tree: &DocumentTree) -> Self {
+        Self {
+            garbled_pages: tree.garbled_pages.clone(),
+            lost_pages: tree.lost_pages.clone(),
+            flags: tree.flags.clone(),
         }
     }
 }

@@ -285,9 +285,10 @@ fn ingest_corpus(
             }
         )?;
         outln!(
-            "  documents {} ok ({} flagged), {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} (≤ {} × sentences: {})",
+            "  documents {} ok ({} flagged, {} pages lost), {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} (≤ {} × sentences: {})",
             c.documents,
             c.flagged_documents,
+            c.lost_pages,
             c.failed_documents,
             c.sentences,
             c.indexed_sentences,

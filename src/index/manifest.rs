@@ -20,6 +20,10 @@ pub struct Counts {
     /// [`VersionManifest::flagged`]).
     #[serde(default)]
     pub flagged_documents: usize,
+    /// Pages the indexed documents promise that could not be read (a
+    /// truncated or damaged PDF); each such document is flagged.
+    #[serde(default)]
+    pub lost_pages: usize,
     pub sections: usize,
     pub paragraphs: usize,
     pub sentences: usize,

@@ -60,6 +60,7 @@ impl Build<'_> {
             store,
             failed,
             flagged,
+            lost_pages,
             chunks,
         } = process_documents(&pipeline, documents, contents, progress);
         timings.parse = t.elapsed().as_secs_f64();
@@ -156,6 +157,7 @@ impl Build<'_> {
                 documents: store.documents.len(),
                 failed_documents: failed.len(),
                 flagged_documents: flagged.len(),
+                lost_pages,
                 sections: store.sections.len(),
                 paragraphs: store.paragraphs.len(),
                 sentences: store.sentences.len(),
@@ -277,6 +279,8 @@ pub(super) struct Processed {
     pub(super) store: SkeletonStore,
     pub(super) failed: Vec<DocumentNote>,
     pub(super) flagged: Vec<DocumentNote>,
+    /// Pages the indexed documents promise that could not be read.
+    pub(super) lost_pages: usize,
     pub(super) chunks: Vec<ChunkRecord>,
 }
 
@@ -313,6 +317,7 @@ pub(super) fn process_documents(
     let mut store = SkeletonStore::default();
     let mut failed = Vec::new();
     let mut flagged = Vec::new();
+    let mut lost_pages = 0;
     let mut chunks = Vec::new();
     for (doc, result) in documents.iter().zip(processed) {
         match result {
@@ -320,12 +325,20 @@ pub(super) fn process_documents(
                 for warning in &p.warnings {
                     tracing::warn!(key = %Printable(&doc.key), "{warning}");
                 }
+                let mut reasons = p.flags.clone();
                 if !p.garbled_pages.is_empty() {
+                    reasons.insert(
+                        0,
+                        crate::parse::pdf::garbled_pages_warning(&p.garbled_pages),
+                    );
+                }
+                if !reasons.is_empty() {
                     flagged.push(DocumentNote {
                         key: doc.key.clone(),
-                        reason: crate::parse::pdf::garbled_pages_warning(&p.garbled_pages),
+                        reason: reasons.join("; "),
                     });
                 }
+                lost_pages += p.lost_pages.len();
                 chunks.extend(ChunkRecord::of(&p, &store));
                 store.add(&p, &doc.acl, &doc.metadata);
             }
@@ -342,6 +355,7 @@ pub(super) fn process_documents(
         store,
         failed,
         flagged,
+        lost_pages,
         chunks,
     }
 }

@@ -42,6 +42,7 @@ pub fn version_status(
         documents: m.counts.documents as u64,
         failed_documents: m.counts.failed_documents as u64,
         flagged_documents: m.counts.flagged_documents as u64,
+        lost_pages: m.counts.lost_pages as u64,
         sentences: m.counts.sentences as u64,
         chunks: m.counts.chunks as u64,
         edges: m.counts.related_edges as u64,

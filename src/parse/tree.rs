@@ -126,6 +126,18 @@ pub struct DocumentTree {
     /// the document is flagged in the ingest report.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub garbled_pages: Vec<u32>,
+    /// Pages drawn from a stream that did not decode (PDF): their
+    /// sentences carry a low confidence, as garbled pages' do.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged_pages: Vec<u32>,
+    /// Pages the document promises that could not be read at all (PDF: a
+    /// truncated or damaged file); counted in the ingest report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lost_pages: Vec<u32>,
+    /// Why the document is flagged in the ingest report besides garbled
+    /// pages: damaged streams, lost pages.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
     /// Where each line of a paged document's text stands on its page, in
     /// reading order, for locating sentences (PDF; empty otherwise).
     #[serde(skip)]
@@ -551,6 +563,9 @@ impl TreeBuilder {
                 confidence: 1.0,
                 pages: None,
                 garbled_pages: Vec::new(),
+                damaged_pages: Vec::new(),
+                lost_pages: Vec::new(),
+                flags: Vec::new(),
                 lines: Vec::new(),
                 text: String::new(),
             },

@@ -254,7 +254,12 @@ impl Skeleton {
             segmenter,
             filter,
             judge_words: tree.format == Format::Pdf,
-            garbled_pages: &tree.garbled_pages,
+            doubtful_pages: tree
+                .garbled_pages
+                .iter()
+                .chain(&tree.damaged_pages)
+                .copied()
+                .collect(),
         };
         for (idx, section) in tree.sections.iter().enumerate() {
             let id = SectionId(idx as u32);
@@ -475,9 +480,10 @@ struct Builder<'a> {
     /// extracted from a PDF can be garbled without an unknown glyph in it
     /// (see [`crate::parse::legibility`]).
     judge_words: bool,
-    /// Pages whose whole text looks garbled: no sentence on them is
-    /// believed, whatever its words look like alone.
-    garbled_pages: &'a [u32],
+    /// Pages whose whole text looks garbled, or that were drawn from a
+    /// stream that did not decode: no sentence on them is believed,
+    /// whatever its words look like alone.
+    doubtful_pages: Vec<u32>,
 }
 
 impl Builder<'_> {
@@ -566,7 +572,7 @@ impl Builder<'_> {
             screen,
         } = *site;
         let indexable = self.filter.is_indexable_within(&text, screen.filter);
-        let confidence = if block.page.is_some_and(|p| self.garbled_pages.contains(&p)) {
+        let confidence = if block.page.is_some_and(|p| self.doubtful_pages.contains(&p)) {
             0.0
         } else if self.judge_words {
             Legibility::of(&text).legible_share()

@@ -91,6 +91,10 @@ pub struct IndexVersionStatus {
     /// confidence.
     #[serde(default)]
     pub flagged_documents: u64,
+    /// Pages of indexed documents that could not be read (a truncated or
+    /// damaged PDF): their text is not in the index.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_pages: u64,
     #[serde(default)]
     pub sentences: u64,
     #[serde(default)]
@@ -167,4 +171,8 @@ pub struct RetrievalRouteStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -809,3 +809,81 @@ fn a_deeply_nested_pdf_fails_alone() {
     );
     IndexVersion::open(&dir.join("data"), "c", None).unwrap();
 }
+
+/// PDFs damaged without any tampering with the index: a flipped byte in
+/// a page's Flate stream, a file cut after its first page, a Flate bomb.
+/// The damaged page's sentences are doubted (confidence 0) and the
+/// document flagged; the pages a cut file promises but lacks are counted
+/// as lost, in the report, and the document flagged; the bomb fails alone
+/// with the bomb as its reason.
+#[test]
+fn damaged_pdfs_are_flagged_with_what_was_lost() {
+    use crate::common::pdf::{self, PdfParts};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (corpus, profile, _) = setup(dir);
+    let lines: Vec<String> = (1..=6)
+        .map(|n| format!("Page {n} of the manual says the pump must be serviced every {n} months."))
+        .collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+
+    // Page 2's compressed content with one byte flipped in its middle.
+    let whole = pdf::write(&PdfParts::text(&lines[..2]));
+    let page2 = pdf::deflate(&pdf::text_content(lines[1]));
+    let at = whole
+        .windows(page2.len())
+        .position(|w| w == page2.as_slice())
+        .unwrap();
+    let mut flipped = whole.clone();
+    flipped[at + page2.len() / 2] ^= 0x10;
+    std::fs::write(dir.join("docs/flipped.pdf"), flipped).unwrap();
+
+    // Six pages, cut just after the first page's content stream.
+    let six = pdf::write(&PdfParts::text(&lines));
+    let first = pdf::deflate(&pdf::text_content(lines[0]));
+    let end_of_first = six
+        .windows(first.len())
+        .position(|w| w == first.as_slice())
+        .unwrap()
+        + first.len();
+    let cut = end_of_first + b"\nendstream\nendobj\n".len();
+    std::fs::write(dir.join("docs/cut.pdf"), &six[..cut]).unwrap();
+
+    // A content stream of 300 MB of spaces, 300 KB compressed.
+    let mut bomb_parts = PdfParts::text(&lines[..1]);
+    bomb_parts.pages[0].extend(vec![b' '; 300 * 1024 * 1024]);
+    std::fs::write(dir.join("docs/bomb.pdf"), pdf::write(&bomb_parts)).unwrap();
+
+    let report = ingest(dir, &corpus, &profile);
+    let m = &report.manifest;
+    let note = |key: &str| {
+        m.flagged
+            .iter()
+            .find(|f| f.key == key)
+            .map(|f| f.reason.clone())
+            .unwrap_or_else(|| panic!("{key} not flagged: {:?}", m.flagged))
+    };
+    assert!(note("docs/flipped.pdf").contains("page 2: a content stream did not decode"));
+    assert!(note("docs/cut.pdf").contains("pages 2–6 of 6 could not be read"));
+    assert_eq!(m.counts.lost_pages, 5);
+    assert_eq!(m.counts.flagged_documents, 2);
+    let bomb = m.failed.iter().find(|f| f.key == "docs/bomb.pdf").unwrap();
+    assert!(bomb.reason.contains("compression bomb"), "{}", bomb.reason);
+
+    // What was read of the flipped page carries no confidence; page 1's
+    // sentences and the cut file's first page are believed.
+    let index = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
+    let store = &index.store;
+    for (d, document) in store.documents.iter().enumerate() {
+        let [start, end] = document.sentences;
+        for s in &store.sentences[start as usize..end as usize] {
+            let page2 = s.text.contains("Page 2");
+            if document.key == "docs/flipped.pdf" && (page2 || s.text.contains("Tj")) {
+                assert_eq!(s.confidence, 0.0, "document {d}: {:?}", s.text);
+            }
+            if s.text.contains("Page 1 ") {
+                assert!(s.confidence > 0.9, "{:?} {}", s.text, s.confidence);
+            }
+        }
+    }
+}

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use super::invisible::{Ink, PageInk};
 use super::outline::{self, OutlineEntry};
+use super::survey::Survey;
 use super::{Glyph, PageGlyphs, PagesRead, Rule};
 use crate::memory::Budget;
 use crate::parse::Format;
@@ -14,13 +15,58 @@ use crate::parse::ParseFailure;
 /// What was read of a document.
 pub(super) struct Extracted {
     pub pages: Vec<PageGlyphs>,
-    /// Pages in the file (more than `pages` when the page limit cut it).
+    /// Pages the document has: those its page tree promises (more than
+    /// `pages` when the page limit cut it, or when the file lost some).
     pub page_count: usize,
+    /// Pages the library found in the file.
+    pub readable: usize,
     /// Pages whose text could not be read, with the library's reason.
     pub failed_pages: Vec<(u32, String)>,
     /// The bookmarks, in document order.
     pub outline: Vec<OutlineEntry>,
+    /// Pages the page tree promises whose page object or content stream
+    /// is not in the file (a truncated or damaged file): their text is
+    /// lost, not missing for want of OCR.
+    pub lost_pages: Vec<u32>,
+    /// Pages drawn from a stream that failed to decode, with the reason:
+    /// what was read of them is in doubt.
+    pub damaged_pages: Vec<(u32, String)>,
+    /// Damaged streams no page draws directly (a form, a font's map), by
+    /// object number, with the reason.
+    pub damaged_elsewhere: Vec<(u32, String)>,
 }
+
+/// How many pages the root of the page tree says the document has
+/// (`/Count`), which a damaged file may hold fewer of than it promises;
+/// `None` when the root cannot be read.
+fn promised_pages(document: &pdf_oxide::PdfDocument) -> Option<usize> {
+    let catalog = document.catalog().ok()?;
+    let pages = document
+        .resolve_object(catalog.as_dict()?.get("Pages")?)
+        .ok()?;
+    let count = pages.as_dict()?.get("Count")?.as_integer()?;
+    usize::try_from(count).ok()
+}
+
+/// The object numbers of a page's content streams; `None` when the page
+/// object cannot be read.
+fn content_objects(document: &pdf_oxide::PdfDocument, index: usize) -> Option<Vec<u32>> {
+    let page = document.get_page(index).ok()?;
+    let contents = page.as_dict()?.get("Contents");
+    Some(match contents {
+        None => Vec::new(),
+        Some(object) => match object.as_array() {
+            Some(parts) => parts
+                .iter()
+                .filter_map(|p| p.as_reference().map(|r| r.id))
+                .collect(),
+            None => object.as_reference().map(|r| r.id).into_iter().collect(),
+        },
+    })
+}
+
+/// Most pages a damaged file's page tree is believed to promise.
+const MOST_PROMISED_PAGES: usize = 100_000;
 
 fn corrupt(detail: impl std::fmt::Display) -> ParseFailure {
     ParseFailure::Corrupt {
@@ -37,6 +83,7 @@ pub(super) fn glyphs(
     max_pages: usize,
     max_memory: u64,
     progress: &PagesRead,
+    survey: &Survey,
 ) -> Result<Extracted, ParseFailure> {
     let budget = Budget::begin(max_memory);
     let document = pdf_oxide::PdfDocument::from_bytes(bytes).map_err(corrupt)?;
@@ -46,7 +93,13 @@ pub(super) fn glyphs(
     {
         return Err(ParseFailure::Encrypted);
     }
-    let page_count = document.page_count().map_err(corrupt)?;
+    let readable = document.page_count().map_err(corrupt)?;
+    // Pages promised past those the library found are lost (a truncated
+    // file); a /Count far past any file's pages is not believed.
+    let promised = promised_pages(&document)
+        .filter(|&n| n > readable && n <= MOST_PROMISED_PAGES)
+        .unwrap_or(readable);
+    let page_count = readable;
     let reading = page_count.min(max_pages);
     progress.pages.store(
         u32::try_from(reading).unwrap_or(u32::MAX),
@@ -54,9 +107,28 @@ pub(super) fn glyphs(
     );
     let mut pages = Vec::with_capacity(page_count.min(max_pages));
     let mut failed_pages = Vec::new();
+    let (mut lost_pages, mut damaged_pages) = (Vec::new(), Vec::new());
+    let mut drawn = std::collections::HashSet::new();
     for index in 0..reading {
         let number = index as u32 + 1;
         progress.read.store(index as u32, Ordering::Relaxed);
+        // A page whose object cannot be read, or whose content stream is
+        // not in the file, has lost its text if none was read from it.
+        // (A content stream is always an object of the file's own, never
+        // inside an object stream; a survey that found no object at all
+        // read a file too odd to judge by it.)
+        let unreadable = match content_objects(&document, index) {
+            None => true,
+            Some(objects) => {
+                if let Some(reason) = objects.iter().find_map(|n| survey.damaged.get(n)) {
+                    damaged_pages.push((number, reason.clone()));
+                }
+                let missing = !survey.objects.is_empty()
+                    && objects.iter().any(|n| !survey.objects.contains(n));
+                drawn.extend(objects);
+                missing
+            }
+        };
         let width = match document.get_page_media_box(index) {
             Ok((x0, _, x1, _)) => (x1 - x0).abs(),
             Err(_) => 612.0,
@@ -68,6 +140,9 @@ pub(super) fn glyphs(
                 continue;
             }
         };
+        if unreadable && chars.iter().all(|c| c.char.is_whitespace()) {
+            lost_pages.push(number);
+        }
         let ink = PageInk::read(&document, index);
         let (mut ocr_layer, mut hidden) = (0, 0);
         let glyphs = chars
@@ -117,11 +192,23 @@ pub(super) fn glyphs(
             });
         }
     }
+    lost_pages.extend((readable as u32 + 1)..=(promised as u32));
+    let mut damaged_elsewhere: Vec<(u32, String)> = survey
+        .damaged
+        .iter()
+        .filter(|(n, _)| !drawn.contains(*n))
+        .map(|(n, reason)| (*n, reason.clone()))
+        .collect();
+    damaged_elsewhere.sort();
     Ok(Extracted {
         pages,
-        page_count,
+        page_count: promised,
+        readable,
         failed_pages,
         outline: outline::read(&document),
+        lost_pages,
+        damaged_pages,
+        damaged_elsewhere,
     })
 }
 

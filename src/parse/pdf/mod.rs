@@ -33,8 +33,8 @@
 mod extract;
 mod invisible;
 pub mod layout;
-mod nesting;
 mod outline;
+mod survey;
 mod table;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -86,23 +86,52 @@ pub struct PageGlyphs {
 pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFailure> {
     let extracted = guarded(bytes, spec)?;
     let mut warnings = Vec::new();
-    if extracted.page_count > extracted.pages.len() + extracted.failed_pages.len() {
+    if extracted.readable > extracted.pages.len() + extracted.failed_pages.len() {
         warnings.push(format!(
             "only the first {} of {} pages were read (parsing.maxPages)",
-            spec.max_pages, extracted.page_count
+            spec.max_pages, extracted.readable
         ));
     }
     for (page, reason) in &extracted.failed_pages {
         warnings.push(format!("page {page}: text could not be read: {reason}"));
     }
     warnings.extend(invisible_text_warnings(&extracted.pages));
+    // Reasons to flag the document besides garbled pages.
+    let mut flags = Vec::new();
+    let lost = &extracted.lost_pages;
+    if !lost.is_empty() {
+        flags.push(format!(
+            "page{} {} of {} could not be read (not in the file: truncated or damaged?); \
+             their text is lost",
+            if lost.len() == 1 { "" } else { "s" },
+            page_list(lost),
+            extracted.page_count
+        ));
+    }
+    for (page, reason) in &extracted.damaged_pages {
+        flags.push(format!(
+            "page {page}: a content stream did not decode ({reason}); \
+             the sentences read from it carry a low confidence"
+        ));
+    }
+    for (object, reason) in &extracted.damaged_elsewhere {
+        flags.push(format!(
+            "the stream of object {object} did not decode ({reason}); what it draws may be missing"
+        ));
+    }
     let pages: Vec<layout::PageLayout> = extracted.pages.iter().map(layout::lay_out).collect();
     let without_text: Vec<u32> = pages
         .iter()
-        .filter(|p| p.visible == 0)
+        .filter(|p| p.visible == 0 && !lost.contains(&p.number))
         .map(|p| p.number)
         .collect();
-    if without_text.len() == pages.len() {
+    if pages.iter().all(|p| p.visible == 0) {
+        if !lost.is_empty() {
+            return Err(ParseFailure::Corrupt {
+                format: Format::Pdf,
+                detail: flags.remove(0),
+            });
+        }
         return Err(ParseFailure::NeedsOcr {
             pages: extracted.page_count,
         });
@@ -145,6 +174,10 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
     tree.pages = Some(extracted.page_count as u32);
     tree.confidence = legibility.whole.legible_share();
     tree.garbled_pages = garbled;
+    tree.damaged_pages = extracted.damaged_pages.iter().map(|(p, _)| *p).collect();
+    tree.lost_pages = extracted.lost_pages.clone();
+    warnings.extend(flags.iter().cloned());
+    tree.flags = flags;
     tree.warnings.splice(0..0, warnings);
     Ok(tree)
 }
@@ -259,7 +292,7 @@ fn guarded(bytes: &[u8], spec: &ParsingSpec) -> Result<extract::Extracted, Parse
 }
 
 /// The reader thread's stack. The library recurses once per level of
-/// nesting, which [`nesting::check`] bounds by `parsing.maxNestingDepth`
+/// nesting, which [`survey::survey`] bounds by `parsing.maxNestingDepth`
 /// (at most [`crate::spec::bounds`]' 4096) before it reads anything; this
 /// leaves it 16 KB a level at that bound, several times what a level takes.
 /// Only the pages touched are committed.
@@ -297,8 +330,8 @@ fn guarded_reporting(
         .stack_size(READER_STACK)
         .spawn(move || {
             let result = std::panic::catch_unwind(move || {
-                nesting::check(&owned, max_nesting)?;
-                extract::glyphs(owned, max_pages, max_memory, &shared)
+                let survey = survey::survey(&owned, max_nesting, max_memory)?;
+                extract::glyphs(owned, max_pages, max_memory, &shared, &survey)
             });
             let _ = send.send(result);
         })

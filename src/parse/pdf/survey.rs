@@ -1,24 +1,42 @@
-//! How deep a PDF's arrays and dictionaries nest, measured before the
-//! library reads any of it.
+//! A survey of a PDF's bytes before the library reads any of it: how deep
+//! its arrays and dictionaries nest, which of its streams are damaged,
+//! whether one inflates like a bomb, and which objects the file holds.
 //!
-//! `pdf_oxide` parses an object, and every operand of a content stream, by
-//! recursion: one call per level of `[` or `<<`, with no bound of its own.
-//! A file a few kilobytes long that nests 3,000 levels overflows the
-//! reader's stack, and a stack overflow is not a panic that can be caught:
-//! it ends the whole process, and the ingest with it. So the nesting is
-//! measured first, here, by a loop rather than recursion, and a document
-//! deeper than `parsing.maxNestingDepth` fails alone, named, before the
-//! library sees it.
+//! **Nesting.** `pdf_oxide` parses an object, and every operand of a
+//! content stream, by recursion: one call per level of `[` or `<<`, with
+//! no bound of its own. A file a few kilobytes long that nests 3,000 levels
+//! overflows the reader's stack, and a stack overflow is not a panic that
+//! can be caught: it ends the whole process, and the ingest with it. So the
+//! nesting is measured first, here, by a loop rather than recursion, and a
+//! document deeper than `parsing.maxNestingDepth` fails alone, named,
+//! before the library sees it. Measured: the file's own syntax (streams'
+//! data skipped), and the decoded data of every stream that the library
+//! parses as PDF syntax: page and form content, object streams
+//! (`/Type /ObjStm`, whose objects are read like any other), patterns and
+//! plain streams without a type. Streams of binary data (images, fonts,
+//! colour profiles, cross-reference streams, sampled functions, embedded
+//! files) are not: their bytes are not syntax, and counting brackets in
+//! them would refuse good files.
 //!
-//! What is measured: the file's own syntax (streams' data skipped), and the
-//! decoded data of every stream that the library parses as PDF syntax:
-//! page and form content, object streams (`/Type /ObjStm`, whose objects
-//! are read like any other), patterns and plain streams without a type.
-//! Streams of binary data (images, fonts, colour profiles, cross-reference
-//! streams, sampled functions, embedded files) are not: their bytes are
-//! not syntax, and counting brackets in them would refuse good files. A
-//! stream whose filters fail to decode is left to the library, which
-//! reports it; so is one whose decoded size passes the library's own cap.
+//! **Damage.** The library recovers what it can of a Flate stream that
+//! fails to inflate and says nothing: a flipped byte put content-stream
+//! operators (`…pumTj ET B7Tj ET…`) into the index as text. Every Flate
+//! stream is inflated here strictly; one that fails is recorded with its
+//! object number, so that the pages drawn from it are flagged and their
+//! sentences doubted ([`super::extract`]).
+//!
+//! **Bombs.** Inflating is streamed and counted, never held: a stream
+//! that inflates past [`Survey::bomb_limit`] fails the document as a
+//! compression bomb, in bounded memory, rather than being taken by the
+//! library (which holds up to 256 MB of it, again for each attempt) for a
+//! page without text.
+//!
+//! **Objects.** The object numbers the file holds (`N G obj`), so that a
+//! page whose content stream is not in the file (a truncated download)
+//! counts as lost, not as a scan without text.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
 
 use super::super::{Format, ParseFailure};
 
@@ -26,9 +44,31 @@ use super::super::{Format, ParseFailure};
 /// keyword for the `obj` that opens it.
 const DICTIONARY_WINDOW: usize = 64 * 1024;
 
-/// Checks that no array or dictionary in `bytes`, or in a stream of PDF
-/// syntax inside it, nests deeper than `limit`.
-pub(super) fn check(bytes: &[u8], limit: u32) -> Result<(), ParseFailure> {
+/// The most a stream may inflate to whatever the memory bound: the
+/// library's own cap on one stream.
+const MOST_INFLATED: u64 = 256 * 1024 * 1024;
+
+/// What the survey found in a file that passed it.
+#[derive(Debug, Default)]
+pub(super) struct Survey {
+    /// Object numbers of the file's top-level objects.
+    pub objects: HashSet<u32>,
+    /// Streams that failed to decode, by object number, with the reason.
+    pub damaged: HashMap<u32, String>,
+}
+
+impl Survey {
+    /// The most one stream may inflate to: the library's cap, or a quarter
+    /// of the document's memory bound when that is lower.
+    pub fn bomb_limit(max_memory: u64) -> u64 {
+        MOST_INFLATED.min(max_memory / 4).max(1024 * 1024)
+    }
+}
+
+/// Surveys `bytes`: fails when an array or dictionary, in the file or in
+/// a stream of PDF syntax inside it, nests deeper than `limit`, or when a
+/// stream inflates past [`Survey::bomb_limit`]`(max_memory)`.
+pub(super) fn survey(bytes: &[u8], limit: u32, max_memory: u64) -> Result<Survey, ParseFailure> {
     let too_deep = |deepest: u32, place: String| {
         if deepest > limit {
             Err(ParseFailure::Corrupt {
@@ -42,26 +82,126 @@ pub(super) fn check(bytes: &[u8], limit: u32) -> Result<(), ParseFailure> {
             Ok(())
         }
     };
+    let bomb_limit = Survey::bomb_limit(max_memory);
+    let mut found = Survey::default();
     let mut file = Scanner::new(limit);
     let mut at = 0;
     while at < bytes.len() {
-        let Some(start) = file.feed_until_stream(bytes, at) else {
+        let Some(start) = file.feed_until_stream(bytes, at, &mut found.objects) else {
             break;
         };
         // `start` is just past the `stream` keyword's end of line.
         let end = find(bytes, start, b"endstream").unwrap_or(bytes.len());
         let data = &bytes[start..end];
-        let dictionary = &bytes[dictionary_start(bytes, start)..start];
-        if let Some(filters) = syntax_stream(dictionary)
+        let opened = dictionary_start(bytes, start);
+        let object = object_number(bytes, opened.saturating_sub(3));
+        let dictionary = &bytes[opened..start];
+        let place = || match object {
+            Some(n) => format!("the stream of object {n}"),
+            None => format!("the stream at byte {start}"),
+        };
+        let names = names(dictionary);
+        let syntax = syntax_stream(&names);
+        let mut stream = Scanner::new(limit);
+        let flate_only = filters(&names) == ["FlateDecode"];
+        if flate_only {
+            let scanned = syntax.is_some();
+            match inflate(data, bomb_limit, |chunk| {
+                if scanned {
+                    stream.feed(chunk);
+                }
+            }) {
+                Ok(()) => {}
+                Err(Inflated::Bomb) => {
+                    return Err(ParseFailure::Corrupt {
+                        format: Format::Pdf,
+                        detail: format!(
+                            "{} inflates past {} MB: a compression bomb, not read",
+                            place(),
+                            bomb_limit / (1024 * 1024)
+                        ),
+                    });
+                }
+                Err(Inflated::Damaged(reason)) => {
+                    if let Some(n) = object {
+                        found.damaged.insert(n, reason);
+                    }
+                    // What the library makes of it instead (it recovers in
+                    // other ways than a prefix), measured as it will read it.
+                    if scanned && let Some(decoded) = decode(data, &["FlateDecode".into()]) {
+                        stream.feed(&decoded);
+                    }
+                }
+            }
+        } else if let Some(filters) = syntax
             && let Some(decoded) = decode(data, &filters)
         {
-            let mut stream = Scanner::new(limit);
             stream.feed(&decoded);
-            too_deep(stream.deepest, format!("the stream at byte {start}"))?;
         }
+        too_deep(stream.deepest, place())?;
         at = end + b"endstream".len();
     }
-    too_deep(file.deepest, "the file's objects".into())
+    too_deep(file.deepest, "the file's objects".into())?;
+    Ok(found)
+}
+
+/// Why a stream did not inflate.
+enum Inflated {
+    Bomb,
+    Damaged(String),
+}
+
+/// Inflates a Flate stream's `data` strictly (a damaged stream is an
+/// error, with what inflated before the damage handed on), a piece at a
+/// time to `sink`, stopping past `limit` bytes.
+fn inflate(data: &[u8], limit: u64, mut sink: impl FnMut(&[u8])) -> Result<(), Inflated> {
+    let mut decoder = flate2::read::ZlibDecoder::new(data);
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        match decoder.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                total += n as u64;
+                if total > limit {
+                    return Err(Inflated::Bomb);
+                }
+                sink(&buffer[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Inflated::Damaged(format!(
+                    "its Flate data is damaged ({e})"
+                )));
+            }
+        }
+    }
+}
+
+/// The object number of the `N G obj` whose `obj` starts at `obj`.
+fn object_number(bytes: &[u8], obj: usize) -> Option<u32> {
+    if bytes.get(obj..obj + 3) != Some(b"obj") {
+        return None;
+    }
+    let mut i = obj;
+    let skip = |i: &mut usize, digits: bool| {
+        let from = *i;
+        while *i > 0
+            && (bytes[*i - 1].is_ascii_digit() == digits)
+            && (digits || bytes[*i - 1].is_ascii_whitespace())
+        {
+            *i -= 1;
+        }
+        *i < from
+    };
+    if !skip(&mut i, false) || !skip(&mut i, true) || !skip(&mut i, false) {
+        return None;
+    }
+    let end = i;
+    if !skip(&mut i, true) {
+        return None;
+    }
+    std::str::from_utf8(&bytes[i..end]).ok()?.parse().ok()
 }
 
 /// Where a stream's dictionary starts: just after the `obj` keyword before
@@ -75,12 +215,11 @@ fn dictionary_start(bytes: &[u8], stream: usize) -> usize {
 }
 
 /// The filters of a stream that holds PDF syntax, `None` for a stream of
-/// binary data (see the module's doc).
-fn syntax_stream(dictionary: &[u8]) -> Option<Vec<String>> {
-    let names = names(dictionary);
+/// binary data (see the module's doc); `names` are its dictionary's.
+fn syntax_stream(names: &[String]) -> Option<Vec<String>> {
     let has = |name: &str| names.iter().any(|n| n == name);
     if has("ObjStm") {
-        return Some(filters(&names));
+        return Some(filters(names));
     }
     let binary_type = ["XRef", "EmbeddedFile", "Metadata", "XObject"]
         .iter()
@@ -102,7 +241,7 @@ fn syntax_stream(dictionary: &[u8]) -> Option<Vec<String>> {
     if binary_type || binary_subtype || binary_keys {
         return None;
     }
-    Some(filters(&names))
+    Some(filters(names))
 }
 
 /// The filter names after `/Filter`, in order.
@@ -235,13 +374,27 @@ impl Scanner {
 
     /// Feeds `bytes[from..]` up to and including a `stream` keyword and
     /// its end of line, and returns where the stream's data starts;
-    /// `None` when the bytes end first.
-    fn feed_until_stream(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
+    /// `None` when the bytes end first. The number of every `N G obj`
+    /// met on the way joins `objects`.
+    fn feed_until_stream(
+        &mut self,
+        bytes: &[u8],
+        from: usize,
+        objects: &mut HashSet<u32>,
+    ) -> Option<usize> {
         let mut i = from;
         while i < bytes.len() {
             let b = bytes[i];
             i += 1;
             self.byte(b);
+            if self.lex == Lex::Syntax
+                && &self.tail[4..] == b"obj"
+                && self.tail[3].is_ascii_whitespace()
+                && bytes.get(i).is_none_or(|&next| is_delimiter_or_space(next))
+                && let Some(number) = object_number(bytes, i - 3)
+            {
+                objects.insert(number);
+            }
             if self.lex == Lex::Syntax
                 && &self.tail[1..] == b"stream"
                 && !self.tail[0].is_ascii_alphanumeric()
@@ -338,6 +491,10 @@ impl Scanner {
 mod tests {
     use super::*;
 
+    fn check(bytes: &[u8], limit: u32) -> Result<Survey, ParseFailure> {
+        survey(bytes, limit, u64::MAX)
+    }
+
     fn deepest(bytes: &[u8]) -> u32 {
         let mut scanner = Scanner::new(u32::MAX);
         scanner.feed(bytes);
@@ -419,5 +576,37 @@ mod tests {
         let error = check(&pdf, 512).unwrap_err().to_string();
         assert!(error.contains("in the file's objects"), "{error}");
         assert!(check(&pdf, 600).is_ok());
+    }
+
+    #[test]
+    fn objects_damage_and_bombs_are_found() {
+        use std::io::Write;
+        let deflate = |bytes: &[u8]| {
+            let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+            zlib.write_all(bytes).unwrap();
+            zlib.finish().unwrap()
+        };
+        let content = b"BT /F1 12 Tf 72 720 Td (Hello there) Tj ET".repeat(50);
+        let good = with_stream("/Filter /FlateDecode", &deflate(&content));
+        let found = check(&good, 512).unwrap();
+        assert_eq!(found.objects, HashSet::from([4]));
+        assert!(found.damaged.is_empty());
+        // One flipped byte in the middle of the compressed data.
+        let mut flipped = deflate(&content);
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0x10;
+        let found = check(&with_stream("/Filter /FlateDecode", &flipped), 512).unwrap();
+        assert!(found.damaged[&4].contains("damaged"), "{:?}", found.damaged);
+        // 300 MB of zeros in 300 KB: refused as a bomb, in bounded memory.
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1024 * 1024];
+        for _ in 0..300 {
+            zlib.write_all(&zeros).unwrap();
+        }
+        let bomb = with_stream("/Filter /FlateDecode", &zlib.finish().unwrap());
+        let error = survey(&bomb, 512, 2 << 30).unwrap_err().to_string();
+        assert!(error.contains("compression bomb"), "{error}");
+        assert!(object_number(b"12 0 obj", 5) == Some(12));
+        assert!(object_number(b"endobj", 3).is_none());
     }
 }
