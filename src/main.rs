@@ -14,6 +14,19 @@ mod cli;
 static ALLOCATOR: trellis::memory::CountingAllocator = trellis::memory::CountingAllocator;
 
 fn main() -> ExitCode {
+    // A write past the file-size limit (`ulimit -f`, a container's
+    // limit) ends the process with SIGXFSZ, without a word. Ignored, the
+    // write fails with EFBIG instead, and the error names the file.
+    #[cfg(unix)]
+    // SAFETY: installs SIG_IGN, no handler code, before any thread starts.
+    if let Err(e) = unsafe {
+        nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGXFSZ,
+            nix::sys::signal::SigHandler::SigIgn,
+        )
+    } {
+        eprintln!("warning: cannot ignore SIGXFSZ: {e}");
+    }
     let cli = cli::Cli::parse();
     cli::logging::init(cli.log_format, cli.verbose);
     match cli.command.run() {

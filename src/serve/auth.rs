@@ -52,6 +52,13 @@ impl Tokens {
         Self::parse(&text, path)
     }
 
+    /// No token at all: every request is refused.
+    pub fn none() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+
     /// Parses a token file's text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, TokenFileError> {
         let mut entries = Vec::new();

@@ -190,11 +190,21 @@ impl Service {
     /// file that no longer parses is an error and the tokens in use stay
     /// (a half-written or broken Secret never locks everyone out or lets
     /// everyone in). A service started without tokens stays open.
+    ///
+    /// A file emptied of tokens revokes them all: every request is refused
+    /// (401) until tokens return. Emptying the file is how an operator
+    /// withdraws every token at once, and a mounted Secret changes
+    /// atomically, so an empty file is never a rotation half done. A file
+    /// that cannot be read or holds a malformed line keeps the previous
+    /// tokens (an error, not a decision), with a warning.
     pub fn reload_tokens(&self, path: &std::path::Path) -> Result<bool, auth::TokenFileError> {
         let Some(current) = &self.tokens else {
             return Ok(false);
         };
-        let fresh = Tokens::load(path)?;
+        let fresh = match Tokens::load(path) {
+            Err(auth::TokenFileError::Empty(_)) => Tokens::none(),
+            other => other?,
+        };
         let mut current = current.write().unwrap_or_else(|e| e.into_inner());
         if **current == fresh {
             return Ok(false);

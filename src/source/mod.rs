@@ -30,6 +30,9 @@ pub struct Discovery {
     /// Symbolic links inside walked directories: not followed, since a
     /// link can lead out of the tree that was named (or around in it).
     pub links: Vec<PathBuf>,
+    /// FIFOs, sockets and devices inside walked directories: never read
+    /// (a FIFO would block the ingest for ever), and counted.
+    pub special: Vec<PathBuf>,
 }
 
 /// A corpus' documents, and the entries of its sources' directories that
@@ -55,6 +58,8 @@ pub enum SkipReason {
     Symlink,
     /// A file of a type Trellis does not read (by its extension).
     UnknownFormat,
+    /// Not a regular file: a FIFO, socket or device.
+    NotAFile,
 }
 
 impl SkipReason {
@@ -62,6 +67,7 @@ impl SkipReason {
         match self {
             SkipReason::Symlink => "symbolic link, not followed",
             SkipReason::UnknownFormat => "not a format Trellis reads",
+            SkipReason::NotAFile => "not a regular file (a FIFO, socket or device), not read",
         }
     }
 }
@@ -103,7 +109,11 @@ pub fn discover(paths: &[PathBuf]) -> Result<Discovery, DiscoveryError> {
                 found.links.push(entry.into_path());
                 continue;
             }
+            if entry.file_type().is_dir() {
+                continue;
+            }
             if !entry.file_type().is_file() {
+                found.special.push(entry.into_path());
                 continue;
             }
             if Format::from_extension(entry.path()).is_some() {
@@ -355,6 +365,17 @@ pub fn corpus_documents(
                     )));
                 }
                 let claim = context.pvc_root.join(&pvc.claim_name);
+                // The claim's own directory may not be a link: one named
+                // like a claim but pointing elsewhere (`claim3 → /etc`)
+                // would make everything under its target "inside" it.
+                if std::fs::symlink_metadata(&claim).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(invalid(format!(
+                        "pvc source {:?}: {} is a symbolic link, not a mounted claim; \
+                         it is not followed",
+                        pvc.claim_name,
+                        claim.display()
+                    )));
+                }
                 let root = confined(&claim, &claim.join(inner)).map_err(invalid)?;
                 // Keys name the claim, not where it happens to be mounted.
                 let written = if inner.is_empty() {
@@ -481,6 +502,7 @@ fn walk(
     for (paths, reason) in [
         (&found.links, SkipReason::Symlink),
         (&found.skipped, SkipReason::UnknownFormat),
+        (&found.special, SkipReason::NotAFile),
     ] {
         for path in paths.iter().filter(|p| wanted(&relative(p))) {
             skipped.push(SkippedEntry {
@@ -606,6 +628,20 @@ mod tests {
         .unwrap();
         let err = corpus_documents(&linked, &context).unwrap_err().to_string();
         assert!(err.contains("outside its claim"), "{err}");
+
+        // A claim's directory that is itself a link (`claim3 → /etc`) is
+        // not a mounted claim, and is not followed.
+        std::os::unix::fs::symlink("/etc", mounts.path().join("claim3")).unwrap();
+        let etc: crate::spec::CorpusSpec = serde_json::from_value(serde_json::json!({
+            "profileRef": {"name": "p"},
+            "sources": [{"pvc": {"claimName": "claim3", "path": "/"}}],
+        }))
+        .unwrap();
+        let err = corpus_documents(&etc, &context).unwrap_err().to_string();
+        assert!(
+            err.contains("is a symbolic link, not a mounted claim"),
+            "{err}"
+        );
     }
 
     /// A symbolic link in a walked directory is not followed, and is
@@ -619,6 +655,7 @@ mod tests {
         std::fs::write(docs.join("sub/photo.png"), b"\x89PNG").unwrap();
         std::os::unix::fs::symlink(docs.join("a.md"), docs.join("alias.md")).unwrap();
         std::os::unix::fs::symlink("/etc", docs.join("sub/etc")).unwrap();
+        nix::unistd::mkfifo(&docs.join("pipe.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let spec: crate::spec::CorpusSpec = serde_json::from_value(serde_json::json!({
             "profileRef": {"name": "p"},
             "sources": [{"path": "docs"}],
@@ -638,6 +675,7 @@ mod tests {
                 ("docs/alias.md", SkipReason::Symlink),
                 ("docs/sub/etc", SkipReason::Symlink),
                 ("docs/sub/photo.png", SkipReason::UnknownFormat),
+                ("docs/pipe.md", SkipReason::NotAFile),
             ]
         );
     }

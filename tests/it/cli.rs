@@ -447,3 +447,32 @@ fn a_closed_stdout_ends_a_command_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.trim().is_empty(), "said something: {err}");
 }
+
+/// An ingest under a file-size limit it passes (`ulimit -f`, as a
+/// container's may be) fails with an error naming the file it was writing,
+/// where SIGXFSZ used to end it without a word.
+#[test]
+fn a_file_size_limit_is_an_error_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    crate::common::write_two_documents(dir);
+    std::fs::write(
+        dir.join("trellis.yaml"),
+        crate::common::TWO_DOCUMENT_MANIFESTS,
+    )
+    .unwrap();
+    let output = run(Command::new("sh")
+        .arg("-c")
+        // 4 blocks: the embedding cache and the vectors pass it.
+        .arg("ulimit -f 4 && exec \"$0\" ingest -f \"$1/trellis.yaml\" --data-dir \"$1/data\"")
+        .arg(env!("CARGO_BIN_EXE_trellis"))
+        .arg(dir));
+    let message = stderr(&output);
+    assert!(!output.status.success(), "{message}");
+    assert_eq!(output.status.code(), Some(1), "not a signal: {output:?}");
+    assert!(message.contains("File too large"), "{message}");
+    assert!(
+        message.contains(&dir.display().to_string()) || message.contains("data/"),
+        "{message}"
+    );
+}

@@ -814,6 +814,18 @@ fn a_rotated_token_file_takes_effect_without_a_restart() {
     std::fs::remove_file(&file).unwrap();
     assert!(service.reload_tokens(&file).is_err());
     assert_eq!(status("new-token-0000000002"), 200);
+
+    // An emptied file (no token, comments only) revokes every token: how
+    // an operator withdraws them all at once. Tokens written back work.
+    std::fs::write(&file, "# every token withdrawn\n").unwrap();
+    assert!(service.reload_tokens(&file).unwrap());
+    assert_eq!(status("new-token-0000000002"), 401);
+    std::fs::write(&file, "").unwrap();
+    assert!(!service.reload_tokens(&file).unwrap(), "still none");
+    assert_eq!(status("new-token-0000000002"), 401);
+    std::fs::write(&file, "new-token-0000000002 *\n").unwrap();
+    assert!(service.reload_tokens(&file).unwrap());
+    assert_eq!(status("new-token-0000000002"), 200);
     server.stop();
 }
 
