@@ -597,15 +597,20 @@ mod tests {
         flipped[middle] ^= 0x10;
         let found = check(&with_stream("/Filter /FlateDecode", &flipped), 512).unwrap();
         assert!(found.damaged[&4].contains("damaged"), "{:?}", found.damaged);
-        // 300 MB of zeros in 300 KB: refused as a bomb, in bounded memory.
-        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        // 20 MB of zeros in 20 KB, under a 64 MiB memory bound (a quarter
+        // of it per stream): refused as a bomb, in bounded memory.
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
         let zeros = vec![0u8; 1024 * 1024];
-        for _ in 0..300 {
+        for _ in 0..20 {
             zlib.write_all(&zeros).unwrap();
         }
         let bomb = with_stream("/Filter /FlateDecode", &zlib.finish().unwrap());
-        let error = survey(&bomb, 512, 2 << 30).unwrap_err().to_string();
-        assert!(error.contains("compression bomb"), "{error}");
+        let error = survey(&bomb, 512, 64 << 20).unwrap_err().to_string();
+        assert!(
+            error.contains("inflates past 16 MB: a compression bomb"),
+            "{error}"
+        );
+        assert_eq!(Survey::bomb_limit(2 << 30), 256 << 20);
         assert!(object_number(b"12 0 obj", 5) == Some(12));
         assert!(object_number(b"endobj", 3).is_none());
     }
