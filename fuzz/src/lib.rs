@@ -31,12 +31,14 @@ pub fn quiet_guarded_panics() {
     });
 }
 
+/// Small PDFs written byte by byte: the integration tests' writer.
+#[path = "../../tests/it/common/pdf.rs"]
+pub mod pdf;
+
 /// A one-page PDF with `text` at the innermost of `depth` levels of
 /// nesting. `place` picks where: a Flate content stream, an uncompressed
-/// one, the page dictionary, the trailer, an object stream; arrays or
-/// dictionaries.
+/// one, the page dictionary, the trailer; arrays or dictionaries.
 pub fn nested_pdf(place: u8, depth: usize, text: &str) -> Vec<u8> {
-    use std::io::Write;
     let escaped: String = text
         .chars()
         .filter(|c| !matches!(c, '(' | ')' | '\\'))
@@ -47,54 +49,14 @@ pub fn nested_pdf(place: u8, depth: usize, text: &str) -> Vec<u8> {
         ("<< /A ", ">> ")
     };
     let nested = format!("{}({escaped}){}", open.repeat(depth), close.repeat(depth));
-    let line = format!("BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET");
-    let (content, page_extra, trailer_extra) = match (place >> 1) % 4 {
-        0 | 1 => (format!("{line} BT {nested} TJ ET"), String::new(), String::new()),
-        2 => (line, format!("/Deep {nested}"), String::new()),
-        _ => (line, String::new(), format!("/Deep {nested}")),
-    };
-    let (data, filter) = if (place >> 1) % 4 == 0 {
-        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        let _ = zlib.write_all(content.as_bytes());
-        (zlib.finish().unwrap_or_default(), " /Filter /FlateDecode")
-    } else {
-        (content.into_bytes(), "")
-    };
-    let mut objects: Vec<Vec<u8>> = vec![
-        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>".to_vec(),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
-        format!(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
-             /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R {page_extra} >>"
-        )
-        .into_bytes(),
-    ];
-    let mut stream = format!("<< /Length {}{filter} >>\nstream\n", data.len()).into_bytes();
-    stream.extend(&data);
-    stream.extend(b"\nendstream");
-    objects.push(stream);
-    let mut pdf = b"%PDF-1.7\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, object) in objects.iter().enumerate() {
-        offsets.push(pdf.len());
-        pdf.extend(format!("{} 0 obj\n", i + 1).bytes());
-        pdf.extend(object);
-        pdf.extend(b"\nendobj\n");
+    let mut parts = pdf::PdfParts::text(&[&escaped]);
+    match (place >> 1) % 4 {
+        0 | 1 => parts.pages[0].extend(format!(" BT {nested} TJ ET").bytes()),
+        2 => parts.page_entries = format!("/Deep {nested}"),
+        _ => parts.trailer_entries = format!("/Deep {nested}"),
     }
-    let xref = pdf.len();
-    pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).bytes());
-    for offset in offsets {
-        pdf.extend(format!("{offset:010} 00000 n \n").bytes());
-    }
-    pdf.extend(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R {trailer_extra} >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .bytes(),
-    );
-    pdf
+    parts.flate = (place >> 1) % 4 != 1;
+    pdf::write(&parts)
 }
 
 /// A DOCX whose body nests `depth` levels of one element around a
