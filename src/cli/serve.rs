@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// connections to it.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Answers (POST /v1/answer) written at once, each holding a call to
+    /// the route's model service; more get 503 with Retry-After.
+    #[arg(long, default_value_t = 4)]
+    answer_concurrency: usize,
     /// Bearer tokens, one line each: `TOKEN TAG[,TAG…]` (the ACL tags
     /// it may see) or `TOKEN *`. Without it the service is open.
     #[arg(long)]
@@ -95,6 +99,7 @@ impl ServeArgs {
             max_k: self.max_k,
             timeout: Duration::from_millis(self.timeout_ms),
             concurrency: self.concurrency,
+            answer_concurrency: self.answer_concurrency,
             max_connections: self.max_connections,
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             body_timeout: Duration::from_millis(self.body_timeout_ms),

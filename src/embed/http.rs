@@ -36,7 +36,6 @@
 //! cache and index manifests never mix vectors of two providers, or of two
 //! servers that serve a model under one name.
 
-use std::hash::BuildHasher;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -638,17 +637,8 @@ impl HttpEmbedder {
         Ok(vectors)
     }
 
-    /// Exponential backoff with jitter: `base × 2^attempt`, capped, less a
-    /// random part of up to half of it.
     fn backoff(&self, attempt: u32) -> Duration {
-        let full = self
-            .backoff_base
-            .saturating_mul(2u32.saturating_pow(attempt))
-            .min(self.max_delay);
-        // A process-random hash is enough randomness to spread retries.
-        let random = std::hash::RandomState::new().hash_one((attempt, Instant::now()));
-        let fraction = (random % 1024) as f64 / 1024.0;
-        full.mul_f64(1.0 - fraction / 2.0)
+        service::backoff(self.backoff_base, self.max_delay, attempt)
     }
 }
 

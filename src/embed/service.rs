@@ -199,3 +199,17 @@ pub(crate) fn retry_after(response: &Response) -> Option<Duration> {
 pub(crate) fn describe(error: reqwest::Error) -> String {
     crate::error_chain(&error.without_url())
 }
+
+/// Exponential backoff with jitter: `base × 2^attempt`, capped at
+/// `max_delay`, less a random part of up to half of it, so that many
+/// clients do not retry in step.
+pub(crate) fn backoff(base: Duration, max_delay: Duration, attempt: u32) -> Duration {
+    use std::hash::BuildHasher;
+    let full = base
+        .saturating_mul(2u32.saturating_pow(attempt))
+        .min(max_delay);
+    // A process-random hash is enough randomness to spread retries.
+    let random = std::hash::RandomState::new().hash_one((attempt, std::time::Instant::now()));
+    let fraction = (random % 1024) as f64 / 1024.0;
+    full.mul_f64(1.0 - fraction / 2.0)
+}

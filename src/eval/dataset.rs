@@ -84,6 +84,9 @@ pub struct EvalQuery {
     pub sentences: Vec<(String, Relevance)>,
     /// Run the query against this document only (CUAD's primary setting).
     pub within: Option<String>,
+    /// Gold answers, for the answer metrics (SQuAD: every annotator's
+    /// answer text); empty where the set has none.
+    pub answers: Vec<String>,
 }
 
 /// A dataset made ready to index and query.
@@ -330,6 +333,7 @@ fn read_beir(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
             documents: relevant_docs,
             sentences,
             within: None,
+            answers: Vec::new(),
         });
     }
     Ok(EvalSet {
@@ -423,6 +427,7 @@ fn read_squad(path: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
                         ),
                     )],
                     within: None,
+                    answers: qa.answers.iter().map(|a| a.text.clone()).collect(),
                 });
             }
         }
@@ -545,6 +550,7 @@ fn read_cuad(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
                 documents: Vec::new(),
                 sentences: vec![(file.clone(), Relevance::Excerpts(excerpts))],
                 within: Some(file.clone()),
+                answers: Vec::new(),
             });
         }
         documents.push(EvalDocument {

@@ -9,6 +9,7 @@
 //! changed profile builds a new version beside it.
 
 pub mod align;
+pub mod answers;
 mod chunks;
 pub mod dataset;
 pub mod metrics;
@@ -120,6 +121,10 @@ pub struct EvalReport {
     /// The plain chunk baseline on the same queries, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunk_baseline: Option<BaselineReport>,
+    /// The route's answers against the gold answers, where the set has
+    /// them (SQuAD) and a generator was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answers: Option<answers::AnswerMetrics>,
     pub coverage: Coverage,
     /// Sentence-level outcome of each judged query (filtered to its
     /// document where the set filters).
@@ -176,6 +181,11 @@ pub struct Evaluation<'a> {
     pub data_dir: &'a Path,
     /// Also run the plain chunk baseline ([`chunks`]).
     pub chunk_baseline: bool,
+    /// Write an answer to every query that has gold answers, from the
+    /// route's top-k results, and score it ([`answers`]).
+    pub generator: Option<&'a crate::generate::Generator>,
+    /// Answers only the first this many queries that have gold answers.
+    pub answer_limit: usize,
 }
 
 impl Evaluation<'_> {
@@ -282,6 +292,12 @@ impl Evaluation<'_> {
                         ..Filter::default()
                     };
                     let answer = run(&filter)?;
+                    let written = match self.generator {
+                        Some(generator) if !q.answers.is_empty() && n < self.answer_limit => {
+                            Some(write_answer(generator, &route, q, &answer, &loaded))
+                        }
+                        _ => None,
+                    };
                     let passages = answer
                         .hits
                         .iter()
@@ -321,6 +337,7 @@ impl Evaluation<'_> {
                         passages,
                         unfiltered: unfiltered.map(|a| a.sentences),
                         baseline,
+                        written,
                     })
                 })
                 .collect::<Result<_, EvalError>>()?;
@@ -340,8 +357,20 @@ impl Evaluation<'_> {
                 .count()
         };
         let mut per_query = Vec::new();
+        let mut written = answers::AnswerAccumulator::default();
         for (n, outcome) in outcomes.iter().enumerate() {
             let judged = &relevance.queries[n];
+            match &outcome.written {
+                Some(Ok((answer, cited))) => {
+                    let cited: Vec<&str> = cited.iter().map(String::as_str).collect();
+                    written.add(answer, &cited, &self.set.queries[n].answers);
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(query = %self.set.queries[n].id, error = %e, "no answer");
+                    written.failed();
+                }
+                None => {}
+            }
             if !judged.sentences.is_empty() {
                 per_query.push(QueryResult {
                     id: self.set.queries[n].id.clone(),
@@ -402,6 +431,9 @@ impl Evaluation<'_> {
                 passages: baseline_passages.finish(),
                 index_seconds: baseline_seconds,
             }),
+            answers: self
+                .generator
+                .and_then(|g| written.finish(g.provider_name())),
             coverage,
             per_query,
             index_version: report.manifest.version.clone(),
@@ -448,6 +480,57 @@ struct QueryOutcome {
     unfiltered: Option<Vec<u32>>,
     /// The chunk baseline's chunks, best first.
     baseline: Option<Vec<u32>>,
+    /// The answer written from the route's top-k results, and the text of
+    /// the source sentences it cites; `None` when none was asked for.
+    written: Option<Result<(crate::generate::GeneratedAnswer, Vec<String>), String>>,
+}
+
+/// The route's answer to `query` from the route's top-k results of
+/// `retrieved` (retrieved with more, for the metrics), and the text of
+/// the source sentences that best support its sentences.
+fn write_answer(
+    generator: &crate::generate::Generator,
+    route: &RetrievalRouteSpec,
+    query: &crate::eval::dataset::EvalQuery,
+    retrieved: &crate::retrieve::Answer,
+    loaded: &LoadedRoute,
+) -> Result<(crate::generate::GeneratedAnswer, Vec<String>), String> {
+    let shown = crate::retrieve::Answer {
+        hits: retrieved
+            .hits
+            .iter()
+            .take(route.selection.top_k as usize)
+            .cloned()
+            .collect(),
+        context: String::new(),
+        common_query: retrieved.common_query,
+        ranking: Vec::new(),
+        sentences: Vec::new(),
+        rerank: None,
+    };
+    let written = generator
+        .answer(
+            &query.text,
+            &shown,
+            &loaded.index,
+            loaded.embedder.as_ref(),
+            &mut |_| {},
+        )
+        .map_err(|e| e.to_string())?;
+    let cited = written
+        .sentences
+        .iter()
+        .filter_map(|s| {
+            let source = written.sources.get(s.support.best_source? - 1)?;
+            let id = s.support.best_sentence_id.as_deref()?;
+            source
+                .sentences
+                .iter()
+                .find(|x| x.sentence_id == id)
+                .map(|x| x.text.clone())
+        })
+        .collect();
+    Ok((written, cited))
 }
 
 /// Writes the set's documents under `dir/documents` once: into a

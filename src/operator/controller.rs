@@ -453,6 +453,13 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
             }
         }
     }
+    if !super::is_paused(&route.metadata) {
+        let generation = route.spec.generation.clone();
+        observed.generator =
+            tokio::task::spawn_blocking(move || crate::generate::endpoint_reachable(&generation))
+                .await
+                .unwrap_or(None);
+    }
     let plan = route::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
     if let Some(objects) = &plan.objects {
         // The configuration first: the new pods mount it.
@@ -483,7 +490,12 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
     for note in &plan.events {
         publish(&ctx, route.as_ref(), note).await;
     }
-    Ok(Action::requeue(Duration::from_secs(600)))
+    // Nothing is watched that says when a generator comes back or goes
+    // away: a route with one is looked at again each minute.
+    Ok(Action::requeue(match observed.generator {
+        Some(_) => Duration::from_secs(60),
+        None => Duration::from_secs(600),
+    }))
 }
 
 /// The reason of the conditions set on an object that cannot be read.

@@ -27,7 +27,7 @@ use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL,
     SECRETS_ANNOTATION, Settings, common_labels, object_name, paths, short_hash,
 };
-use crate::spec::{AnchorSource, Corpus, IndexVersionStatus, RetrievalRoute};
+use crate::spec::{AnchorSource, Corpus, IndexVersionStatus, RetrievalRoute, RetrievalRouteSpec};
 
 /// The port `trellis serve` listens on inside the pod.
 const CONTAINER_PORT: i32 = 8080;
@@ -235,9 +235,11 @@ pub fn route_objects(
         mounts.push(mount("tokens", paths::TOKENS, true));
     }
     // The embedding service's key and the graph store's password, as the
-    // ingest pods have them, and the route's reranking service key.
+    // ingest pods have them, and the route's reranking and generation
+    // service keys (which no ingest pod ever mounts).
     let mut secrets: Vec<&str> = active.secrets.iter().map(String::as_str).collect();
     secrets.extend(route.spec.reranker.secret_name());
+    secrets.extend(route.spec.generation.secret_name());
     secrets.sort_unstable();
     secrets.dedup();
     mount_secrets(&secrets, &mut volumes, &mut mounts);
@@ -376,7 +378,7 @@ pub fn route_objects(
     });
     let network_policy = settings
         .network_policy
-        .then(|| network_policy(meta(workload, labels), &name, serving));
+        .then(|| network_policy(meta(workload, labels), &name, &route.spec));
     Ok(Objects {
         config,
         deployment,
@@ -390,12 +392,11 @@ pub fn route_objects(
 /// the route's `allowedClients` (anywhere when it lists none); out,
 /// anywhere but link-local addresses, where cloud metadata answers (the
 /// embedding service and the graph store are often inside the cluster,
-/// so private ranges stay open), and DNS.
-fn network_policy(
-    metadata: ObjectMeta,
-    name: &str,
-    serving: &crate::spec::ServingSpec,
-) -> NetworkPolicy {
+/// so private ranges stay open), and DNS; and the generation service's
+/// address when the route names it by IP, so that a generator the route
+/// was given is reached even at an address the rest of the policy closes.
+fn network_policy(metadata: ObjectMeta, name: &str, route: &RetrievalRouteSpec) -> NetworkPolicy {
+    let serving = &route.serving;
     let everywhere_but = |cidr: &str, except: &str| NetworkPolicyPeer {
         ip_block: Some(IPBlock {
             cidr: cidr.into(),
@@ -420,29 +421,63 @@ fn network_policy(
                     ..Default::default()
                 }]),
             }]),
-            egress: Some(vec![
-                NetworkPolicyEgressRule {
-                    to: Some(vec![
-                        everywhere_but("0.0.0.0/0", "169.254.0.0/16"),
-                        everywhere_but("::/0", "fe80::/10"),
-                    ]),
-                    ports: None,
-                },
-                // DNS anywhere: NodeLocal DNSCache answers on a link-local
-                // address (169.254.20.10).
-                NetworkPolicyEgressRule {
-                    to: None,
-                    ports: Some(
-                        ["UDP", "TCP"]
-                            .map(|protocol| NetworkPolicyPort {
-                                port: Some(IntOrString::Int(53)),
-                                protocol: Some(protocol.into()),
-                                ..Default::default()
-                            })
-                            .to_vec(),
-                    ),
-                },
-            ]),
+            egress: Some(
+                [
+                    NetworkPolicyEgressRule {
+                        to: Some(vec![
+                            everywhere_but("0.0.0.0/0", "169.254.0.0/16"),
+                            everywhere_but("::/0", "fe80::/10"),
+                        ]),
+                        ports: None,
+                    },
+                    // DNS anywhere: NodeLocal DNSCache answers on a link-local
+                    // address (169.254.20.10).
+                    NetworkPolicyEgressRule {
+                        to: None,
+                        ports: Some(
+                            ["UDP", "TCP"]
+                                .map(|protocol| NetworkPolicyPort {
+                                    port: Some(IntOrString::Int(53)),
+                                    protocol: Some(protocol.into()),
+                                    ..Default::default()
+                                })
+                                .to_vec(),
+                        ),
+                    },
+                ]
+                .into_iter()
+                .chain(generator_egress(&route.generation))
+                .collect(),
+            ),
         }),
     }
+}
+
+/// An egress rule to the generation service, when its endpoint is an IP
+/// address: to that address alone, on its port.
+fn generator_egress(generation: &crate::spec::GenerationSpec) -> Option<NetworkPolicyEgressRule> {
+    let url = reqwest::Url::parse(generation.endpoint.as_deref()?).ok()?;
+    let ip: std::net::IpAddr = url
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()?;
+    let prefix = if ip.is_ipv4() { 32 } else { 128 };
+    Some(NetworkPolicyEgressRule {
+        to: Some(vec![NetworkPolicyPeer {
+            ip_block: Some(IPBlock {
+                cidr: format!("{ip}/{prefix}"),
+                except: None,
+            }),
+            ..Default::default()
+        }]),
+        ports: Some(vec![NetworkPolicyPort {
+            port: url
+                .port_or_known_default()
+                .map(|p| IntOrString::Int(i32::from(p))),
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        }]),
+    })
 }

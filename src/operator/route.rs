@@ -37,6 +37,9 @@ pub struct Observed {
     pub secret_versions: BTreeMap<String, String>,
     /// The Corpus' data claim, if it exists: where the pods may run.
     pub data_claim: Option<k8s_openapi::api::core::v1::PersistentVolumeClaim>,
+    /// Whether the route's generation service accepted a connection (its
+    /// endpoint), or why not; `None` for `extractive`.
+    pub generator: Option<Result<String, String>>,
 }
 
 /// What to do for a route.
@@ -142,8 +145,39 @@ pub fn plan_route(
             plan.rollout_began = rollout_began(&plan.status).or_else(|| unix_seconds(now));
         }
     }
+    generator_condition(&mut plan.status, observed, route.metadata.generation, now);
     conditions::transitions(&before, &plan.status.conditions, &mut plan.events);
     Ok(plan)
+}
+
+/// `GeneratorReachable`: whether the route's model service answers. An
+/// unreachable generator fails answers only; retrieval goes on, so the
+/// route's `Ready` and `Available` do not read it.
+fn generator_condition(
+    status: &mut RetrievalRouteStatus,
+    observed: &Observed,
+    generation: Option<i64>,
+    now: &str,
+) {
+    let change = match &observed.generator {
+        None => {
+            conditions::remove(&mut status.conditions, "GeneratorReachable");
+            return;
+        }
+        Some(Ok(endpoint)) => Set::new(
+            "GeneratorReachable",
+            true,
+            "Reachable",
+            format!("{endpoint} accepts connections"),
+        ),
+        Some(Err(reason)) => Set::new(
+            "GeneratorReachable",
+            false,
+            "GeneratorUnreachable",
+            format!("/v1/answer fails until the generator answers; retrieval is served: {reason}"),
+        ),
+    };
+    conditions::set(&mut status.conditions, change, generation, now);
 }
 
 /// Whether `desired` rolls the pods of `running`: another index version,

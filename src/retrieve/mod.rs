@@ -121,6 +121,10 @@ pub struct Hit {
     pub text: String,
     /// The paragraph (or the window around the sentence) to display.
     pub display: String,
+    /// The sentences `display` shows, `[first, end)`, as global sentence
+    /// numbers (the generation stage's sources).
+    #[serde(skip)]
+    pub passage: [u32; 2],
     /// Other selected sentences that this display shows, in reading
     /// order: each would have been a result of its own, showing the same
     /// passage again.

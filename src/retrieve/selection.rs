@@ -184,6 +184,7 @@ impl Retriever<'_> {
             signals,
             text: s.text.clone(),
             display: joined(self.index, from, to),
+            passage: [from, to],
             highlights,
             citation: Citation {
                 document: doc.key.clone(),

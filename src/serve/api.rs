@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
+use crate::generate::GeneratedAnswer;
 use crate::index::Counts;
 use crate::retrieve::Hit;
 use crate::spec::{AnchorMode, SelectionSpec};
@@ -318,6 +319,21 @@ fn window_around(text: &str, anchor: &str, bytes: usize) -> String {
     )
 }
 
+/// A written answer: the route's generation stage over a retrieval.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnswerResponse {
+    /// The RetrievalRoute that answered.
+    pub route: String,
+    /// The index version searched.
+    pub index_version: String,
+    /// The query was common to the corpus (see `/v1/retrieve`).
+    pub common_query: bool,
+    /// The answer, its sentences with their citations and support, and
+    /// the numbered sources.
+    #[serde(flatten)]
+    pub answer: GeneratedAnswer,
+}
+
 /// What `GET /v1/info` says.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Info {
@@ -343,7 +359,8 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// `invalid_request`, `empty_query`, `query_too_long`, `invalid_k`,
     /// `invalid_selection`, `unauthorized`, `body_too_large`, `not_found`,
-    /// `not_ready`, `overloaded`, `timeout` or `internal`.
+    /// `not_ready`, `overloaded`, `timeout`, `generator_unavailable`,
+    /// `generator_refused` or `internal`.
     pub code: String,
     pub message: String,
 }
@@ -368,6 +385,34 @@ pub struct ErrorDetail {
 )]
 #[allow(dead_code)]
 fn retrieve_doc() {}
+
+/// Answers a question in sentences that cite their sources: the route's
+/// generation stage (`spec.generation`) over what `/v1/retrieve` would
+/// select for the same request. With `Accept: text/event-stream` the
+/// answer streams as server-sent events: `text` events (`{"text"}`) as the
+/// model writes, then one `answer` event (this response's JSON) or one
+/// `error` event (`ErrorBody`).
+#[utoipa::path(
+    post,
+    path = "/v1/answer",
+    request_body = RetrieveRequest,
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "The answer, as JSON or as an event stream",
+            content((AnswerResponse = "application/json"), (String = "text/event-stream"))),
+        (status = 400, description = "The request is malformed or out of bounds", body = ErrorBody),
+        (status = 401, description = "A bearer token is required, or it is not valid", body = ErrorBody),
+        (status = 408, description = "The body did not arrive within the body timeout", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 415, description = "The body is not sent as application/json", body = ErrorBody),
+        (status = 502, description = "The model service refused the request", body = ErrorBody),
+        (status = 503, description = "Not ready, too many answers in flight, or the generator is unavailable",
+            body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        (status = 504, description = "The retrieval took too long", body = ErrorBody),
+    )
+)]
+#[allow(dead_code)]
+fn answer_doc() {}
 
 /// The route, index version, model and counts served.
 #[utoipa::path(
@@ -416,7 +461,7 @@ fn openapi_doc() {}
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Trellis retrieval service", description = "Sentence search, paragraph display: one RetrievalRoute over one index version."),
-    paths(retrieve_doc, info_doc, healthz_doc, readyz_doc, metrics_doc, openapi_doc),
+    paths(retrieve_doc, answer_doc, info_doc, healthz_doc, readyz_doc, metrics_doc, openapi_doc),
     modifiers(&BearerScheme),
 )]
 struct ApiDoc;

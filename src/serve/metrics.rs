@@ -1,7 +1,8 @@
 //! Prometheus metrics of the retrieval service: requests and their latency
 //! by route and outcome, query-embedding latency and batch sizes, open and evicted
-//! connections, reranking latency and the queries a reranker missed, and
-//! the served index version as an info metric.
+//! connections, reranking latency and the queries a reranker missed,
+//! answers (tokens, generation time, errors by reason, unsupported
+//! sentences), and the served index version as an info metric.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,17 @@ use prometheus_client::registry::Registry;
 struct RequestLabels {
     route: String,
     outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    /// `prompt` or `completion`.
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -44,6 +56,10 @@ pub struct Metrics {
     index: Family<IndexLabels, Gauge>,
     connections: Family<LaneLabels, Gauge>,
     connections_evicted: Counter,
+    generation_tokens: Family<TokenLabels, Counter>,
+    generation_latency: Histogram,
+    generation_errors: Family<ReasonLabels, Counter>,
+    unsupported_sentences: Counter,
 }
 
 /// One open connection, counted in its lane's gauge until dropped.
@@ -79,6 +95,31 @@ impl Metrics {
         let index = Family::<IndexLabels, Gauge>::default();
         let connections = Family::<LaneLabels, Gauge>::default();
         let connections_evicted = Counter::default();
+        let generation_tokens = Family::<TokenLabels, Counter>::default();
+        // 10 ms to about 5 minutes.
+        let generation_latency = Histogram::new(exponential_buckets(0.01, 2.0, 15));
+        let generation_errors = Family::<ReasonLabels, Counter>::default();
+        let unsupported_sentences = Counter::default();
+        registry.register(
+            "generation_tokens",
+            "Tokens of answers' prompts and completions, as the model service counted them",
+            generation_tokens.clone(),
+        );
+        registry.register(
+            "generation_seconds",
+            "Time the model service took to write one answer",
+            generation_latency.clone(),
+        );
+        registry.register(
+            "generation_errors",
+            "Answers that failed in the generation stage, by reason",
+            generation_errors.clone(),
+        );
+        registry.register(
+            "generation_unsupported_sentences",
+            "Answer sentences that cite no source or that their sources do not support",
+            unsupported_sentences.clone(),
+        );
         registry.register(
             "retrieve_requests",
             "Retrieval requests by route and outcome (ok or the error code)",
@@ -135,7 +176,37 @@ impl Metrics {
             index,
             connections,
             connections_evicted,
+            generation_tokens,
+            generation_latency,
+            generation_errors,
+            unsupported_sentences,
         }
+    }
+
+    /// An answer written: its tokens, time and unsupported sentences.
+    pub fn answered(&self, answer: &crate::generate::GeneratedAnswer) {
+        let usage = &answer.usage;
+        for (kind, tokens) in [
+            ("prompt", usage.prompt_tokens),
+            ("completion", usage.completion_tokens),
+        ] {
+            if let Some(n) = tokens {
+                self.generation_tokens
+                    .get_or_create(&TokenLabels { kind })
+                    .inc_by(u64::from(n));
+            }
+        }
+        if answer.generation_seconds > 0.0 {
+            self.generation_latency.observe(answer.generation_seconds);
+        }
+        self.unsupported_sentences.inc_by(answer.unsupported as u64);
+    }
+
+    /// An answer the generation stage could not write.
+    pub fn generation_failed(&self, reason: &'static str) {
+        self.generation_errors
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
     }
 
     pub fn request(&self, route: &str, outcome: &str, took: Duration) {

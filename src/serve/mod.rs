@@ -10,6 +10,7 @@
 //! Every response carries an `x-request-id`, the caller's when it sent a
 //! usable one, and every request runs in a tracing span with that id.
 
+mod answer;
 pub mod api;
 pub mod auth;
 pub mod connections;
@@ -31,11 +32,14 @@ use thiserror::Error;
 use tokio::sync::Semaphore;
 
 use crate::embed::batch::{MOST_QUERIES_PER_BATCH, QueryBatcher};
+use crate::generate::Generator;
 use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
 use api::{ErrorBody, ErrorDetail};
 
-pub use api::{Info, RequestFilters, RetrieveRequest, RetrieveResponse, SelectionOverrides};
+pub use api::{
+    AnswerResponse, Info, RequestFilters, RetrieveRequest, RetrieveResponse, SelectionOverrides,
+};
 pub use auth::{Access, Tokens};
 pub use metrics::Metrics;
 
@@ -53,6 +57,9 @@ pub struct Limits {
     pub timeout: Duration,
     /// Retrievals running at once; more get 503 with `Retry-After`.
     pub concurrency: usize,
+    /// Answers (`/v1/answer`) being written at once, each holding a call
+    /// to the model service; more get 503 with `Retry-After`.
+    pub answer_concurrency: usize,
     /// Connections served at once, lowered to fit the descriptor limit
     /// ([`connections::connection_cap`]).
     pub max_connections: usize,
@@ -80,6 +87,7 @@ impl Default for Limits {
             max_k: 50,
             timeout: Duration::from_secs(10),
             concurrency: 16,
+            answer_concurrency: 4,
             max_connections: 1_024,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
@@ -116,6 +124,12 @@ pub struct Service {
     /// Held by a retrieval until its work ends, even past its timeout, so
     /// that abandoned work still counts against the limit.
     permits: Arc<Semaphore>,
+    /// Held by an answer from before its retrieval until its last token.
+    answer_permits: Arc<Semaphore>,
+    /// The route's generation stage, or why it could not be built (a
+    /// missing key): then `/v1/answer` fails with 503 and retrieval is
+    /// served as ever.
+    generator: Result<Arc<Generator>, String>,
     metrics: Metrics,
     /// Set once the process is told to stop: `/readyz` fails so that
     /// load balancers take the pod out, while retrievals are still served.
@@ -129,16 +143,31 @@ impl Service {
         limits: Limits,
         tokens: Option<Tokens>,
     ) -> Self {
+        let generator = Generator::from_spec(&route.generation)
+            .map(Arc::new)
+            .map_err(|e| {
+                tracing::error!(error = %e, "the generation stage cannot run; /v1/answer fails");
+                e.to_string()
+            });
         Self {
             tokens: tokens.map(|t| RwLock::new(Arc::new(t))),
             route_name: route_name.to_string(),
             permits: Arc::new(Semaphore::new(limits.concurrency.max(1))),
+            answer_permits: Arc::new(Semaphore::new(limits.answer_concurrency.max(1))),
+            generator,
             metrics: Metrics::new(),
             route,
             limits,
             loaded: OnceLock::new(),
             draining: Default::default(),
         }
+    }
+
+    /// Replaces the generator built from the route (tests shorten its
+    /// retry delays).
+    pub fn with_generator(mut self, generator: Generator) -> Self {
+        self.generator = Ok(Arc::new(generator));
+        self
     }
 
     /// Makes the service ready: checks that the embedder matches the index
@@ -259,6 +288,7 @@ pub fn router(service: Arc<Service>) -> Router {
     ));
     Router::new()
         .route("/v1/retrieve", post(retrieve))
+        .route("/v1/answer", post(answer::answer))
         .route("/v1/info", get(info))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -511,7 +541,20 @@ async fn retrieve(
 ) -> Response {
     let started = Instant::now();
     let result = match service.authorize(&headers) {
-        Ok(acl) => answer(&service, acl, body).await,
+        Ok(acl) => run_retrieval(&service, acl, body).await.map(|retrieval| {
+            let answer = retrieval.answer;
+            let mut response = RetrieveResponse {
+                route: service.route_name.clone(),
+                index_version: retrieval.loaded.index.manifest.version.clone(),
+                hits: answer.hits,
+                context: answer.context,
+                common_query: answer.common_query,
+                reranked: answer.rerank.map(|r| r.reranked),
+                truncated: false,
+            };
+            api::fit_response(&mut response, service.limits.response_bytes);
+            response
+        }),
         Err(e) => Err(e),
     };
     let outcome = match &result {
@@ -543,11 +586,21 @@ async fn retrieve(
     }
 }
 
-async fn answer(
+/// What one request's retrieval selected, and from what.
+struct Retrieval {
+    answer: crate::retrieve::Answer,
+    query: String,
+    loaded: Arc<LoadedRoute>,
+}
+
+/// Reads a retrieval request (`/v1/retrieve` and `/v1/answer` take the
+/// same), checks it against the limits and runs the route's three stages
+/// under the caller's ACL, within the retrieval timeout.
+async fn run_retrieval(
     service: &Arc<Service>,
     acl: Option<Vec<String>>,
     body: Result<Json<serde_json::Value>, JsonRejection>,
-) -> Result<RetrieveResponse, ApiError> {
+) -> Result<Retrieval, ApiError> {
     let Json(request) = body.map_err(|rejection| match rejection {
         JsonRejection::BytesRejection(_) => ApiError::body_too_large(service.limits.body_bytes),
         JsonRejection::MissingJsonContentType(_) => ApiError::new(
@@ -609,6 +662,7 @@ async fn answer(
         metadata: request.filters.metadata,
     };
     let query = query.to_string();
+    let asked = query.clone();
     let metrics = service.metrics.clone();
     // The request's span, so that the query span nests under it.
     let span = tracing::Span::current();
@@ -629,10 +683,10 @@ async fn answer(
         if let Some(outcome) = answer.rerank {
             metrics.reranked(outcome);
         }
-        Ok::<_, RetrieveError>((answer, loaded.index.manifest.version.clone()))
+        Ok::<_, RetrieveError>((answer, loaded))
     });
     let outcome = tokio::time::timeout(service.limits.timeout, work).await;
-    let (answer, version) = match outcome {
+    let (answer, loaded) = match outcome {
         Err(_) => {
             return Err(ApiError::new(
                 StatusCode::GATEWAY_TIMEOUT,
@@ -661,17 +715,11 @@ async fn answer(
         }
         Ok(Ok(Ok(done))) => done,
     };
-    let mut response = RetrieveResponse {
-        route: service.route_name.clone(),
-        index_version: version,
-        hits: answer.hits,
-        context: answer.context,
-        common_query: answer.common_query,
-        reranked: answer.rerank.map(|r| r.reranked),
-        truncated: false,
-    };
-    api::fit_response(&mut response, service.limits.response_bytes);
-    Ok(response)
+    Ok(Retrieval {
+        answer,
+        query: asked,
+        loaded,
+    })
 }
 
 async fn info(State(service): State<Arc<Service>>, headers: HeaderMap) -> Response {

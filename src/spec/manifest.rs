@@ -377,7 +377,9 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
                 // The reranker's files are named relative to the manifest.
                 if let Some(dir) = path.parent() {
                     route.spec.reranker.resolve_paths(dir);
+                    route.spec.generation.resolve_paths(dir);
                 }
+                route.spec.generation.check().map_err(invalid)?;
                 Manifest::RetrievalRoute(Box::new(route))
             }
             other => {

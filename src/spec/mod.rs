@@ -27,8 +27,8 @@ pub use profile::{
 };
 pub use route::{
     AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec,
-    RerankPassage, RerankerKind, RerankerSpec, RetrievalRoute, RetrievalRouteSpec, ScoringSpec,
-    ScoringWeights, SelectionSpec, ServingSpec,
+    GenerationProvider, GenerationSpec, RerankPassage, RerankerKind, RerankerSpec, RetrievalRoute,
+    RetrievalRouteSpec, ScoringSpec, ScoringWeights, SelectionSpec, ServingSpec, UnsupportedPolicy,
 };
 pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,

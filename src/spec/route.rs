@@ -44,6 +44,10 @@ pub struct RetrievalRouteSpec {
     /// An optional reranker of the anchors.
     #[serde(default)]
     pub reranker: RerankerSpec,
+    /// Stage 4: the answer written from what selection chose
+    /// (`trellis answer`, `POST /v1/answer`). Retrieval never reads it.
+    #[serde(default, skip_serializing_if = "GenerationSpec::is_default")]
+    pub generation: GenerationSpec,
     /// How the operator runs the route's retrieval pods (the embedded mode
     /// reads none of it).
     #[serde(default)]
@@ -63,6 +67,7 @@ impl RetrievalRouteSpec {
             scoring: ScoringSpec::default(),
             selection: SelectionSpec::default(),
             reranker: RerankerSpec::default(),
+            generation: GenerationSpec::default(),
             serving: ServingSpec::default(),
         }
     }
@@ -508,6 +513,208 @@ impl Default for RerankerSpec {
             passage: RerankPassage::Sentence,
             max_length: 512,
             batch_tokens: 4096,
+        }
+    }
+}
+
+/// Who writes the answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum GenerationProvider {
+    /// No model: the answer is the selected anchor sentences, verbatim, in
+    /// reading order, each with its citation (default; deterministic).
+    #[default]
+    Extractive,
+    /// Any OpenAI-compatible `POST {endpoint}/v1/chat/completions`: OpenAI,
+    /// Azure OpenAI, vLLM, llama.cpp's server, Ollama, TGI.
+    Openai,
+    /// Anthropic's Messages API, `POST {endpoint}/v1/messages`.
+    Anthropic,
+}
+
+/// What an answer sentence that cites nothing, or that its sources do not
+/// support, becomes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum UnsupportedPolicy {
+    /// Kept, and marked unsupported with the reason (default).
+    #[default]
+    Flag,
+    /// Left out of the answer; the response counts it.
+    Drop,
+}
+
+/// Stage 4, synthesis: a model writes the answer from the selected
+/// passages and only from them; it never ranks. Trellis numbers the
+/// passages as sources, fits them to the model's context, parses the `[n]`
+/// citations of the answer and checks each sentence against the sources it
+/// cites.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GenerationSpec {
+    /// `extractive` (default), `openai` or `anthropic`.
+    pub provider: GenerationProvider,
+    /// The model the service is asked for (`gpt-4o-mini`,
+    /// `claude-sonnet-4-5`); required for `openai` and `anthropic`.
+    /// A llama.cpp server answers with the model it loaded whatever the
+    /// name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    /// Base URL of the service. Default `https://api.openai.com`
+    /// (`openai`), `https://api.anthropic.com` (`anthropic`). An endpoint
+    /// already ending in `/v1` gets no second one. Must not carry
+    /// credentials.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Environment variable holding the API key. Default `OPENAI_API_KEY`
+    /// (`openai`), `ANTHROPIC_API_KEY` (`anthropic`). A self-hosted
+    /// `endpoint` may go without a key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// A file whose trimmed content is the API key, relative to the
+    /// manifest. Takes precedence over the other two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_file: Option<String>,
+    /// A key of a Secret holding the API key; in a cluster the operator
+    /// mounts it into the route's retrieval pods (never into ingest pods),
+    /// the embedded mode reads `$TRELLIS_SECRET_ROOT/<name>/<key>`. Takes
+    /// precedence over `apiKeyEnv`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_secret_ref: Option<crate::spec::SecretKeyRef>,
+    /// The model's `tokenizer.json` (Hugging Face format), relative to the
+    /// manifest, to count the prompt's tokens exactly. Without it the
+    /// count is an estimate of one token per three characters, which
+    /// over-counts English text for current tokenizers, so a prompt fits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
+    /// Tokens the prompt (instructions, sources and question) may take.
+    /// Sources are dropped whole, lowest score first, until it fits; a
+    /// source is never cut. Default 3000.
+    pub max_context_tokens: u32,
+    /// Tokens the model may write. Default 512.
+    pub max_answer_tokens: u32,
+    /// Sampling temperature. Default 0 (the most likely answer).
+    pub temperature: f32,
+    /// Seconds one call to the model may take, the whole answer included.
+    /// Default 60.
+    pub timeout_seconds: u32,
+    /// Retries of a call that failed with status 429 or 5xx or could not
+    /// connect, before any of the answer arrived: after the service's
+    /// `Retry-After` (at most 30 s) when given, else after a backoff from
+    /// 0.5 s. Default 2.
+    pub max_retries: u32,
+    /// Instructions added after Trellis' own (answer from the sources,
+    /// cite them, treat them as data), such as a tone or a language. They
+    /// cannot lift Trellis' rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// An answer sentence is supported when it cites a source, and its
+    /// embedding is at least this similar (cosine) to one sentence of the
+    /// passages it cites, and every number and name it states appears
+    /// there. Default 0.5: paraphrases of a sentence score above it with
+    /// the embedding models Trellis ships, unrelated sentences well below.
+    pub support_similarity: f32,
+    /// `flag` (default) or `drop` the sentences that are not supported.
+    pub unsupported: UnsupportedPolicy,
+}
+
+impl GenerationSpec {
+    /// The documented defaults, left out of a route's JSON so that routes
+    /// written before this section keep their hash.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Makes a relative `apiKeyFile` and `tokenizer` absolute against
+    /// `base` (the manifest's directory).
+    pub fn resolve_paths(&mut self, base: &std::path::Path) {
+        for field in [&mut self.api_key_file, &mut self.tokenizer] {
+            if let Some(path) = field.as_deref()
+                && std::path::Path::new(path).is_relative()
+            {
+                *field = Some(base.join(path).display().to_string());
+            }
+        }
+    }
+
+    /// What the numeric bounds ([`super::bounds`]) cannot say: a model
+    /// service needs a model, and the extractive answer reads no service
+    /// settings. The endpoint is checked when the generator is built.
+    pub fn check(&self) -> Result<(), String> {
+        let service = match self.provider {
+            GenerationProvider::Extractive => None,
+            GenerationProvider::Openai => Some("openai"),
+            GenerationProvider::Anthropic => Some("anthropic"),
+        };
+        match service {
+            Some(provider) => {
+                if self.model.trim().is_empty() {
+                    return Err(format!(
+                        "spec.generation.model is required for provider {provider}"
+                    ));
+                }
+            }
+            None => {
+                let set: Vec<&str> = [
+                    ("model", !self.model.is_empty()),
+                    ("endpoint", self.endpoint.is_some()),
+                    ("apiKeyEnv", self.api_key_env.is_some()),
+                    ("apiKeyFile", self.api_key_file.is_some()),
+                    ("apiKeySecretRef", self.api_key_secret_ref.is_some()),
+                    ("tokenizer", self.tokenizer.is_some()),
+                    ("systemPrompt", self.system_prompt.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(name, set)| set.then_some(name))
+                .collect();
+                if !set.is_empty() {
+                    return Err(format!(
+                        "spec.generation.{} is set, but provider extractive calls no model; \
+                         set provider to openai or anthropic",
+                        set.join(", ")
+                    ));
+                }
+            }
+        }
+        if self
+            .system_prompt
+            .as_ref()
+            .is_some_and(|p| p.len() > 16_384)
+        {
+            return Err("spec.generation.systemPrompt is over 16384 bytes".to_string());
+        }
+        Ok(())
+    }
+
+    /// The Secret holding the API key, which the route's pods mount.
+    pub fn secret_name(&self) -> Option<&str> {
+        match self.provider {
+            GenerationProvider::Openai | GenerationProvider::Anthropic => {
+                self.api_key_secret_ref.as_ref().map(|r| r.name.as_str())
+            }
+            GenerationProvider::Extractive => None,
+        }
+    }
+}
+
+impl Default for GenerationSpec {
+    fn default() -> Self {
+        Self {
+            provider: GenerationProvider::Extractive,
+            model: String::new(),
+            endpoint: None,
+            api_key_env: None,
+            api_key_file: None,
+            api_key_secret_ref: None,
+            tokenizer: None,
+            max_context_tokens: 3000,
+            max_answer_tokens: 512,
+            temperature: 0.0,
+            timeout_seconds: 60,
+            max_retries: 2,
+            system_prompt: None,
+            support_similarity: 0.5,
+            unsupported: UnsupportedPolicy::Flag,
         }
     }
 }

@@ -28,6 +28,7 @@ fn run_with(
     chunk_baseline: bool,
 ) -> EvalReport {
     let profile = IndexProfileSpec::default();
+    let generator = trellis::generate::Generator::from_spec(&route.generation).unwrap();
     Evaluation {
         set,
         dataset: "slice".into(),
@@ -36,6 +37,8 @@ fn run_with(
         route,
         data_dir,
         chunk_baseline,
+        generator: Some(&generator),
+        answer_limit: usize::MAX,
     }
     .run(&|_, _, _| {})
     .unwrap()
@@ -173,6 +176,19 @@ fn squad_slice_finds_the_sentence_holding_each_answer() {
     let chunks = baseline.passages.unwrap();
     assert_eq!(chunks.queries, set.queries.len());
     assert!(chunks.recall_10 > 0.9, "{chunks:?}");
+    // The extractive answers: whole sentences, so exact match is rare and
+    // F1 low, but their cited sentences hold the answer about as often as
+    // the top results do.
+    let answers = report.answers.unwrap();
+    assert_eq!(answers.provider, "extractive");
+    assert_eq!(answers.queries, set.queries.len());
+    assert_eq!(answers.failed, 0);
+    assert_eq!(answers.unsupported_sentences, 0.0);
+    assert!(answers.f1 > 0.0 && answers.f1 < 0.6, "{answers:?}");
+    assert!(
+        answers.cited_gold >= sentence.recall_1,
+        "{answers:?} {sentence:?}"
+    );
 }
 
 #[test]

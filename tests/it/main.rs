@@ -19,6 +19,7 @@ mod embed_local;
 mod enrich;
 mod eval;
 mod fuzz_regressions;
+mod generation;
 mod golden_rules;
 mod graph;
 mod html;

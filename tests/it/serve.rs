@@ -506,28 +506,6 @@ fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
     );
 }
 
-const ACL_MANIFESTS: &str = r#"
-apiVersion: trellis.dev/v1alpha1
-kind: IndexProfile
-metadata: {name: p}
----
-apiVersion: trellis.dev/v1alpha1
-kind: Corpus
-metadata: {name: c}
-spec:
-  profileRef: {name: p}
-  sources:
-    - {path: docs/a, acl: [team-a]}
-    - {path: docs/b, acl: [team-b]}
----
-apiVersion: trellis.dev/v1alpha1
-kind: RetrievalRoute
-metadata: {name: shared}
-spec:
-  corpusRef: {name: c}
-  selection: {topK: 10}
-"#;
-
 const TOKENS: &str = "# who sees what\n\
                       token-for-team-a-0001 team-a\n\
                       token-for-team-b-0002 team-b\n\
@@ -550,7 +528,7 @@ fn a_token_sees_only_its_tags_through_anchors_expansion_and_links() {
         "Payment\n\nFees are due within thirty days of the date of the invoice. Beta pays by cheque.\n",
     )
     .unwrap();
-    let (_, route) = common::ingest_manifests(ACL_MANIFESTS, dir);
+    let (_, route) = common::ingest_manifests(common::ACL_MANIFESTS, dir);
     let loaded = load(dir);
     // The test means something only if a link crosses the boundary.
     let store = &loaded.index.store;

@@ -1,8 +1,10 @@
 // The console's script. It asks the service's own API (/v1/info,
-// /v1/retrieve) with the token the sign-in form stored, and draws what
-// comes back: results as paragraphs with their anchor sentences marked,
-// citations, per-signal scores and page boxes; and, on the second tab, two
-// request settings side by side on one query. Everything is built with DOM
+// /v1/retrieve, /v1/answer) with the token the sign-in form stored, and
+// draws what comes back: results as paragraphs with their anchor sentences
+// marked, citations, per-signal scores and page boxes; on the second tab,
+// two request settings side by side on one query; on the third, a written
+// answer streamed as it comes, its [n] markers linked to the numbered
+// sources, whose paragraphs show the cited sentences marked. Everything is built with DOM
 // calls (never innerHTML), so text from documents is never read as markup.
 "use strict";
 
@@ -316,7 +318,181 @@ function describe(request, answer) {
   return text;
 }
 
-// ---- the two tabs ----
+// ---- the answer ----
+
+// Reads a server-sent event stream, calling onEvent(name, data) per event.
+async function readEvents(response, onEvent) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffered += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffered.indexOf("\n\n")) >= 0) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      let name = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) name = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+    }
+  }
+}
+
+// Posts the request for an event stream; `onText` gets the answer's text
+// as it comes; resolves to the final answer.
+async function streamAnswer(request, onText) {
+  const headers = { Accept: "text/event-stream", "Content-Type": "application/json" };
+  const bearer = token();
+  if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  let response;
+  try {
+    response = await fetch("/v1/answer", { method: "POST", headers, body: JSON.stringify(request) });
+  } catch (e) {
+    throw new ApiFailure(0, "unreachable", `the service did not answer (${e.message})`);
+  }
+  if (!response.ok) {
+    const text = await response.text();
+    let error = { code: "http", message: text.slice(0, 200) };
+    try {
+      error = JSON.parse(text).error || error;
+    } catch (_) {
+      // Not JSON: the text is the message.
+    }
+    throw new ApiFailure(response.status, error.code, error.message);
+  }
+  let final = null;
+  let failure = null;
+  await readEvents(response, (name, data) => {
+    if (name === "text") onText(data.text);
+    else if (name === "answer") final = data;
+    else if (name === "error") failure = new ApiFailure(503, data.error.code, data.error.message);
+  });
+  if (failure) throw failure;
+  if (!final) throw new ApiFailure(0, "interrupted", "the answer stream ended early");
+  return final;
+}
+
+// One answer sentence: its text with each [n] marker a link to source n,
+// marked when the check did not support it.
+function renderSentence(sentence) {
+  const span = el("span", { class: sentence.support.supported ? "sentence" : "sentence unsupported" });
+  if (!sentence.support.supported) {
+    const why = (sentence.support.flags || []).join(", ").replaceAll("_", " ");
+    const missing = (sentence.support.missing || []).join(", ");
+    span.title = `not supported by its sources: ${why}${missing ? ` (${missing})` : ""}`;
+  }
+  const marker = /\[(\d+(?:\s*[,;\-–]\s*\d+)*)\]/g;
+  let at = 0;
+  for (const match of sentence.text.matchAll(marker)) {
+    span.append(sentence.text.slice(at, match.index));
+    const numbers = match[1].split(/[,;]/).map((n) => n.trim());
+    const cite = el("sup", { class: "marker" }, "[");
+    numbers.forEach((n, i) => {
+      if (i) cite.append(", ");
+      const first = n.split(/[-–]/)[0].trim();
+      cite.append(el("a", { href: `#source-${first}`, "data-source": first, text: n }));
+    });
+    cite.append("]");
+    span.append(cite);
+    at = match.index + match[0].length;
+  }
+  span.append(sentence.text.slice(at));
+  return span;
+}
+
+// A numbered source: where it comes from, and its passage with the
+// sentences the answer cites (else those retrieval selected) marked.
+function renderSource(source, cited) {
+  const item = el("li", { class: "hit source", id: `source-${source.number}`,
+    "data-document": source.document, value: String(source.number) });
+  const cite = el("cite", {}, el("strong", { class: "document", text: source.title || source.document }));
+  if (source.section_path && source.section_path.length) {
+    cite.append(" · ", el("span", { class: "section", text: source.section_path.join(" › ") }));
+  }
+  if (source.page) cite.append(` · p. ${source.page}`);
+  item.append(el("div", { class: "hit-head" }, el("span", { class: "rank", text: `[${source.number}]` }), cite));
+  const marked = cited.size ? cited : new Set(source.selected);
+  const paragraph = el("p", { class: "display" });
+  source.sentences.forEach((s, i) => {
+    if (i) paragraph.append(" ");
+    if (marked.has(s.sentence_id)) {
+      paragraph.append(el("mark", { class: "cited", "data-sentence-id": s.sentence_id, text: s.text }));
+    } else {
+      paragraph.append(s.text);
+    }
+  });
+  item.append(paragraph);
+  const boxes = source.sentences.filter((s) => marked.has(s.sentence_id)).flatMap((s) => s.boxes || []);
+  if (boxes.length) item.append(el("div", { class: "details" }, pageBoxes(boxes)));
+  return item;
+}
+
+function renderAnswer(answer) {
+  const text = document.getElementById("answer-text");
+  const paragraph = el("p", { class: "written" });
+  if (answer.no_answer || !answer.sentences.length) {
+    paragraph.append(answer.answer);
+  }
+  answer.sentences.forEach((sentence, i) => {
+    if (i) paragraph.append(" ");
+    paragraph.append(renderSentence(sentence));
+  });
+  text.replaceChildren(paragraph);
+  const citedBy = new Map();
+  for (const sentence of answer.sentences) {
+    const { best_source: n, best_sentence_id: id } = sentence.support;
+    if (n === undefined || id === undefined) continue;
+    if (!citedBy.has(n)) citedBy.set(n, new Set());
+    citedBy.get(n).add(id);
+  }
+  document.getElementById("answer-sources").replaceChildren(
+    ...answer.sources.map((s) => renderSource(s, citedBy.get(s.number) || new Set())));
+  document.getElementById("answer-sources-heading").hidden = !answer.sources.length;
+}
+
+function describeAnswer(answer) {
+  const sources = answer.sources.length === 1 ? "1 source" : `${answer.sources.length} sources`;
+  let text = `${answer.provider}${answer.model ? ` (${answer.model})` : ""}, ${sources}, index ${answer.index_version}`;
+  if (answer.no_answer) text += "; nothing found to answer from";
+  if (answer.unsupported) text += `; ${answer.unsupported} sentence(s) not supported by their sources`;
+  if (answer.dropped_sentences) text += `, ${answer.dropped_sentences} left out`;
+  if (answer.dropped_sources) text += `; ${answer.dropped_sources} result(s) left out to fit the context`;
+  return text;
+}
+
+async function answer(event) {
+  event.preventDefault();
+  const form = event.target;
+  const request = readRequest(form, document.getElementById("answer-query").value.trim());
+  const summary = document.getElementById("answer-summary");
+  const text = document.getElementById("answer-text");
+  const live = el("p", { class: "written streaming" });
+  text.replaceChildren(live);
+  document.getElementById("answer-sources").replaceChildren();
+  document.getElementById("answer-sources-heading").hidden = true;
+  summary.textContent = "writing…";
+  text.setAttribute("aria-busy", "true");
+  try {
+    const written = await streamAnswer(request, (piece) => live.append(piece));
+    showError(null);
+    renderAnswer(written);
+    summary.textContent = describeAnswer(written);
+  } catch (failure) {
+    summary.textContent = "";
+    text.replaceChildren();
+    showError(failure);
+  } finally {
+    text.setAttribute("aria-busy", "false");
+  }
+}
+
+// ---- the tabs ----
 
 async function search(event) {
   event.preventDefault();
@@ -383,8 +559,10 @@ async function start() {
   buildFields(document.getElementById("search-options"));
   buildFields(document.getElementById("compare-options-a"), { mode: "dense" });
   buildFields(document.getElementById("compare-options-b"), { mode: "bm25" });
+  buildFields(document.getElementById("answer-options"));
   document.getElementById("search-form").addEventListener("submit", search);
   document.getElementById("compare-form").addEventListener("submit", compare);
+  document.getElementById("answer-form").addEventListener("submit", answer);
   for (const tab of document.querySelectorAll(".tab")) {
     tab.addEventListener("click", () => selectTab(tab.dataset.tab));
   }

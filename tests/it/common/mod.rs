@@ -33,6 +33,30 @@ spec:
   selection: {topK: 3}
 "#;
 
+/// Corpus `c` with one source per team (`docs/a` for tag `team-a`,
+/// `docs/b` for `team-b`) and route `shared` (top 10).
+pub const ACL_MANIFESTS: &str = r#"
+apiVersion: trellis.dev/v1alpha1
+kind: IndexProfile
+metadata: {name: p}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: Corpus
+metadata: {name: c}
+spec:
+  profileRef: {name: p}
+  sources:
+    - {path: docs/a, acl: [team-a]}
+    - {path: docs/b, acl: [team-b]}
+---
+apiVersion: trellis.dev/v1alpha1
+kind: RetrievalRoute
+metadata: {name: shared}
+spec:
+  corpusRef: {name: c}
+  selection: {topK: 10}
+"#;
+
 /// Writes `docs/contract.txt` (two numbered clauses: payment, governing
 /// law) and `docs/manual.md` (one heading) under `dir`.
 pub fn write_two_documents(dir: &Path) {

@@ -59,6 +59,17 @@ impl Reply {
         }
     }
 
+    /// A body sent as given, with `content_type` (an event stream, say).
+    pub fn raw(status: u16, content_type: &str, body: String) -> Self {
+        Reply {
+            delay: Duration::ZERO,
+            status,
+            headers: Vec::new(),
+            body,
+        }
+        .header("Content-Type", content_type)
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_string(), value.to_string()));
         self
@@ -122,10 +133,17 @@ fn serve(stream: TcpStream, handler: &Handler, recorded: &Mutex<Vec<Request>>) {
     let reply = handler(&request, number);
     thread::sleep(reply.delay);
     let mut head = format!(
-        "HTTP/1.1 {} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "HTTP/1.1 {} Scripted\r\nContent-Length: {}\r\nConnection: close\r\n",
         reply.status,
         reply.body.len()
     );
+    if !reply
+        .headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+    {
+        head.push_str("Content-Type: application/json\r\n");
+    }
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
