@@ -2,7 +2,9 @@
 # The main job on the embedded default: fetch the model, build Trellis,
 # ingest the quickstart corpus (real public contracts and Wikipedia
 # articles, examples/quickstart/) into a versioned local index and answer the
-# example questions with its RetrievalRoute.
+# example questions with its RetrievalRoute: the results, then the answer
+# written from them with its numbered sources (the route's generation
+# stage; extractive, so no model service is needed).
 #
 #   scripts/demo.sh
 #
@@ -23,4 +25,6 @@ while IFS= read -r question; do
   echo
   echo "Q: $question"
   ./target/release/trellis query -f "$MANIFESTS" --data-dir "$DATA" "$question"
+  echo "Answer:"
+  ./target/release/trellis answer -f "$MANIFESTS" --data-dir "$DATA" "$question"
 done < examples/quickstart/queries.txt

@@ -149,6 +149,37 @@ step("the compare tab puts two modes side by side", async ({ page }) => {
   assert.equal(await page.locator("#compare-results-a li.shared").count(), shared);
 });
 
+step("the answer tab: the written answer, its [n] linked to the sources, cited sentences marked", async ({ page }) => {
+  await signIn(page, QUICKSTART, TOKEN);
+  await page.click("button[data-tab=answer]");
+  await page.fill("#answer-query", QUESTION);
+  await page.click("#answer-form button[type=submit]");
+  await page.waitForSelector("#answer-text[aria-busy=false]", { state: "attached" });
+  const response = await fetch(`${QUICKSTART}/v1/answer`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ query: QUESTION }),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  const expected = await response.json();
+  assert.match(await page.textContent("#answer-summary"), new RegExp(`^${expected.provider}, ${expected.sources.length} sources?`));
+  assert.equal(await page.locator("#answer-text .sentence").count(), expected.sentences.length);
+  assert.equal(await page.locator("#answer-sources > li").count(), expected.sources.length);
+  assert.equal(await page.locator("#answer-sources > li").first().getAttribute("data-document"),
+    expected.sources[0].document);
+  // Every marker links to a source on the page.
+  const links = await page.locator("#answer-text sup.marker a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+  assert.ok(links.length >= expected.sentences.length, `${links.length} markers`);
+  for (const href of links) assert.equal(await page.locator(href).count(), 1, href);
+  // The cited sentences are marked in their sources' paragraphs.
+  const cited = new Set(expected.sentences.map((s) => s.support.best_sentence_id));
+  const marked = await page.locator("#answer-sources mark.cited").evaluateAll((ms) => ms.map((m) => m.dataset.sentenceId));
+  assert.deepEqual(new Set(marked), cited);
+  // Following a marker lands on its source.
+  await page.locator("#answer-text sup.marker a").first().click();
+  assert.equal(await page.evaluate(() => location.hash), links[0]);
+});
+
 step("a PDF sentence's page boxes are drawn and listed", async ({ page }) => {
   await signIn(page, PDF, TOKEN);
   const query = "When is payment due after the invoice?";
