@@ -283,7 +283,8 @@ cmd_start() {
     #   <start_of_turn>model (a system message is prepended to the first user
     #   turn). With Jinja on, --chat-template would be taken as literal Jinja.
     # - --log-prompts-dir: the server writes every rendered prompt (after the
-    #   chat template) to <dir>/<epoch-ms>.txt, so tests can read it back.
+    #   chat template) to <dir>/<ms>.txt (a monotonic millisecond clock: files
+    #   sort in the order the server took the requests), so tests can read it back.
     # - -np 1: one slot, requests are queued; the whole -c is that slot's.
     local threads="${GENERATION_SERVER_THREADS:-1}" ctx="${GENERATION_SERVER_CTX:-4096}"
     local log="$logdir/llama-server.log"

@@ -2,7 +2,9 @@
 //! start (an env var from a Secret that does not exist) passes its
 //! progress deadline while its old pod keeps serving, and reports
 //! `Stalled` and `Ready=False`, not healthy; paused and then edited it is
-//! suspended; fixed, it is Ready again. Each state is kept as a sample for
+//! suspended; fixed, it is Ready again. Its generator is down all along:
+//! the route says so (`GeneratorReachable=False`) and stays Ready, its
+//! pods answer `/v1/answer` with 503 and go on serving `/v1/retrieve`. Each state is kept as a sample for
 //! the Argo CD health checks, which the test command runs on them.
 
 use std::time::Duration;
@@ -43,6 +45,13 @@ pub async fn stuck_rollout(world: &World) -> Result<()> {
     let mut spec = quickstart("RetrievalRoute")?.remove(0);
     spec["spec"]["serving"]["replicas"] = json!(1);
     spec["spec"]["serving"]["progressDeadlineSeconds"] = json!(15);
+    // Nothing listens on port 9, from the operator or from the pods.
+    spec["spec"]["generation"] = json!({
+        "provider": "openai",
+        "model": "absent",
+        "endpoint": "http://127.0.0.1:9",
+        "maxRetries": 0
+    });
     put(world, NS, &spec).await?;
     let ready = wait_for(
         "the route to be Ready",
@@ -57,6 +66,31 @@ pub async fn stuck_rollout(world: &World) -> Result<()> {
     )
     .await?;
     support::health_sample("route-ready", &ready, "Healthy")?;
+    let generator = support::condition(&ready, "GeneratorReachable");
+    ensure!(
+        matches!(&generator, Some((s, r)) if s == "False" && r == "GeneratorUnreachable"),
+        "the route does not say its generator is down: {:?}",
+        ready["status"]["conditions"]
+    );
+    ensure!(
+        is(&ready, "Available", "True"),
+        "an unreachable generator made the route unavailable"
+    );
+    let endpoints = support::ready_endpoints(client, NS, "quickstart-retrieval").await?;
+    let address = endpoints.first().context("no ready pod")?;
+    let answer = world
+        .http
+        .post(format!("http://{address}:8080/v1/answer"))
+        .json(&json!({"query": QUERY}))
+        .send()
+        .await?;
+    let status = answer.status().as_u16();
+    let body: Value = answer.json().await.unwrap_or(Value::Null);
+    ensure!(
+        status == 503 && body["error"]["code"] == "generator_unavailable",
+        "/v1/answer with the generator down: {status} {body}"
+    );
+    support::retrieve(&world.http, address, QUERY).await?;
 
     // New pods that cannot start: the old one serves on (surge, never
     // below the replica count) and the rollout passes its deadline.
