@@ -153,7 +153,12 @@ impl ChatClient {
             );
         }
         let timeout = Duration::from_secs(u64::from(spec.timeout_seconds.max(1)));
+        // No idle connections are kept: a server that closes an idle one
+        // (llama.cpp's does after a few seconds) would fail the next answer
+        // on it, and a new connection costs little beside an answer's
+        // seconds.
         let client = Client::builder()
+            .pool_max_idle_per_host(0)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .build()
             .map_err(|e| GenerateError::Config(format!("HTTP client: {e}")))?;
