@@ -128,6 +128,8 @@ fn build_index(dir: &Path) -> IndexVersion {
         route: &route,
         data_dir: dir,
         chunk_baseline: false,
+        generator: None,
+        answer_limit: 0,
     }
     .run(&|_, _, _| {})
     .expect("ingest");
@@ -234,6 +236,8 @@ fn routes(tmp: &Path) {
                 route: &route,
                 data_dir: tmp,
                 chunk_baseline: false,
+                generator: None,
+                answer_limit: 0,
             }
             .run(&|_, _, _| {})
             .unwrap_or_else(|e| panic!("{name} through {store}: {e}"));

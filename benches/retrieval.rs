@@ -254,6 +254,8 @@ fn ingest_throughput() {
         route: &route,
         data_dir: &tmp,
         chunk_baseline: false,
+        generator: None,
+        answer_limit: 0,
     }
     .run(&|_, _, _| {})
     .expect("ingest");

@@ -141,6 +141,8 @@ fn ensure_index(set: &EvalSet, data: &Path) -> String {
             route: &route,
             data_dir: data,
             chunk_baseline: false,
+            generator: None,
+            answer_limit: 0,
         }
         .run(&|_, _, _| {})
         .expect("SciFact evaluation");

@@ -348,7 +348,11 @@ fn plan_serving(
         );
     }
 
-    let problems = super::template::problems(&route.spec.serving.template, "spec.serving.template");
+    let mut problems =
+        super::template::problems(&route.spec.serving.template, "spec.serving.template");
+    // What the pods' `trellis serve` would refuse at start, refused here
+    // first: the pods keep serving the last good configuration.
+    problems.extend(route.spec.generation.check().err());
     if !problems.is_empty() {
         // The pods keep serving what they serve; nothing is applied.
         set(

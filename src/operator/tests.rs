@@ -1752,6 +1752,103 @@ fn a_reranking_service_key_is_mounted_into_the_route_pods_only_when_a_service_re
     assert!(!names.contains(&"cohere".to_string()), "{names:?}");
 }
 
+#[test]
+fn a_generator_key_reaches_the_route_pods_its_address_the_policy_and_its_state_the_status() {
+    let mut r = route();
+    r.spec.generation = crate::spec::GenerationSpec {
+        provider: crate::spec::GenerationProvider::Openai,
+        model: "gpt-4o-mini".into(),
+        endpoint: Some("http://169.254.10.20:8000/v1".into()),
+        api_key_secret_ref: Some(crate::spec::SecretKeyRef {
+            name: "llm".into(),
+            key: "api-key".into(),
+        }),
+        ..Default::default()
+    };
+    let corpus = active_corpus("v1");
+    assert!(deployment::secret_names(&r, &corpus, &settings()).contains(&"llm".to_string()));
+    let observed = route::Observed {
+        corpus: Some(corpus.clone()),
+        generator: Some(Err(
+            "http://169.254.10.20:8000/v1: connection refused".into()
+        )),
+        ..Default::default()
+    };
+    let plan = route_plan(&r, &observed);
+    // Down: said, and not held against the route's readiness.
+    let reachable = plan
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "GeneratorReachable")
+        .expect("the generator's condition");
+    assert_eq!(
+        (reachable.status.as_str(), reachable.reason.as_str()),
+        ("False", "GeneratorUnreachable")
+    );
+    assert!(reachable.message.contains("connection refused"));
+    let objects = plan.objects.unwrap();
+    let pod = objects.deployment.spec.unwrap().template.spec.unwrap();
+    assert!(deployment::referenced_secrets(&pod).contains(&"llm".to_string()));
+    // A link-local address, which the policy otherwise closes, is opened
+    // to the generator alone, on its port.
+    let egress = objects
+        .network_policy
+        .unwrap()
+        .spec
+        .unwrap()
+        .egress
+        .unwrap();
+    let opened = egress.iter().any(|rule| {
+        let to = rule.to.iter().flatten().filter_map(|p| p.ip_block.as_ref());
+        let port = rule.ports.iter().flatten().filter_map(|p| p.port.clone());
+        to.map(|b| b.cidr.as_str()).eq(["169.254.10.20/32"])
+            && port.eq([k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8000)])
+    });
+    assert!(opened, "{egress:?}");
+
+    // Extractive: no condition, no key.
+    let mut plain = r.clone();
+    plain.spec.generation = Default::default();
+    let plan = route_plan(
+        &plain,
+        &route::Observed {
+            corpus: Some(corpus.clone()),
+            ..Default::default()
+        },
+    );
+    assert!(
+        plan.status
+            .conditions
+            .iter()
+            .all(|c| c.type_ != "GeneratorReachable")
+    );
+    assert!(!deployment::secret_names(&plain, &corpus, &settings()).contains(&"llm".to_string()));
+
+    // An extractive route that names a model is refused, not rolled out.
+    plain.spec.generation.model = "gpt-4o-mini".into();
+    let plan = route_plan(
+        &plain,
+        &route::Observed {
+            corpus: Some(corpus),
+            ..Default::default()
+        },
+    );
+    assert!(plan.objects.is_none());
+    let progressing = plan
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert_eq!(progressing.reason, "InvalidSpec");
+    assert!(
+        progressing.message.contains("spec.generation.model"),
+        "{}",
+        progressing.message
+    );
+}
+
 /// A Job of the attempt that started at `started` and, when `ended`, ended
 /// then (completed or failed), as its status says.
 fn timed_job(succeeded: bool, started: &str, ended: Option<&str>) -> Job {
