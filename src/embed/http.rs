@@ -350,10 +350,13 @@ impl<'a> HttpEmbedderBuilder<'a> {
         let endpoint_label = url.to_string();
 
         let mut model_id = format!("{name}:{}@{}", spec.model, service::host_of(&url));
-        if !spec.document_prefix.is_empty() {
+        // A service serving a known model (`tei` with bge) needs its
+        // prefixes as much as the local encoder does.
+        let (query_prefix, document_prefix) = spec.prefixes();
+        if !document_prefix.is_empty() {
             // A document prefix changes every vector: cached vectors made
             // without it must not be reused.
-            let hash = blake3::hash(spec.document_prefix.as_bytes());
+            let hash = blake3::hash(document_prefix.as_bytes());
             model_id.push_str(&format!("+prefix{}", &hash.to_hex()[..8]));
         }
 
@@ -423,8 +426,8 @@ impl<'a> HttpEmbedderBuilder<'a> {
             backoff_base: self.backoff_base,
             max_delay: self.max_delay,
             max_response_bytes: self.max_response_bytes,
-            query_prefix: spec.query_prefix.clone(),
-            document_prefix: spec.document_prefix.clone(),
+            query_prefix,
+            document_prefix,
         };
         if embedder.dimensions == 0 {
             let probe = embedder.request(&[PROBE_TEXT.to_string()], InputKind::Document)?;
@@ -778,7 +781,7 @@ mod tests {
         assert_eq!(embedder.endpoint(), "http://tei.search.svc:8080/embed");
         assert_eq!(embedder.dimensions(), 384);
         let prefixed = EmbeddingSpec {
-            document_prefix: "passage: ".into(),
+            document_prefix: Some("passage: ".into()),
             ..spec
         };
         let embedder = HttpEmbedder::builder(&prefixed).build().unwrap();

@@ -1,10 +1,13 @@
-//! The `local` provider: a sentence-transformers directory run in process.
+//! The `local` provider: a BERT-family embedding model run in process.
 //!
-//! A directory holds `config.json` and `model.safetensors` (the BERT
-//! encoder), `tokenizer.json`, `1_Pooling/config.json` (mean or CLS
-//! pooling) and optionally `sentence_bert_config.json` (the maximum
-//! sequence length). Texts are tokenized in parallel, packed into batches
-//! of at most `batchTokens` tokens, encoded, pooled and normalised.
+//! A model directory holds `config.json`, the weights (`model.safetensors`
+//! or an ONNX export, see [`ModelFiles`]) and `tokenizer.json`; a
+//! sentence-transformers directory adds `1_Pooling/config.json` (mean or
+//! CLS pooling) and `sentence_bert_config.json` (the maximum sequence
+//! length). What the directory does not say comes from the model's preset
+//! ([`crate::spec::presets`]). Texts are tokenized in parallel, packed into
+//! batches of at most `batchTokens` tokens, encoded, pooled and
+//! normalised.
 
 use std::ops::Range;
 use std::path::Path;
@@ -13,9 +16,12 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
+use trellis_encoder::files::ModelFiles;
+
 use super::bert::{BertModel, Segment, pack_batches};
 use super::{EmbedError, Embedder, Passage, SpanVectors, normalize};
-use crate::spec::{EmbeddingSpec, Quantization};
+use crate::spec::presets::Preset;
+use crate::spec::{EmbeddingPooling, EmbeddingSpec, Quantization};
 
 /// How token vectors become one sentence vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +48,17 @@ struct SentenceBertConfig {
     max_seq_length: Option<usize>,
 }
 
-/// A BERT sentence encoder loaded from a directory.
+impl From<EmbeddingPooling> for Pooling {
+    fn from(pooling: EmbeddingPooling) -> Self {
+        match pooling {
+            EmbeddingPooling::Mean => Pooling::Mean,
+            EmbeddingPooling::Cls => Pooling::Cls,
+            EmbeddingPooling::MeanSqrtLen => Pooling::MeanSqrtLen,
+        }
+    }
+}
+
+/// A BERT sentence encoder loaded from a model directory or ONNX file.
 pub struct LocalEmbedder {
     model: BertModel,
     tokenizer: Tokenizer,
@@ -66,20 +82,32 @@ pub struct LocalEmbedder {
 }
 
 impl LocalEmbedder {
-    /// Loads a sentence-transformers directory.
-    pub fn load(dir: &Path, spec: &EmbeddingSpec) -> Result<Self, EmbedError> {
-        let mut model = BertModel::load(dir)?;
+    /// Loads the model at `path`: a model directory or an ONNX file (see
+    /// [`ModelFiles::locate`]).
+    pub fn load(path: &Path, spec: &EmbeddingSpec) -> Result<Self, EmbedError> {
+        let files = ModelFiles::locate(path)?;
+        let dir = files.dir.as_path();
+        let mut model = BertModel::load(&files)?;
         if spec.quantization == Quantization::Int8 {
             if !super::int8::accelerated() {
                 tracing::warn!(
-                    model = %dir.display(),
+                    model = %path.display(),
                     "embedding.quantization int8: this CPU has no AVX-512 VNNI, \
                      so the int8 encoder runs without its vector kernel, slower than f32"
                 );
             }
             model.quantize();
         }
-        let pooling = read_pooling(dir)?;
+        let preset = Preset::for_model(&spec.model);
+        let pooling = match spec.pooling {
+            Some(pooling) => pooling.into(),
+            None => read_pooling(dir)?
+                .or(preset.map(|p| p.pooling.into()))
+                // What sentence-transformers does for a plain checkpoint
+                // without a pooling module too.
+                .unwrap_or(Pooling::Mean),
+        };
+        let (query_prefix, document_prefix) = spec.prefixes();
 
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
@@ -89,6 +117,7 @@ impl LocalEmbedder {
             .max_seq_length
             .map(|n| n as usize)
             .or(configured)
+            .or(preset.map(|p| p.max_seq_length as usize))
             .unwrap_or(512)
             .min(model.max_positions());
         // The tokenizer file may carry padding and truncation settings of
@@ -130,22 +159,22 @@ impl LocalEmbedder {
             // cache entry or an index with them.
             model_id.push_str("+int8");
         }
-        if !spec.document_prefix.is_empty() {
+        if !document_prefix.is_empty() {
             // A document prefix changes every vector: cached vectors made
             // without it must not be reused.
-            let hash = blake3::hash(spec.document_prefix.as_bytes());
+            let hash = blake3::hash(document_prefix.as_bytes());
             model_id.push_str(&format!("+prefix{}", &hash.to_hex()[..8]));
         }
         let recipe = Recipe {
             max_len,
             pooling,
             tokenizer: hash_file(&tokenizer_path)?,
-            config: hash_file(&dir.join("config.json"))?,
+            config: hash_file(&files.config())?,
         };
         let cache_id = format!("{model_id}~{}", recipe.digest());
         let query_cache_id = format!(
             "{cache_id}#query{}",
-            &blake3::hash(spec.query_prefix.as_bytes()).to_hex()[..8]
+            &blake3::hash(query_prefix.as_bytes()).to_hex()[..8]
         );
         Ok(Self {
             model,
@@ -157,8 +186,8 @@ impl LocalEmbedder {
             model_id,
             cache_id,
             query_cache_id,
-            query_prefix: spec.query_prefix.clone(),
-            document_prefix: spec.document_prefix.clone(),
+            query_prefix,
+            document_prefix,
             batch_tokens: spec.batch_tokens.max(1) as usize,
         })
     }
@@ -490,12 +519,12 @@ fn pool(states: &[f32], segment: Segment, hidden: usize, pooling: Pooling) -> Ve
     }
 }
 
-fn read_pooling(dir: &Path) -> Result<Pooling, EmbedError> {
+/// The pooling a sentence-transformers directory names; `None` without a
+/// pooling module (plain checkpoints, ONNX exports).
+fn read_pooling(dir: &Path) -> Result<Option<Pooling>, EmbedError> {
     let path = dir.join("1_Pooling").join("config.json");
     let Ok(text) = std::fs::read_to_string(&path) else {
-        // Plain BERT checkpoints without a pooling module: sentence-
-        // transformers defaults to mean pooling for them too.
-        return Ok(Pooling::Mean);
+        return Ok(None);
     };
     let config: PoolingConfig =
         serde_json::from_str(&text).map_err(|e| EmbedError::model(&path, e.to_string()))?;
@@ -507,9 +536,9 @@ fn read_pooling(dir: &Path) -> Result<Pooling, EmbedError> {
         config.pooling_mode_mean_tokens,
         config.pooling_mode_mean_sqrt_len_tokens,
     ) {
-        (true, false, false) => Ok(Pooling::Cls),
-        (false, true, false) => Ok(Pooling::Mean),
-        (false, false, true) => Ok(Pooling::MeanSqrtLen),
+        (true, false, false) => Ok(Some(Pooling::Cls)),
+        (false, true, false) => Ok(Some(Pooling::Mean)),
+        (false, false, true) => Ok(Some(Pooling::MeanSqrtLen)),
         _ => Err(EmbedError::model(
             &path,
             "exactly one of CLS, mean or mean-sqrt-len pooling must be set",

@@ -20,6 +20,7 @@ pub(crate) mod service;
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
+use trellis_encoder::files::ModelFiles;
 
 use crate::spec::{EmbeddingProvider, EmbeddingSpec};
 
@@ -29,7 +30,7 @@ pub use batch::QueryBatcher;
 pub use cache::EmbeddingCache;
 pub use http::HttpEmbedder;
 pub use local::LocalEmbedder;
-pub use trellis_encoder::{bert, dot, int8};
+pub use trellis_encoder::{bert, dot, files, int8};
 
 /// Why embedding failed.
 #[derive(Clone, Debug, Error)]
@@ -181,7 +182,9 @@ pub fn with_resolved_path(spec: &EmbeddingSpec, base_dir: Option<&Path>) -> Embe
 }
 
 /// Where a local model lives: `spec.path` when set (relative to the
-/// manifest), else `spec.model` as a directory name in the model cache.
+/// manifest; a model directory or an ONNX file), else `spec.model` as a
+/// directory name in the model cache. The path is checked to hold a
+/// model ([`ModelFiles::locate`]).
 pub fn resolve_model_dir(
     spec: &EmbeddingSpec,
     base_dir: Option<&Path>,
@@ -196,15 +199,23 @@ pub fn resolve_model_dir(
         }
         None => crate::locations::model_cache_dir().join(&spec.model),
     };
-    if candidate.join("config.json").is_file() {
-        Ok(candidate)
-    } else {
-        Err(EmbedError::model(
-            &candidate,
-            "no config.json here; fetch the model with scripts/fetch-model.sh \
-             or set embedding.path to a sentence-transformers directory",
-        ))
+    let files = ModelFiles::locate(&candidate).map_err(|e| {
+        EmbedError::model(
+            &e.path,
+            format!(
+                "{}; fetch the model with scripts/fetch-model.sh {} or set embedding.path \
+                 to a model directory or ONNX file",
+                e.reason, spec.model
+            ),
+        )
+    })?;
+    if !files.config().is_file() {
+        return Err(EmbedError::model(
+            &files.config(),
+            "no config.json: the architecture (layers, heads, sizes) is read from it",
+        ));
     }
+    Ok(candidate)
 }
 
 /// Scales a vector to unit length (a zero vector stays zero).

@@ -6,6 +6,7 @@
 pub mod bounds;
 mod corpus;
 mod manifest;
+pub mod presets;
 mod profile;
 mod route;
 mod status;
@@ -20,10 +21,10 @@ pub use manifest::{
     select_corpus, select_profile, select_route,
 };
 pub use profile::{
-    ChunkStrategy, ChunkVectors, ChunkingSpec, EmbeddingContext, EmbeddingProvider, EmbeddingSpec,
-    EnrichmentSpec, FalkorDbSpec, FixedChunkingSpec, GraphSpec, GraphStoreKind, IndexProfile,
-    IndexProfileSpec, IndexSpec, Neo4jSpec, ParsingSpec, Quantization, SecretKeyRef,
-    SemanticLinksSpec, SentenceSpec,
+    ChunkStrategy, ChunkVectors, ChunkingSpec, EmbeddingContext, EmbeddingPooling,
+    EmbeddingProvider, EmbeddingSpec, EnrichmentSpec, FalkorDbSpec, FixedChunkingSpec, GraphSpec,
+    GraphStoreKind, IndexProfile, IndexProfileSpec, IndexSpec, Neo4jSpec, ParsingSpec,
+    Quantization, SecretKeyRef, SemanticLinksSpec, SentenceSpec,
 };
 pub use route::{
     AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec,

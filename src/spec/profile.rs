@@ -370,6 +370,19 @@ pub enum EmbeddingProvider {
     Tei,
 }
 
+/// How token states become one vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum EmbeddingPooling {
+    /// The mean of the tokens' states (sentence-transformers' MiniLM,
+    /// e5, gte).
+    Mean,
+    /// The first token's (`[CLS]`) state (bge).
+    Cls,
+    /// The sum of the tokens' states over the square root of their count.
+    MeanSqrtLen,
+}
+
 /// What a sentence is embedded with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -431,8 +444,14 @@ impl Quantization {
 }
 
 /// The sentence embedding model.
+///
+/// Serialised with the prefixes in effect ([`EmbeddingSpec::prefixes`]),
+/// so that the JSON a profile is hashed and recorded by says what the
+/// model is run with: `serde(remote = "Self")` makes the derived code
+/// plain functions, which the `Serialize` and `Deserialize` impls below
+/// call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(remote = "Self", rename_all = "camelCase", default)]
 pub struct EmbeddingSpec {
     /// `local` (default), `openai`, `voyage` or `tei`.
     pub provider: EmbeddingProvider,
@@ -449,12 +468,22 @@ pub struct EmbeddingSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// Text put before every query ("query: ", or bge's "Represent this
-    /// sentence for searching relevant passages: "). Default empty.
-    pub query_prefix: String,
-    /// Text put before every document sentence. Default empty.
-    pub document_prefix: String,
+    /// sentence for searching relevant passages: "). Default: the model's
+    /// preset (see `docs/configuration.md#model-presets`), else empty. An
+    /// empty string here turns a preset's prefix off.
+    pub query_prefix: Option<String>,
+    /// Text put before every document sentence ("passage: "). Default: the
+    /// model's preset, else empty.
+    pub document_prefix: Option<String>,
+    /// How a sentence's token states become its vector (`local`): `mean`,
+    /// `cls` (the first token's state) or `meanSqrtLen`. Default: the
+    /// model directory's `1_Pooling/config.json`, else the model's
+    /// preset, else `mean`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<EmbeddingPooling>,
     /// Longest input in tokens (`local`); longer sentences are truncated.
-    /// Default: the directory's `sentence_bert_config.json`, else 512. Not
+    /// Default: the directory's `sentence_bert_config.json`, else the
+    /// model's preset, else 512. Not
     /// used by the HTTP providers: `tei` and `voyage` truncate at the
     /// service's own limit, OpenAI rejects a longer input (status 400).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -548,14 +577,45 @@ fn is_default_max_retries(value: &u32) -> bool {
     *value == DEFAULT_MAX_RETRIES
 }
 
+impl EmbeddingSpec {
+    /// The query and document prefixes the model is run with: the
+    /// explicit fields, else the model's preset's ([`super::presets`]).
+    pub fn prefixes(&self) -> (String, String) {
+        super::presets::prefixes(self)
+    }
+}
+
+impl Serialize for EmbeddingSpec {
+    /// The prefixes are written as they take effect, so a profile of a
+    /// model with a preset prefix hashes apart from one that turns it off,
+    /// and a model without any (all-MiniLM-L6-v2) writes `""` for both as
+    /// it always has: existing profiles keep their hash.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (query, document) = self.prefixes();
+        let effective = EmbeddingSpec {
+            query_prefix: Some(query),
+            document_prefix: Some(document),
+            ..self.clone()
+        };
+        EmbeddingSpec::serialize(&effective, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for EmbeddingSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        EmbeddingSpec::deserialize(deserializer)
+    }
+}
+
 impl Default for EmbeddingSpec {
     fn default() -> Self {
         Self {
             provider: EmbeddingProvider::Local,
             model: "all-MiniLM-L6-v2".to_string(),
             path: None,
-            query_prefix: String::new(),
-            document_prefix: String::new(),
+            query_prefix: None,
+            document_prefix: None,
+            pooling: None,
             max_seq_length: None,
             batch_tokens: 4096,
             quantization: Quantization::None,

@@ -129,8 +129,8 @@ fn voyage_reads_the_key_file_and_tells_documents_from_queries() {
         // The file takes precedence over the variable (set or not).
         api_key_file: Some("voyage.key".into()),
         api_key_env: Some("TRELLIS_TEST_UNSET_VOYAGE_KEY".into()),
-        query_prefix: "q: ".into(),
-        document_prefix: "d: ".into(),
+        query_prefix: Some("q: ".into()),
+        document_prefix: Some("d: ".into()),
         ..service_spec(EmbeddingProvider::Voyage, &server)
     };
     let embedder = embed::from_spec(&spec, Some(dir.path())).unwrap();

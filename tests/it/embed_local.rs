@@ -116,6 +116,14 @@ fn a_directory_without_a_model_is_a_clear_error() {
     let err = embed::resolve_model_dir(&spec, None)
         .unwrap_err()
         .to_string();
+    assert!(
+        err.contains("model.safetensors") && err.contains("fetch-model.sh"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("model.safetensors"), b"").unwrap();
+    let err = embed::resolve_model_dir(&spec, None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("config.json"), "{err}");
     std::fs::write(dir.path().join("config.json"), "{\"hidden_size\": 8}").unwrap();
     let err = LocalEmbedder::load(dir.path(), &spec)
@@ -300,7 +308,7 @@ fn every_part_of_the_vector_recipe_keys_the_cache() {
         (
             "documentPrefix",
             same.clone(),
-            with(&|s| s.document_prefix = "passage: ".into()),
+            with(&|s| s.document_prefix = Some("passage: ".into())),
         ),
         (
             "quantization",
@@ -392,7 +400,7 @@ fn every_part_of_the_vector_recipe_keys_the_cache() {
     // The query side keys its own prefix.
     let default = LocalEmbedder::load(&same, &spec).unwrap();
     let prefixed =
-        LocalEmbedder::load(&same, &with(&|s| s.query_prefix = "query: ".into())).unwrap();
+        LocalEmbedder::load(&same, &with(&|s| s.query_prefix = Some("query: ".into()))).unwrap();
     assert_eq!(default.cache_id(), prefixed.cache_id());
     assert_ne!(default.query_cache_id(), prefixed.query_cache_id());
 }

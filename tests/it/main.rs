@@ -25,6 +25,7 @@ mod graph;
 mod html;
 mod ingest;
 mod layout;
+mod onnx;
 mod operator;
 mod pdf;
 mod rerank;

@@ -31,10 +31,16 @@ struct Case {
     logits: Vec<f32>,
 }
 
+/// A fixture directory: `bert` and `xlm-roberta` in
+/// `tests/fixtures/cross-encoders` (safetensors), or a path under
+/// `tests/fixtures` (`onnx/bert-cross-encoder`, the same model exported to
+/// ONNX, its logits from onnxruntime).
 fn fixture(model: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/cross-encoders")
-        .join(model)
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    match model.contains('/') {
+        true => fixtures.join(model),
+        false => fixtures.join("cross-encoders").join(model),
+    }
 }
 
 fn load(model: &str) -> (CrossEncoder, Reference) {
@@ -54,8 +60,9 @@ fn load(model: &str) -> (CrossEncoder, Reference) {
     )
 }
 
-/// Tokens and logits of every pair match PyTorch's; the pairs of one
-/// query go through in one call, packed into batches.
+/// Tokens and logits of every pair match the reference's (PyTorch's, or
+/// onnxruntime's for an ONNX fixture); the pairs of one query go through
+/// in one call, packed into batches.
 fn matches_pytorch(model: &str) {
     let (encoder, reference) = load(model);
     let mut by_query: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
@@ -92,6 +99,15 @@ fn a_bert_cross_encoder_matches_pytorch() {
 #[test]
 fn an_xlm_roberta_cross_encoder_matches_pytorch() {
     matches_pytorch("xlm-roberta");
+}
+
+/// Xenova's layout (`onnx/model.onnx` beside `config.json`): the same
+/// forward pass over weights found through the graph, against
+/// onnxruntime's logits.
+#[test]
+fn onnx_cross_encoders_match_onnxruntime() {
+    matches_pytorch("onnx/bert-cross-encoder");
+    matches_pytorch("onnx/xlm-roberta-cross-encoder");
 }
 
 #[test]

@@ -14,7 +14,9 @@
 //!
 //! Weights are read from a `model.safetensors` in the Hugging Face BERT
 //! layout (`embeddings.*`, `encoder.layer.N.*`, optionally prefixed with
-//! `bert.` or `roberta.`), in f32, f16 or bf16. RoBERTa-family encoders
+//! `bert.` or `roberta.`), in f32, f16 or bf16, or from an ONNX export of
+//! the same model, whose graph gives the anonymous dense weights their
+//! names back ([`crate::onnx`]). RoBERTa-family encoders
 //! (`roberta`, `xlm-roberta`: bge-reranker-base and its kin) are the same
 //! network with position ids that start after the padding id; a
 //! sequence-classification checkpoint also carries its head
@@ -27,7 +29,9 @@ use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
 use crate::ModelError;
+use crate::files::{ModelFiles, WeightsFormat};
 use crate::int8::Int8Matrix;
+use crate::onnx::{self, Element};
 use crate::packed::PackedMatrix;
 
 /// The fields of a Hugging Face `config.json` the encoder needs.
@@ -125,7 +129,7 @@ pub struct BertModel {
     layers: Vec<Layer>,
     eps: f32,
     activation: Activation,
-    /// BLAKE3 of `model.safetensors`, in hex.
+    /// BLAKE3 of the weights file, in hex.
     weights_hash: String,
 }
 
@@ -221,27 +225,25 @@ pub fn pack_batches(lengths: &[usize], batch_tokens: usize) -> Vec<std::ops::Ran
 }
 
 impl BertModel {
-    /// Loads `config.json` and `model.safetensors` from a model directory.
-    pub fn load(dir: &Path) -> Result<Self, ModelError> {
-        Ok(Self::load_parts(dir, false)?.0)
+    /// Loads the model's `config.json` and weights.
+    pub fn load(files: &ModelFiles) -> Result<Self, ModelError> {
+        Ok(Self::load_parts(files, false)?.0)
     }
 
     /// Loads a sequence-classification checkpoint
     /// (`BertForSequenceClassification`, `XLMRobertaForSequenceClassification`):
     /// the encoder and its head.
-    pub fn load_classifier(dir: &Path) -> Result<(Self, ClassificationHead), ModelError> {
-        let (model, head) = Self::load_parts(dir, true)?;
-        let head = head.ok_or_else(|| {
-            ModelError::new(&dir.join("model.safetensors"), "no classification head")
-        })?;
+    pub fn load_classifier(files: &ModelFiles) -> Result<(Self, ClassificationHead), ModelError> {
+        let (model, head) = Self::load_parts(files, true)?;
+        let head = head.ok_or_else(|| ModelError::new(&files.weights, "no classification head"))?;
         Ok((model, head))
     }
 
     fn load_parts(
-        dir: &Path,
+        files: &ModelFiles,
         with_head: bool,
     ) -> Result<(Self, Option<ClassificationHead>), ModelError> {
-        let config_path = dir.join("config.json");
+        let config_path = files.config();
         let config_text = std::fs::read_to_string(&config_path)
             .map_err(|e| ModelError::new(&config_path, e.to_string()))?;
         let config: BertConfig = serde_json::from_str(&config_text)
@@ -291,23 +293,33 @@ impl BertModel {
             }
         };
 
-        let weights_path = dir.join("model.safetensors");
-        let file = std::fs::File::open(&weights_path)
-            .map_err(|e| ModelError::new(&weights_path, e.to_string()))?;
+        let weights_path = &files.weights;
+        let file = std::fs::File::open(weights_path)
+            .map_err(|e| ModelError::new(weights_path, e.to_string()))?;
         // SAFETY: the map is read-only and dropped before this function
-        // returns; every tensor is copied out of it.
+        // returns (the ONNX graph that shares it too); every tensor is
+        // copied out of it.
         let map = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| ModelError::new(&weights_path, e.to_string()))?;
+            .map_err(|e| ModelError::new(weights_path, e.to_string()))?;
         let weights_hash = blake3::hash(&map).to_hex().to_string();
-        let tensors = SafeTensors::deserialize(&map)
-            .map_err(|e| ModelError::new(&weights_path, e.to_string()))?;
+        let source = match files.format {
+            WeightsFormat::Safetensors => Source::Safetensors(
+                SafeTensors::deserialize(&map)
+                    .map_err(|e| ModelError::new(weights_path, e.to_string()))?,
+            ),
+            WeightsFormat::Onnx => Source::Onnx(onnx::Graph::decode(
+                bytes::Bytes::from_owner(map),
+                weights_path,
+            )?),
+        };
+        let prefix = ["bert.", "roberta."]
+            .into_iter()
+            .find(|p| source.names().any(|n| n.starts_with(p)))
+            .unwrap_or("");
         let reader = TensorReader {
-            tensors: &tensors,
-            path: &weights_path,
-            prefix: ["bert.", "roberta."]
-                .into_iter()
-                .find(|p| tensors.names().iter().any(|n| n.starts_with(p)))
-                .unwrap_or(""),
+            source: &source,
+            path: weights_path,
+            prefix,
         };
 
         let h = config.hidden_size;
@@ -528,9 +540,69 @@ impl BertModel {
     }
 }
 
-/// Reads named tensors out of a safetensors file, checking shapes.
+/// Where the weights are read from.
+enum Source<'a> {
+    Safetensors(SafeTensors<'a>),
+    Onnx(onnx::Graph),
+}
+
+impl Source<'_> {
+    fn names(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match self {
+            Source::Safetensors(tensors) => Box::new(tensors.iter().map(|(name, _)| name)),
+            Source::Onnx(graph) => Box::new(graph.names()),
+        }
+    }
+
+    /// The tensor `name`'s shape and values; `Ok(None)` when missing.
+    fn read(&self, name: &str, path: &Path) -> Result<Option<onnx::Tensor>, ModelError> {
+        match self {
+            Source::Safetensors(tensors) => {
+                let Ok(view) = tensors.tensor(name) else {
+                    return Ok(None);
+                };
+                let element = match view.dtype() {
+                    Dtype::F32 => Element::F32,
+                    Dtype::F16 => Element::F16,
+                    Dtype::BF16 => Element::BF16,
+                    other => {
+                        return Err(ModelError::new(
+                            path,
+                            format!("tensor {name} has unsupported dtype {other:?}"),
+                        ));
+                    }
+                };
+                Ok(Some(onnx::Tensor {
+                    shape: view.shape().to_vec(),
+                    values: decode(element, view.data()),
+                }))
+            }
+            Source::Onnx(graph) => graph.tensor(name, path),
+        }
+    }
+}
+
+/// Little-endian floats of `element` to f32.
+pub(crate) fn decode(element: Element, bytes: &[u8]) -> Vec<f32> {
+    match element {
+        Element::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Element::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+            .collect(),
+        Element::BF16 => bytes
+            .chunks_exact(2)
+            .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
+            .collect(),
+    }
+}
+
+/// Reads named tensors, checking shapes.
 struct TensorReader<'a> {
-    tensors: &'a SafeTensors<'a>,
+    source: &'a Source<'a>,
     path: &'a Path,
     prefix: &'static str,
 }
@@ -595,33 +667,14 @@ impl TensorReader<'_> {
 
     fn read(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), ModelError> {
         let full = format!("{}{name}", self.prefix);
-        let view = self
-            .tensors
-            .tensor(&full)
-            .or_else(|_| self.tensors.tensor(name))
-            .map_err(|_| ModelError::new(self.path, format!("tensor {full} is missing")))?;
-        let bytes = view.data();
-        let data: Vec<f32> = match view.dtype() {
-            Dtype::F32 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            Dtype::F16 => bytes
-                .chunks_exact(2)
-                .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
-                .collect(),
-            Dtype::BF16 => bytes
-                .chunks_exact(2)
-                .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
-                .collect(),
-            other => {
-                return Err(ModelError::new(
-                    self.path,
-                    format!("tensor {full} has unsupported dtype {other:?}"),
-                ));
-            }
+        let tensor = match self.source.read(&full, self.path)? {
+            Some(tensor) => tensor,
+            None => self
+                .source
+                .read(name, self.path)?
+                .ok_or_else(|| ModelError::new(self.path, format!("tensor {full} is missing")))?,
         };
-        Ok((view.shape().to_vec(), data))
+        Ok((tensor.shape, tensor.values))
     }
 
     fn shape_error(&self, name: &str, got: &[usize], expected: &[usize]) -> ModelError {

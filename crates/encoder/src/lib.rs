@@ -1,6 +1,7 @@
 //! The arithmetic under Trellis' `local` embedder and its cross-encoder:
-//! a BERT-family encoder's forward pass ([`bert`]), its dense layers
-//! packed for AVX-512 ([`packed`]) or quantized to int8 ([`int8`]).
+//! a BERT-family encoder's forward pass ([`bert`]) over weights read from
+//! safetensors or an ONNX export ([`files`], `onnx`), its dense layers
+//! packed for AVX-512 (`packed`) or quantized to int8 ([`int8`]).
 //!
 //! It is a crate of its own so that the test build can optimise it fully
 //! while the rest of Trellis builds at a low optimisation level: every
@@ -11,7 +12,9 @@
 //! stay in `trellis::embed`.
 
 pub mod bert;
+pub mod files;
 pub mod int8;
+mod onnx;
 mod packed;
 
 use std::path::{Path, PathBuf};
@@ -23,7 +26,7 @@ use thiserror::Error;
 #[derive(Clone, Debug, Error)]
 #[error("model {path}: {reason}")]
 pub struct ModelError {
-    /// The file at fault (`config.json`, `model.safetensors`).
+    /// The file at fault (`config.json`, `model.safetensors`, `model.onnx`).
     pub path: PathBuf,
     pub reason: String,
 }

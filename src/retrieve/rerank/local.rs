@@ -1,7 +1,8 @@
 //! The `local` reranker: a cross-encoder run in process.
 //!
-//! A sequence-classification directory (`config.json`,
-//! `model.safetensors`, `tokenizer.json`) of the BERT family
+//! A sequence-classification model (`config.json`, `model.safetensors` or
+//! an ONNX export such as Xenova's `onnx/model.onnx`, `tokenizer.json`)
+//! of the BERT family
 //! (ms-marco-MiniLM-L-6-v2: one logit, read through the logistic
 //! function) or the RoBERTa family (bge-reranker-base: one logit; or two,
 //! read through softmax as the second label's probability). Query and
@@ -17,6 +18,8 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use tokenizers::{Tokenizer, TruncationParams, TruncationStrategy};
+
+use trellis_encoder::files::ModelFiles;
 
 use super::{RerankError, Reranker, sigmoid};
 use crate::embed::bert::{BertModel, ClassificationHead, Segment, pack_batches};
@@ -42,13 +45,15 @@ struct Pair {
 }
 
 impl CrossEncoder {
-    /// Loads a sequence-classification directory.
-    pub fn load(dir: &Path, spec: &RerankerSpec) -> Result<Self, RerankError> {
-        let (model, head) = BertModel::load_classifier(dir)?;
-        let weights = dir.join("model.safetensors");
+    /// Loads a sequence-classification model: a directory or an ONNX file
+    /// (see [`ModelFiles::locate`]).
+    pub fn load(path: &Path, spec: &RerankerSpec) -> Result<Self, RerankError> {
+        let files = ModelFiles::locate(path)?;
+        let dir = files.dir.as_path();
+        let (model, head) = BertModel::load_classifier(&files)?;
         if !(1..=2).contains(&head.labels()) {
             return Err(RerankError::Model {
-                path: weights,
+                path: files.weights.clone(),
                 reason: format!(
                     "the classification head has {} labels; a reranker has one (a relevance \
                      logit) or two (irrelevant, relevant)",

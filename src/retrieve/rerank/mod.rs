@@ -228,13 +228,22 @@ fn model_dir(spec: &RerankerSpec, base_dir: Option<&Path>) -> Result<PathBuf, Re
         }
         (None, name) => crate::locations::model_cache_dir().join(name),
     };
-    if dir.join("config.json").is_file() {
+    let files =
+        trellis_encoder::files::ModelFiles::locate(&dir).map_err(|e| RerankError::Model {
+            path: e.path,
+            reason: format!(
+                "{}; set reranker.path to a sequence-classification model: a directory \
+             (config.json, model.safetensors or onnx/model.onnx, tokenizer.json) or an \
+             ONNX file",
+                e.reason
+            ),
+        })?;
+    if files.config().is_file() {
         Ok(dir)
     } else {
         Err(RerankError::Model {
-            path: dir,
-            reason: "no config.json here; set reranker.path to a sequence-classification \
-                     directory (config.json, model.safetensors, tokenizer.json)"
+            path: files.config(),
+            reason: "no config.json: the architecture (layers, heads, sizes) is read from it"
                 .into(),
         })
     }
