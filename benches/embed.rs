@@ -6,7 +6,13 @@
 //! cargo bench --bench embed              # 2,000 sentences, human-readable
 //! cargo bench --bench embed -- --json    # one JSON object
 //! cargo bench --bench embed -- --n 500
+//! cargo bench --bench embed -- --model bge-small-en-v1.5 --against all-MiniLM-L6-v2
 //! ```
+//!
+//! `--model` picks the model (a name in the model cache with its preset;
+//! default the default model); `--against` also runs a second model in f32
+//! on the same sentences and queries, in the same run, and prints the
+//! ratios.
 //!
 //! Both precisions of the encoder run, one after the other: f32 and
 //! `embedding.quantization: int8`, with their ratio and the cosine of each
@@ -100,8 +106,14 @@ fn batched_queries(embedder: &LocalEmbedder, queries: &[String], size: usize) ->
     start.elapsed().as_secs_f64() * 1e3 / refs.len() as f64
 }
 
-fn measure(quantization: Quantization, texts: &[String], queries: &[String]) -> Measured {
+fn measure(
+    model: &str,
+    quantization: Quantization,
+    texts: &[String],
+    queries: &[String],
+) -> Measured {
     let spec = EmbeddingSpec {
+        model: model.to_string(),
         quantization,
         ..EmbeddingSpec::default()
     };
@@ -148,10 +160,21 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let model = flag("--model").unwrap_or_else(|| EmbeddingSpec::default().model);
     let texts = sentences(n);
     let queries = queries(300);
-    let f32_run = measure(Quantization::None, &texts, &queries);
-    let int8_run = measure(Quantization::Int8, &texts, &queries);
+    let f32_run = measure(&model, Quantization::None, &texts, &queries);
+    let int8_run = measure(&model, Quantization::Int8, &texts, &queries);
+    let baseline = flag("--against").map(|other| {
+        let run = measure(&other, Quantization::None, &texts, &queries);
+        (other, run)
+    });
     let (lowest, mean) = agreement(&f32_run.vectors, &int8_run.vectors);
     let threads = rayon::current_num_threads();
     if json {
@@ -177,7 +200,7 @@ fn main() {
     } else {
         for (name, run) in [("f32", &f32_run), ("int8", &int8_run)] {
             println!(
-                "trellis local embedder, {name}: {} sentences in {:.2} s = {:.1} sentences/s ({threads} threads); one query alone p50 {:.2} ms, p99 {:.2} ms",
+                "trellis local embedder, {model} {name}: {} sentences in {:.2} s = {:.1} sentences/s ({threads} threads); one query alone p50 {:.2} ms, p99 {:.2} ms",
                 texts.len(),
                 run.seconds,
                 run.rate,
@@ -200,5 +223,15 @@ fn main() {
             f32_run.query_p50 / int8_run.query_p50,
             embed::int8::accelerated()
         );
+        if let Some((other, run)) = &baseline {
+            println!(
+                "{other} f32, same run: {:.1} sentences/s, one query alone p50 {:.2} ms; \
+                 {model} against it: {:.2}x sentences/s, {:.2}x query p50 time",
+                run.rate,
+                run.query_p50,
+                f32_run.rate / run.rate,
+                f32_run.query_p50 / run.query_p50
+            );
+        }
     }
 }
