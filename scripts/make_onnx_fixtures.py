@@ -41,6 +41,10 @@ from onnxruntime.quantization import QuantType, quantize_dynamic
 from tokenizers import Tokenizer
 from transformers import AutoModelForSequenceClassification, BertConfig, BertModel
 
+# The cross-encoder fixtures' way of drawing weights wide, so that a wrong
+# step cannot hide under the tolerance.
+from make_cross_encoder_fixtures import widen
+
 TEXTS = [
     "This Agreement shall be governed by the laws of the State of New York.",
     "Who conquered England?",
@@ -82,19 +86,15 @@ def export(model, path, inputs, outputs):
     )
 
 
-def widen(model):
-    """Draws every weight wider than a fresh checkpoint's, so that a wrong
-    step cannot hide under the tolerance."""
-    generator = torch.Generator().manual_seed(11)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name and name.endswith("weight"):
-                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=generator))
-            else:
-                p.copy_(0.3 * torch.randn(p.shape, generator=generator))
-
-
-def run(session, feeds):
+def run(session, ids, types=None):
+    """onnxruntime's first output for one sequence of token ids (a list),
+    all attended, token types 0 unless given."""
+    ids = np.array([ids], dtype=np.int64)
+    feeds = {
+        "input_ids": ids,
+        "attention_mask": np.ones_like(ids),
+        "token_type_ids": np.zeros_like(ids) if types is None else np.array([types], dtype=np.int64),
+    }
     wanted = {i.name for i in session.get_inputs()}
     return session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
 
@@ -140,19 +140,13 @@ def embedder(fixtures):
     session = onnxruntime.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
     cases = []
     for text in TEXTS:
-        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
-        feeds = {
-            "input_ids": ids,
-            "attention_mask": np.ones_like(ids),
-            "token_type_ids": np.zeros_like(ids),
-        }
-        states = run(session, feeds)[0]
+        ids = tokenizer.encode(text).ids
+        states = run(session, ids)[0]
+        batch = torch.tensor([ids])
         with torch.no_grad():
-            torch_states = model(torch.tensor(ids), torch.ones_like(torch.tensor(ids)), torch.zeros_like(torch.tensor(ids)))[0].numpy()
+            torch_states = model(batch, torch.ones_like(batch), torch.zeros_like(batch))[0].numpy()
         assert np.abs(states - torch_states).max() < 1e-4, "onnxruntime and PyTorch disagree"
-        cases.append(
-            {"text": text, "input_ids": ids[0].tolist(), "last_hidden_state": states.tolist()}
-        )
+        cases.append({"text": text, "input_ids": ids, "last_hidden_state": states.tolist()})
     with open(os.path.join(out, "reference.json"), "w", encoding="utf-8") as f:
         json.dump({"max_length": 48, "cases": cases}, f, ensure_ascii=False)
         f.write("\n")
@@ -189,13 +183,7 @@ def cross_encoder(fixtures, name):
     )
     session = onnxruntime.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
     for case in reference["cases"]:
-        ids = np.array([case["input_ids"]], dtype=np.int64)
-        feeds = {
-            "input_ids": ids,
-            "attention_mask": np.ones_like(ids),
-            "token_type_ids": np.array([case["token_type_ids"]], dtype=np.int64),
-        }
-        logits = run(session, feeds)[0]
+        logits = run(session, case["input_ids"], case["token_type_ids"])[0]
         assert np.abs(logits - np.array(case["logits"])).max() < 1e-4, "ONNX and PyTorch disagree"
         case["logits"] = logits.tolist()
     with open(os.path.join(out, "reference.json"), "w", encoding="utf-8") as f:
@@ -213,13 +201,7 @@ def bge(fixtures, model_dir):
     )
     cls = []
     for text in texts:
-        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
-        feeds = {
-            "input_ids": ids,
-            "attention_mask": np.ones_like(ids),
-            "token_type_ids": np.zeros_like(ids),
-        }
-        cls.append(run(session, feeds)[0, 0].tolist())
+        cls.append(run(session, tokenizer.encode(text).ids)[0, 0].tolist())
     out = os.path.join(fixtures, "embeddings", "bge-small-en-v1.5-onnxruntime.json")
     with open(out, "w", encoding="utf-8") as f:
         json.dump({"model": "bge-small-en-v1.5", "max_seq_length": 512, "texts": texts, "cls": cls}, f, ensure_ascii=False)
