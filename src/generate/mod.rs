@@ -34,7 +34,7 @@ mod sources;
 mod tokens;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 use thiserror::Error;
@@ -286,14 +286,6 @@ impl Generator {
             client,
             counter,
         })
-    }
-
-    /// Shortens the retry delays (tests).
-    pub fn with_backoff(mut self, base: Duration) -> Self {
-        if let Some(client) = self.client.take() {
-            self.client = Some(client.with_backoff(base));
-        }
-        self
     }
 
     pub fn spec(&self) -> &GenerationSpec {

@@ -82,7 +82,6 @@ pub(super) struct ChatClient {
     temperature: f32,
     timeout: Duration,
     max_retries: u32,
-    backoff_base: Duration,
 }
 
 impl ChatClient {
@@ -174,13 +173,7 @@ impl ChatClient {
             temperature: spec.temperature,
             timeout,
             max_retries: spec.max_retries,
-            backoff_base: BACKOFF_BASE,
         })
-    }
-
-    pub(super) fn with_backoff(mut self, base: Duration) -> Self {
-        self.backoff_base = base;
-        self
     }
 
     pub(super) fn endpoint(&self) -> &str {
@@ -227,7 +220,7 @@ impl ChatClient {
                         });
                     }
                     let delay = retry_after.map_or_else(
-                        || service::backoff(self.backoff_base, MAX_RETRY_DELAY, attempt),
+                        || service::backoff(BACKOFF_BASE, MAX_RETRY_DELAY, attempt),
                         |d| d.min(MAX_RETRY_DELAY),
                     );
                     tracing::warn!(

@@ -163,13 +163,6 @@ impl Service {
         }
     }
 
-    /// Replaces the generator built from the route (tests shorten its
-    /// retry delays).
-    pub fn with_generator(mut self, generator: Generator) -> Self {
-        self.generator = Ok(Arc::new(generator));
-        self
-    }
-
     /// Makes the service ready: checks that the embedder matches the index
     /// and embeds one query, so that the first request does not pay for
     /// loading the model.

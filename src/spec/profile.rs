@@ -463,8 +463,10 @@ pub struct EmbeddingSpec {
     /// keys the embedding cache, so change it when the server's model
     /// changes. Default `all-MiniLM-L6-v2`.
     pub model: String,
-    /// A sentence-transformers directory (`local` only), relative to the
-    /// manifest. Overrides the model cache lookup.
+    /// The model (`local` only), relative to the manifest: a Hugging Face
+    /// or sentence-transformers directory, one holding an ONNX export
+    /// (`model.onnx`, `onnx/model.onnx`), or the `.onnx` file itself.
+    /// Overrides the model cache lookup.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// Text put before every query ("query: ", or bge's "Represent this
