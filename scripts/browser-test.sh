@@ -23,8 +23,8 @@ CHROMIUM="$(command -v chromium || true)"
 if [[ -z "$CHROMIUM" ]]; then
   echo "installing chromium (apt)" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq chromium >/dev/null
+  flock /var/lib/dpkg/trellis-apt.lock apt-get update -qq >/dev/null
+  flock /var/lib/dpkg/trellis-apt.lock apt-get install -y -qq chromium >/dev/null
   CHROMIUM="$(command -v chromium)"
 fi
 if [[ ! -f "$PLAYWRIGHT_DIR/node_modules/playwright-core/package.json" ]]; then

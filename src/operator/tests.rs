@@ -55,6 +55,12 @@ fn settings() -> Settings {
         image_pull_policy: "IfNotPresent".into(),
         image_pull_secrets: vec!["registry-cred".into()],
         network_policy: true,
+        // The chart's `podResources.ingest`, unlike the built-in default.
+        ingest_resources: serde_json::from_value(serde_json::json!({
+            "requests": {"cpu": "750m", "memory": "768Mi"}
+        }))
+        .unwrap(),
+        retrieval_resources: super::default_resources("retrieval"),
     }
 }
 
@@ -181,9 +187,9 @@ fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
     let security = container.security_context.as_ref().unwrap();
     assert_eq!(security.read_only_root_filesystem, Some(true));
     assert_eq!(security.allow_privilege_escalation, Some(false));
-    // No resources in the spec: default requests, so never BestEffort.
+    // No resources in the spec: the chart's requests, so never BestEffort.
     let requests = container.resources.as_ref().unwrap().requests.as_ref();
-    assert_eq!(requests.unwrap()["cpu"].0, "1");
+    assert_eq!(requests.unwrap()["cpu"].0, "750m");
     // Of the data claim, the corpus' own versions and the embedding cache
     // read-write; the source claim read-only under the root the source
     // module reads.

@@ -1,7 +1,8 @@
-//! The control plane under test: a network namespace of the suite's own
-//! (so that the node's bridge and pod addresses exist nowhere else), the
-//! control plane of `scripts/control-plane.sh` inside it, clients with
-//! each role's credentials, and helm.
+//! The cluster under test: a network namespace of the suite's own (so
+//! that the nodes' bridges and pod addresses exist nowhere else), and in
+//! it the control plane, the two nodes and the registry of
+//! `scripts/control-plane.sh`; clients with each role's credentials, and
+//! helm.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,13 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use nix::sched::{CloneFlags, unshare};
 
-use crate::node::sandbox::{self, GATEWAY};
+use crate::nodes;
+
+/// The suite's own address in its network namespace: the API server is
+/// advertised on it, the nodes' InternalIP, and test doubles that pods
+/// call (an embedding endpoint, FalkorDB) listen on it. Pods reach it
+/// through their node's bridge (10.244.N.0/24, routed here).
+pub const GATEWAY: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 244, 0, 1);
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -25,39 +32,48 @@ pub fn repo() -> PathBuf {
 pub fn isolate() -> Result<()> {
     if !nix::unistd::Uid::effective().is_root() {
         bail!(
-            "the end-to-end suite runs pods in network and mount namespaces and needs root \
-             (CAP_SYS_ADMIN and CAP_NET_ADMIN)"
+            "the end-to-end suite runs kubelets, containerd and runc in a network namespace \
+             of its own and needs root"
         );
     }
     unshare(CloneFlags::CLONE_NEWNET).context("creating the suite's network namespace")?;
     Ok(())
 }
 
-/// A running control plane.
+/// A running cluster.
 pub struct Cluster {
     pub dir: PathBuf,
     pub env: BTreeMap<String, String>,
     pub admin: Client,
-    pub node: Client,
-    pub scheduler: Client,
-    pub api_port: u16,
-    pub node_name: String,
+    /// `kubelet vX, containerd vY, runc vZ`.
+    pub versions: String,
+    /// host:port of the registry, its user and password.
+    pub registry: Registry,
+}
+
+/// The registry beside the cluster (TLS from the cluster CA, a password).
+#[derive(Clone, Debug)]
+pub struct Registry {
+    pub host: String,
+    pub user: String,
+    pub password: String,
+    /// The cluster CA, which the registry's certificate chains to.
+    pub ca: PathBuf,
 }
 
 impl Cluster {
-    /// Creates the node bridge and starts the control plane in `dir`.
+    /// Gives the namespace its address and starts the cluster in `dir`.
     pub async fn up(dir: &Path) -> Result<Self> {
-        sandbox::create_bridge().await?;
-        let node_name = "trellis-node".to_string();
+        let address = format!("{GATEWAY}/24");
+        ip(&["link", "set", "lo", "up"]).await?;
+        ip(&["link", "add", "trellis0", "type", "bridge"]).await?;
+        ip(&["addr", "add", &address, "dev", "trellis0"]).await?;
+        ip(&["link", "set", "trellis0", "up"]).await?;
         let output = tokio::process::Command::new(repo().join("scripts/control-plane.sh"))
             .args(["up", "--dir"])
             .arg(dir)
-            .args([
-                "--pod-gateway",
-                &GATEWAY.to_string(),
-                "--node-name",
-                &node_name,
-            ])
+            .args(["--pod-gateway", &GATEWAY.to_string(), "--registry"])
+            .args(nodes::node_arguments())
             .output()
             .await
             .context("running scripts/control-plane.sh up")?;
@@ -74,18 +90,23 @@ impl Cluster {
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let api_port = env
-            .get("TRELLIS_CP_API_PORT")
-            .and_then(|p| p.parse().ok())
-            .context("cluster.env has no API port")?;
+        let get = |key: &str| {
+            env.get(key)
+                .cloned()
+                .with_context(|| format!("cluster.env has no {key}"))
+        };
+        let registry = Registry {
+            host: get("TRELLIS_CP_REGISTRY")?,
+            user: get("TRELLIS_CP_REGISTRY_USER")?,
+            password: get("TRELLIS_CP_REGISTRY_PASSWORD")?,
+            ca: dir.join("pki/ca.crt"),
+        };
         Ok(Self {
             dir: dir.to_path_buf(),
             admin: client(&dir.join("admin.kubeconfig")).await?,
-            node: client(&dir.join("node.kubeconfig")).await?,
-            scheduler: client(&dir.join("scheduler.kubeconfig")).await?,
+            versions: get("TRELLIS_CP_VERSIONS")?,
+            registry,
             env,
-            api_port,
-            node_name,
         })
     }
 
@@ -127,4 +148,20 @@ pub async fn client(path: &Path) -> Result<Client> {
         .await
         .with_context(|| format!("loading {}", path.display()))?;
     Client::try_from(config).context("building a client")
+}
+
+async fn ip(args: &[&str]) -> Result<()> {
+    let output = tokio::process::Command::new("ip")
+        .args(args)
+        .output()
+        .await
+        .context("running ip")?;
+    if !output.status.success() {
+        bail!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
 }

@@ -1,61 +1,75 @@
-//! The operator end to end, against a real control plane: kube-apiserver,
-//! kube-controller-manager and etcd built from their Go modules
-//! (`scripts/control-plane.sh`), the real Helm chart installed with helm,
-//! and a harness that plays the node (`node/`), so that ingest Jobs and
-//! retrieval Deployments really run `trellis` and the real Job,
-//! ReplicaSet, Deployment, EndpointSlice, garbage-collector and namespace
-//! controllers act on what they report.
+//! The operator end to end, on a real cluster: kube-apiserver,
+//! kube-controller-manager, kube-scheduler and etcd, and two nodes of
+//! kubelet, containerd and runc (one labelled, one tainted), all built
+//! from their Go modules (`scripts/control-plane.sh`). This build's image
+//! (`scripts/image.sh`, the Dockerfile's layers around the test build's
+//! binary) and the previous release's are pushed to a registry with TLS
+//! and a password, and the real Helm chart is installed with helm, pinned
+//! by digest and pulling with `imagePullSecrets`. Every test namespace
+//! enforces the Pod Security `restricted` profile.
 //!
-//! Needs root (network and mount namespaces) and the control plane built
-//! (`scripts/control-plane.sh build`); `scripts/test.sh` runs it:
+//! Needs root (containerd, runc, cgroups, a network namespace), the
+//! cluster's binaries built (`scripts/control-plane.sh build`) and
+//! debootstrap, umoci and skopeo; `scripts/test.sh` runs it:
 //!
 //!   cargo test --test e2e [-- NAME-FILTER...]
 //!
 //! Scenarios run in order on one cluster; each says what it proves. The
-//! run ends with `e2e: N passed, M failed`.
+//! run says what it ran on (`e2e nodes: …`) and ends with
+//! `e2e: N passed, M failed`.
 
 mod cluster;
-mod node;
+mod nodes;
 mod scenarios;
 mod support;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use cluster::Cluster;
-use node::container::{self, Bind};
-use node::{Image, Node, sandbox};
+use cluster::{Cluster, Registry};
+use nodes::Nodes;
 
-/// The image name the chart is installed with; the node runs this build's
-/// `trellis` binary for it.
-pub const IMAGE_REPOSITORY: &str = "trellis.test/trellis";
-pub const IMAGE_TAG: &str = "e2e";
-/// The tag the previous release's image goes by (its binary, built by
-/// `scripts/previous-release.sh`).
-pub const PREVIOUS_TAG: &str = "previous";
 /// Where the chart is installed.
 pub const OPERATOR_NAMESPACE: &str = "trellis-system";
+/// The pull Secret in every test namespace (the chart's
+/// `imagePullSecrets`).
+pub const PULL_SECRET: &str = "trellis-registry";
+
+/// The two images in the registry, by digest.
+#[derive(Clone, Debug)]
+pub struct Images {
+    /// REGISTRY/trellis
+    pub repository: String,
+    /// This build's image (`sha256:…`).
+    pub current: String,
+    /// The previous release's.
+    pub previous: String,
+}
+
+impl Images {
+    /// `REPOSITORY@DIGEST`.
+    pub fn reference(&self, digest: &str) -> String {
+        format!("{}@{digest}", self.repository)
+    }
+}
 
 /// What every scenario gets.
 pub struct World {
     pub cluster: Cluster,
-    pub node: Node,
+    pub nodes: Nodes,
     pub http: reqwest::Client,
     /// The previous release's chart directory.
     pub previous_chart: PathBuf,
+    pub images: Images,
+    /// The `.dockerconfigjson` of the pull Secret.
+    pub docker_config: String,
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    match args.get(1).map(String::as_str) {
-        Some(container::RUN_COMMAND) => return container::run(&args[2..]),
-        Some(sandbox::SANDBOX_COMMAND) => return sandbox::hold(),
-        _ => {}
-    }
     let filters: Vec<String> = args
         .iter()
         .skip(1)
@@ -93,8 +107,14 @@ async fn run(filters: Vec<String>) -> ExitCode {
         }
     };
     eprintln!(
-        "e2e: control plane and node up in {:.1} s",
+        "e2e: cluster up and images pushed in {:.1} s",
         started.elapsed().as_secs_f64()
+    );
+    // What the scenarios ran on, in one line a reader of the log can trust.
+    println!(
+        "e2e nodes: 2 {}; image {}",
+        world.cluster.versions,
+        world.images.reference(&world.images.current)
     );
 
     let mut passed = 0;
@@ -124,8 +144,8 @@ async fn run(filters: Vec<String>) -> ExitCode {
         }
     }
 
-    let World { cluster, node, .. } = world;
-    node.stop().await;
+    let World { cluster, nodes, .. } = world;
+    nodes.stop();
     cluster.down().await;
     // Again after the log dumps, so that the tail of a CI log says why.
     for (name, reason) in &failed {
@@ -169,51 +189,105 @@ async fn set_up(root: &Path) -> Result<World> {
         );
     }
     let previous = previous_release()?;
-    let cluster = Cluster::up(&root.join("cluster")).await?;
-    // The Dockerfile's image, as the node runs it.
-    let image = Image {
-        binary: trellis,
-        entrypoint: "/usr/local/bin/trellis".into(),
-        env: vec![
-            (
-                "PATH".into(),
-                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
-            ),
-            ("TRELLIS_MODEL_DIR".into(), "/opt/trellis/models".into()),
-            ("TRELLIS_DATA_DIR".into(), "/var/lib/trellis".into()),
-        ],
-        binds: vec![Bind {
-            source: models,
-            target: "/opt/trellis/models".into(),
-            read_only: true,
-        }],
-        working_dir: "/".into(),
-        user: (10001, 10001),
+    // Both images while the cluster starts: the Dockerfile's layers around
+    // this build's binary and around the previous release's.
+    let (current_dir, previous_dir) = (root.join("images/current"), root.join("images/previous"));
+    let previous_binary = previous.join("trellis");
+    let cluster_dir = root.join("cluster");
+    let (current, previous_image, cluster) = tokio::join!(
+        build_image(&trellis, &models, &current_dir),
+        build_image(&previous_binary, &models, &previous_dir),
+        Cluster::up(&cluster_dir),
+    );
+    let cluster = cluster?;
+    let registry = cluster.registry.clone();
+    let repository = format!("{}/trellis", registry.host);
+    let images = Images {
+        current: push(&current?, &registry, &format!("{repository}:e2e")).await?,
+        previous: push(
+            &previous_image?,
+            &registry,
+            &format!("{repository}:previous"),
+        )
+        .await?,
+        repository,
     };
-    let previous_image = Image {
-        binary: previous.join("trellis"),
-        ..image.clone()
-    };
-    let images = BTreeMap::from([
-        (format!("{IMAGE_REPOSITORY}:{IMAGE_TAG}"), image),
-        (format!("{IMAGE_REPOSITORY}:{PREVIOUS_TAG}"), previous_image),
-    ]);
-    let node = Node::start(node::Config {
-        name: cluster.node_name.clone(),
-        root: root.join("node"),
-        images,
-        api_port: cluster.api_port,
-        node_client: cluster.node.clone(),
-        scheduler_client: cluster.scheduler.clone(),
-        admin_client: cluster.admin.clone(),
-    })
-    .await?;
-    Ok(World {
+    let docker_config = docker_config(&registry);
+    let nodes = Nodes::start(&cluster.dir, cluster.admin.clone(), root)?;
+    let world = World {
         cluster,
-        node,
+        nodes,
         http: support::http(),
         previous_chart: previous.join("charts/trellis"),
-    })
+        images,
+        docker_config,
+    };
+    support::namespace(&world, OPERATOR_NAMESPACE).await?;
+    Ok(world)
+}
+
+/// `scripts/image.sh` around `binary`: the OCI layout's directory.
+async fn build_image(binary: &Path, models: &Path, out: &Path) -> Result<PathBuf> {
+    let output = tokio::process::Command::new(cluster::repo().join("scripts/image.sh"))
+        .arg("--binary")
+        .arg(binary)
+        .arg("--model")
+        .arg(models.join("all-MiniLM-L6-v2"))
+        .arg(out)
+        .output()
+        .await
+        .context("running scripts/image.sh")?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "scripts/image.sh --binary {} failed:\n{}",
+            binary.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(out.join("oci"))
+}
+
+/// Pushes an OCI layout to the registry with skopeo; the digest.
+async fn push(layout: &Path, registry: &Registry, reference: &str) -> Result<String> {
+    let certs = layout.with_file_name("certs");
+    std::fs::create_dir_all(&certs)?;
+    std::fs::copy(&registry.ca, certs.join("ca.crt"))?;
+    let digest_file = layout.with_file_name("digest");
+    let output = tokio::process::Command::new("skopeo")
+        .args(["copy", "--quiet", "--dest-cert-dir"])
+        .arg(&certs)
+        .arg("--dest-creds")
+        .arg(format!("{}:{}", registry.user, registry.password))
+        .arg("--digestfile")
+        .arg(&digest_file)
+        .arg(format!("oci:{}:trellis", layout.display()))
+        .arg(format!("docker://{reference}"))
+        .output()
+        .await
+        .context("running skopeo (apt-get install skopeo)")?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "pushing {reference}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let digest = std::fs::read_to_string(&digest_file)?.trim().to_string();
+    anyhow::ensure!(
+        digest.starts_with("sha256:"),
+        "skopeo wrote no digest for {reference}"
+    );
+    Ok(digest)
+}
+
+/// The `.dockerconfigjson` that lets a pod pull from the registry.
+fn docker_config(registry: &Registry) -> String {
+    use base64::Engine;
+    let auth = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", registry.user, registry.password));
+    serde_json::json!({"auths": {registry.host.clone(): {
+        "username": registry.user, "password": registry.password, "auth": auth,
+    }}})
+    .to_string()
 }
 
 /// The previous release's build (`scripts/previous-release.sh`), for the
@@ -240,27 +314,16 @@ fn previous_release() -> Result<PathBuf> {
 /// The last lines of every container log of this run, for a failure's
 /// diagnosis in CI's output.
 fn dump_logs(world: &World) {
-    let mut dirs: Vec<_> = world.node.pod_dirs().into_iter().collect();
-    dirs.sort();
-    for (pod, dir) in dirs {
-        let Ok(entries) = std::fs::read_dir(dir.join("logs")) else {
+    for (name, path) in world.nodes.container_logs() {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(8)..];
+        if tail.is_empty() {
             continue;
-        };
-        for entry in entries.flatten() {
-            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(8)..];
-            if tail.is_empty() {
-                continue;
-            }
-            eprintln!(
-                "--- {pod} {} (last {} lines)",
-                entry.file_name().to_string_lossy(),
-                tail.len()
-            );
-            for line in tail {
-                eprintln!("    {}", truncate(line, 400));
-            }
+        }
+        eprintln!("--- {name} (last {} lines)", tail.len());
+        for line in tail {
+            eprintln!("    {}", truncate(line, 400));
         }
     }
 }

@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Secret};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::{Discovery, Scope};
 use kube::{Api, Client, ResourceExt};
 use serde_json::Value;
+
+use crate::{PULL_SECRET, World};
 
 /// The field manager of everything the scenarios apply.
 pub const MANAGER: &str = "trellis-e2e";
@@ -43,15 +45,23 @@ where
 }
 
 /// Creates a namespace (fresh: one left from an earlier scenario of the
-/// same name is an error).
-pub async fn namespace(client: &Client, name: &str) -> Result<()> {
+/// same name is an error) that enforces the Pod Security `restricted`
+/// profile, as a platform team's namespaces do, with the registry's pull
+/// Secret in it.
+pub async fn namespace(world: &World, name: &str) -> Result<()> {
+    let client = &world.cluster.admin;
     let api: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "labels": {
+            "pod-security.kubernetes.io/enforce": "restricted",
+            "pod-security.kubernetes.io/enforce-version": "latest",
+        }}
     }))?;
     api.create(&PostParams::default(), &ns)
         .await
         .with_context(|| format!("creating namespace {name}"))?;
+    pull_secret(world, name, PULL_SECRET).await?;
     // Pods need the namespace's default ServiceAccount, which the
     // controller manager makes.
     let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
@@ -62,6 +72,25 @@ pub async fn namespace(client: &Client, name: &str) -> Result<()> {
         || async { Ok(accounts.get_opt("default").await?.map(|_| ())) },
     )
     .await
+}
+
+/// A `kubernetes.io/dockerconfigjson` Secret with the registry's
+/// credentials.
+pub async fn pull_secret(world: &World, ns: &str, name: &str) -> Result<()> {
+    use base64::Engine;
+    let secrets: Api<Secret> = Api::namespaced(world.cluster.admin.clone(), ns);
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name},
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson":
+            base64::engine::general_purpose::STANDARD.encode(&world.docker_config)},
+    }))?;
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .with_context(|| format!("creating the pull Secret {ns}/{name}"))?;
+    Ok(())
 }
 
 /// The YAML documents of a file or string, empty ones dropped.

@@ -241,6 +241,7 @@ fn context(client: kube::Client) -> Arc<Context> {
             image_pull_policy: "IfNotPresent".into(),
             image_pull_secrets: Vec::new(),
             network_policy: false,
+            ..Settings::default()
         },
         Metrics::new(),
     );

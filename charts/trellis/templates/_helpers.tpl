@@ -31,7 +31,11 @@ app.kubernetes.io/component: operator
 {{- end -}}
 
 {{- define "trellis.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The one namespace reconciled, or "" for all. */}}

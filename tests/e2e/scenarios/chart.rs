@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::cluster::repo;
 use crate::support::{self, Apply, wait_for};
-use crate::{IMAGE_REPOSITORY, IMAGE_TAG, OPERATOR_NAMESPACE, World};
+use crate::{OPERATOR_NAMESPACE, PULL_SECRET, World};
 
 /// Runs helm with `args`, failing with its output.
 pub async fn helm(world: &World, args: &[&str]) -> Result<()> {
@@ -28,30 +28,75 @@ pub async fn helm(world: &World, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// `helm install` (or `upgrade`) of `chart` with the image `tag`, waiting
-/// for the operator Deployment (`--wait`).
-pub async fn helm_release(world: &World, verb: &str, chart: &str, tag: &str) -> Result<()> {
-    let repository = format!("image.repository={IMAGE_REPOSITORY}");
-    let tag = format!("image.tag={tag}");
-    helm(
-        world,
-        &[
-            verb,
-            "trellis",
-            chart,
-            "--namespace",
-            OPERATOR_NAMESPACE,
-            "--create-namespace",
-            "--set",
-            &repository,
-            "--set",
-            &tag,
-            "--wait",
-            "--timeout",
-            "300s",
+/// What the suite's chart gives pods whose Corpus or route asks for
+/// nothing (`podResources`): two kubelets on one 2-core machine hold the
+/// pods of every scenario at once, which the chart's defaults (a CPU per
+/// ingest shard) would not fit.
+pub const POD_RESOURCES: &str = r#"{"ingest": {"requests": {"cpu": "100m", "memory": "128Mi"}}, "retrieval": {"requests": {"cpu": "50m", "memory": "128Mi"}}}"#;
+
+/// Which build's image a release runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Build {
+    Current,
+    Previous,
+}
+
+impl Build {
+    fn digest(self, world: &World) -> &str {
+        match self {
+            Build::Current => &world.images.current,
+            Build::Previous => &world.images.previous,
+        }
+    }
+
+    /// `REGISTRY/trellis@sha256:…`.
+    pub fn image(self, world: &World) -> String {
+        world.images.reference(self.digest(world))
+    }
+}
+
+/// `helm install` (or `upgrade`) of `chart` running `build`'s image,
+/// pinned by digest and pulled with the registry's Secret, waiting for
+/// the operator Deployment (`--wait`).
+pub async fn helm_release(world: &World, verb: &str, chart: &str, build: Build) -> Result<()> {
+    let digest = build.digest(world);
+    let image = match build {
+        Build::Current => vec![
+            format!("image.repository={}", world.images.repository),
+            format!("image.digest={digest}"),
         ],
-    )
-    .await
+        // The previous release's chart has no `image.digest`; its image
+        // is `REPOSITORY:TAG`, which these make `REPOSITORY@sha256:HEX`.
+        Build::Previous => vec![
+            format!("image.repository={}@sha256", world.images.repository),
+            format!(
+                "image.tag={}",
+                digest.strip_prefix("sha256:").unwrap_or(digest)
+            ),
+        ],
+    };
+    let pull = format!("imagePullSecrets[0].name={PULL_SECRET}");
+    let resources = format!("podResources={POD_RESOURCES}");
+    let mut args = vec![
+        verb,
+        "trellis",
+        chart,
+        "--namespace",
+        OPERATOR_NAMESPACE,
+        "--set",
+        &pull,
+        "--wait",
+        "--timeout",
+        "300s",
+    ];
+    for value in &image {
+        args.extend(["--set", value.as_str()]);
+    }
+    // The previous release's chart has no `podResources`.
+    if let Build::Current = build {
+        args.extend(["--set-json", resources.as_str()]);
+    }
+    helm(world, &args).await
 }
 
 /// The pod whose process holds the leader Lease (identities are
@@ -66,10 +111,10 @@ pub async fn lease_holder(world: &World) -> Result<Option<String>> {
         .and_then(|h| h.rsplit_once('_').map(|(pod, _)| pod.to_string())))
 }
 
-/// The chart's two operator pods run image `tag`, and one of them holds
-/// the Lease.
-pub async fn operator_runs(world: &World, tag: &str) -> Result<()> {
-    let image = format!("{IMAGE_REPOSITORY}:{tag}");
+/// The chart's two operator pods run `build`'s image, and one of them
+/// holds the Lease.
+pub async fn operator_runs(world: &World, build: Build) -> Result<()> {
+    let image = build.image(world);
     let pods: Api<Pod> = Api::namespaced(world.cluster.admin.clone(), OPERATOR_NAMESPACE);
     let operators = wait_for(
         "two operator pods of the release",
@@ -123,8 +168,8 @@ pub async fn reinstall(world: &World) -> Result<()> {
         "the Corpus is {} after the uninstall",
         corpus["status"]["phase"]
     );
-    helm_release(world, "install", "charts/trellis", IMAGE_TAG).await?;
-    operator_runs(world, IMAGE_TAG).await
+    helm_release(world, "install", "charts/trellis", Build::Current).await?;
+    operator_runs(world, Build::Current).await
 }
 
 /// The CRDs under crds/ apply server-side, every example manifest applies
@@ -154,7 +199,7 @@ pub async fn manifests(world: &World) -> Result<()> {
     ensure!(crds == 3, "expected 3 CRDs under crds/, applied {crds}");
 
     let ns = "e2e-examples";
-    support::namespace(client, ns).await?;
+    support::namespace(world, ns).await?;
     let discovery = Discovery::new(client.clone()).run().await?;
     let dry = Apply {
         dry_run: true,

@@ -33,7 +33,7 @@ pub fn quickstart(kind: &str) -> Result<Vec<Value>> {
 /// the documents claim and its IndexProfile; how many documents.
 pub async fn stage(world: &World, ns: &str) -> Result<usize> {
     let client = &world.cluster.admin;
-    support::namespace(client, ns).await?;
+    support::namespace(world, ns).await?;
     for claim in quickstart("PersistentVolumeClaim")? {
         support::apply_all(client, ns, &serde_yaml::to_string(&claim)?).await?;
     }

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::corpus::{QUERY, put, quickstart, ready_corpus, stage};
 use crate::World;
+use crate::cluster::GATEWAY;
 use crate::cluster::repo;
-use crate::node::sandbox::GATEWAY;
 use crate::support::{self, wait_for};
 
 const NS: &str = "e2e-graph";

@@ -10,7 +10,6 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
-use nix::sys::signal::Signal;
 use serde_json::json;
 
 use super::chart::lease_holder;
@@ -105,10 +104,10 @@ pub async fn handover(world: &World) -> Result<()> {
         "the leader has not reconciled anything"
     );
 
-    let stopped = world
-        .node
-        .signal(OPERATOR_NAMESPACE, &leader, Signal::SIGSTOP)?;
-    ensure!(stopped > 0, "no process of {leader} to stop");
+    world
+        .nodes
+        .freeze(&world.cluster.admin, OPERATOR_NAMESPACE, &leader, true)
+        .await?;
     let crashed = Instant::now();
     let follower_name = follower.name_any();
     wait_for(
@@ -155,8 +154,9 @@ pub async fn handover(world: &World) -> Result<()> {
     // Woken, the old leader finds another holder and exits; it restarts
     // as a follower.
     world
-        .node
-        .signal(OPERATOR_NAMESPACE, &leader, Signal::SIGCONT)?;
+        .nodes
+        .freeze(&world.cluster.admin, OPERATOR_NAMESPACE, &leader, false)
+        .await?;
     wait_for(
         "the old leader to restart as a follower",
         Duration::from_secs(90),

@@ -7,6 +7,7 @@ mod graph;
 mod health;
 mod leader;
 mod lifecycle;
+mod nodes;
 mod robust;
 mod storage;
 mod template;
@@ -104,6 +105,18 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "a ReadWriteOnce data claim keeps its pods on one node",
             storage::single_node_claims
+        ),
+        scenario!(
+            "an image that cannot be pulled reaches the Corpus; the Secret made, it ingests",
+            nodes::unpullable_image
+        ),
+        scenario!(
+            "a pod no node admits is PodUnschedulable; untainted, it runs there",
+            nodes::unschedulable_until_untainted
+        ),
+        scenario!(
+            "a kubelet killed mid-ingest comes back; the ingest finishes once",
+            nodes::kubelet_restart_mid_ingest
         ),
         scenario!(
             "pause holds a Corpus; re-ingest runs once unpaused",

@@ -296,6 +296,20 @@ pub async fn long_names(world: &World) -> Result<()> {
             "ingest pod {} is {qos:?}",
             pod.name_any()
         );
+        // The chart's `podResources`, as the suite installed it.
+        let cpu = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("cpu"))
+            .map(|q| q.0.clone());
+        ensure!(
+            cpu.as_deref() == Some("100m"),
+            "ingest pod {} requests {cpu:?} CPU, not the chart's podResources.ingest",
+            pod.name_any()
+        );
     }
 
     let mut route = quickstart("RetrievalRoute")?.remove(0);

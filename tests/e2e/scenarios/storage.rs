@@ -9,13 +9,14 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, PodTemplateSpec};
-use kube::Api;
+use k8s_openapi::api::core::v1::{Namespace, Pod, PodTemplateSpec};
 use kube::api::{DeleteParams, ListParams};
+use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use super::corpus::{QUERY, put, quickstart, ready_corpus, stage};
 use crate::World;
+use crate::nodes::{TAINT_KEY, TAINT_VALUE};
 use crate::support::{self, wait_for};
 
 const NS: &str = "e2e-storage";
@@ -28,10 +29,19 @@ fn claim(name: &str, mode: &str) -> Value {
     })
 }
 
+/// Lets pods onto the dedicated node too, so that the scheduler has two
+/// nodes to choose from and only the claim's affinity keeps them together.
+fn tolerate_both_nodes() -> Value {
+    json!({"tolerations": [{
+        "key": TAINT_KEY, "operator": "Equal", "value": TAINT_VALUE, "effect": "NoSchedule"
+    }]})
+}
+
 fn corpus_on(name: &str, claim: &str) -> Result<Value> {
     let mut corpus = quickstart("Corpus")?.remove(0);
     corpus["metadata"]["name"] = json!(name);
     corpus["spec"]["storage"]["claimName"] = json!(claim);
+    corpus["spec"]["ingest"]["template"] = tolerate_both_nodes();
     Ok(corpus)
 }
 
@@ -95,7 +105,9 @@ pub async fn single_node_claims(world: &World) -> Result<()> {
     let mut route = quickstart("RetrievalRoute")?.remove(0);
     route["metadata"]["name"] = json!("one-node");
     route["spec"]["corpusRef"]["name"] = json!("one-node");
-    route["spec"]["serving"]["replicas"] = json!(1);
+    // Two replicas, which the scheduler spreads over nodes unless held.
+    route["spec"]["serving"]["replicas"] = json!(2);
+    route["spec"]["serving"]["template"] = tolerate_both_nodes();
     put(world, NS, &route).await?;
     let service = trellis::operator::deployment::workload_name("one-node");
     let endpoints = wait_for("the route to serve", Duration::from_secs(240), || async {
@@ -118,6 +130,27 @@ pub async fn single_node_claims(world: &World) -> Result<()> {
         answer["index_version"] == version.as_str(),
         "answered from {}",
         answer["index_version"]
+    );
+    // Where the real scheduler put them: every pod of the claim, the
+    // ingest's and the route's, on one node, though both were open to it.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let placed: Vec<(String, String)> = pods
+        .list(&ListParams::default().labels("trellis.dev/data-claim=data-rwo"))
+        .await?
+        .items
+        .iter()
+        .filter_map(|p| {
+            let node = p.spec.as_ref()?.node_name.clone()?;
+            Some((p.name_any(), node))
+        })
+        .collect();
+    ensure!(
+        placed.len() >= 2,
+        "expected the two retrieval pods at least, found {placed:?}"
+    );
+    ensure!(
+        placed.iter().all(|(_, node)| *node == placed[0].1),
+        "the claim's pods ran on more than one node: {placed:?}"
     );
 
     put(world, NS, &corpus_on("one-pod", "data-rwop")?).await?;

@@ -21,7 +21,8 @@ use serde_json::{Value, json};
 
 use super::corpus::{QUERY, put, ready_corpus, stage};
 use crate::World;
-use crate::node::sandbox::GATEWAY;
+use crate::cluster::GATEWAY;
+use crate::nodes::{DEDICATED_NODE, POOL_LABEL, TAINT_KEY, TAINT_VALUE};
 use crate::support::{self, wait_for};
 
 const NS: &str = "e2e-template";
@@ -94,7 +95,9 @@ fn template() -> Value {
             "labels": {"team": "search"},
             "annotations": {"example.com/cost-center": "42"}
         },
-        "nodeSelector": {"kubernetes.io/os": "linux"},
+        // The dedicated node: its label selects it, its taint lets only
+        // pods with the toleration below on.
+        "nodeSelector": {POOL_LABEL: TAINT_VALUE},
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "rag", "effect": "NoSchedule"}],
         "priorityClassName": PRIORITY_CLASS,
         "imagePullSecrets": [{"name": "team-registry"}],
@@ -147,8 +150,14 @@ async fn templated(pods: &Api<Pod>, selector: &str, priority: i32) -> Result<usi
             spec.tolerations
                 .iter()
                 .flatten()
-                .any(|t| t.key.as_deref() == Some("dedicated")),
+                .any(|t| t.key.as_deref() == Some(TAINT_KEY)),
             "{name} lacks the template's toleration"
+        );
+        // The scheduler placed it by the selector and the toleration.
+        ensure!(
+            spec.node_name.as_deref() == Some(DEDICATED_NODE),
+            "{name} ran on {:?}, not the dedicated node {DEDICATED_NODE}",
+            spec.node_name
         );
         let container = spec.containers.first().context("no container")?;
         ensure!(

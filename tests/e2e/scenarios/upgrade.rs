@@ -10,10 +10,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use trellis::index::READABLE_FORMATS;
 
-use super::chart::{helm_release, operator_runs};
+use super::chart::{Build, helm_release, operator_runs};
 use super::corpus::{QUERY, Traffic, put, quickstart, ready_corpus, stage};
+use crate::World;
 use crate::support::{self, wait_for};
-use crate::{IMAGE_REPOSITORY, IMAGE_TAG, PREVIOUS_TAG, World};
 
 const NS: &str = "e2e-upgrade";
 const CORPUS: &str = "quickstart";
@@ -23,8 +23,8 @@ const SERVICE: &str = "quickstart-retrieval";
 /// operator replicas, one leading.
 pub async fn install_previous(world: &World) -> Result<()> {
     let chart = world.previous_chart.display().to_string();
-    helm_release(world, "install", &chart, PREVIOUS_TAG).await?;
-    operator_runs(world, PREVIOUS_TAG).await
+    helm_release(world, "install", &chart, Build::Previous).await?;
+    operator_runs(world, Build::Previous).await
 }
 
 /// The previous release ingests the quickstart and serves it on two pods.
@@ -63,9 +63,9 @@ pub async fn upgrade(world: &World) -> Result<()> {
     let traffic = Traffic::start(world, NS, SERVICE, 2);
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    helm_release(world, "upgrade", "charts/trellis", IMAGE_TAG).await?;
-    operator_runs(world, IMAGE_TAG).await?;
-    let image = format!("{IMAGE_REPOSITORY}:{IMAGE_TAG}");
+    helm_release(world, "upgrade", "charts/trellis", Build::Current).await?;
+    operator_runs(world, Build::Current).await?;
+    let image = Build::Current.image(world);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
     let rolled_early = wait_for(
         "the route's pods to roll to the new image",
