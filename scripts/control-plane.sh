@@ -19,9 +19,10 @@
 #
 # Options of `up`:
 #   --dir DIR          state directory (default target/control-plane)
-#   --pod-gateway IP   an address pods reach the API server on (the node
-#                      harness's bridge): the API server also listens and
-#                      is advertised there, and its certificate names it
+#   --pod-gateway IP   an address of the caller's network namespace that
+#                      pods reach the API server on: the API server also
+#                      listens and is advertised there, its certificate
+#                      names it, and the nodes use it as their InternalIP
 #   --node NAME        start a node (repeatable): containerd and a kubelet
 #                      with its own root, ports, cgroup root and pod subnet
 #                      (10.244.N.0/24 for the Nth); needs root and
