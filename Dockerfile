@@ -31,8 +31,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin trellis \
  && mkdir -p /var/lib/trellis && chown 10001:10001 /var/lib/trellis
-COPY --from=build /src/target/release/trellis /usr/local/bin/trellis
+# The model before the binary: it changes far less often, so a new
+# release adds one small layer on top of ones that nodes already hold.
 COPY --from=model /models /opt/trellis/models
+COPY --from=build /src/target/release/trellis /usr/local/bin/trellis
 ENV TRELLIS_MODEL_DIR=/opt/trellis/models \
     TRELLIS_DATA_DIR=/var/lib/trellis
 USER 10001:10001

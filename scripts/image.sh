@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the image the Dockerfile describes, without a container daemon or
 # registry, as an OCI image layout, and prints what it weighs, layer by
-# layer: the base system, the stripped `trellis` binary, the model.
+# layer: the base system, the model, the stripped `trellis` binary.
 #
 #   sudo scripts/image.sh [--binary PATH] [--model DIR] [OUT_DIR]   # default: target/image
 #
@@ -93,32 +93,53 @@ if [[ ! -f "$base_tar" ]]; then
 elif ((base_only)); then
   rm -rf "$out"
   exit 0
-else
-  mkdir -p "$base"
-  tar -C "$base" -xf "$base_tar"
 fi
 exec 8>&-
 
-# One layer per step, as the Dockerfile's instructions make them.
-layout="$out/oci"
-umoci init --layout "$layout"
-umoci new --image "$layout:trellis"
-bundle="$out/bundle"
-add_layer() { # add_layer <what> <copy command…>
-  local what="$1"
-  shift
-  umoci unpack --image "$layout:trellis" "$bundle" >>"$out/umoci.log"
-  "$@"
-  umoci repack --image "$layout:trellis" --history.created_by "$what" "$bundle" \
-    >>"$out/umoci.log"
-  rm -rf "$bundle"
+# One layer per step, as the Dockerfile's instructions make them, each
+# packed from a tarball of just what the step adds. The base and model
+# layers are the same for every image built on this machine with that
+# model: they are packed once and kept in the tools cache as an OCI layout
+# whose blobs each image starts from, so that an image costs the packing
+# of its binary alone (the end-to-end suite builds two a run).
+pack() { # pack <tree> <tarball>: a layer's files, owned by root
+  tar --numeric-owner --owner=0 --group=0 --sort=name -C "$1" -cf "$2" .
 }
-add_layer "base: debian bookworm minbase + ca-certificates, slimmed" \
-  cp -a "$base/." "$bundle/rootfs/"
-add_layer "COPY trellis /usr/local/bin/trellis" \
-  install -D -m 0755 "$out/trellis" "$bundle/rootfs/usr/local/bin/trellis"
-add_layer "COPY model /opt/trellis/models" \
-  bash -c "mkdir -p '$bundle/rootfs/opt/trellis/models' && cp -a '$model' '$bundle/rootfs/opt/trellis/models/'"
+model_key="$(cd "$model" && find . -type f -print0 | sort -z | xargs -0 sha256sum \
+  | { cat; basename "$model"; } | sha256sum | cut -c1-12)"
+# Bump when the layers' recipe below changes.
+LAYERS_REVISION=1
+layers="$tools/image-layers-bookworm-$BASE_REVISION-$model_key-$LAYERS_REVISION"
+exec 8>"$layers.lock"
+flock 8
+if [[ ! -f "$layers/index.json" ]]; then
+  echo "image: packing the base and model layers into $layers" >&2
+  rm -rf "$layers.tmp"
+  umoci init --layout "$layers.tmp"
+  umoci new --image "$layers.tmp:trellis"
+  umoci raw add-layer --image "$layers.tmp:trellis" \
+    --history.created_by "base: debian bookworm minbase + ca-certificates, slimmed" "$base_tar"
+  mkdir -p "$out/model-layer/opt/trellis/models"
+  cp -a "$model" "$out/model-layer/opt/trellis/models/"
+  pack "$out/model-layer" "$out/model-layer.tar"
+  umoci raw add-layer --image "$layers.tmp:trellis" \
+    --history.created_by "COPY model /opt/trellis/models" "$out/model-layer.tar"
+  rm -rf "$out/model-layer" "$out/model-layer.tar"
+  rm -rf "$layers" && mv "$layers.tmp" "$layers"
+fi
+exec 8>&-
+
+layout="$out/oci"
+# Blobs are named by their digest and never written in place, so the
+# image shares the cached ones (hard links where the file system allows).
+mkdir -p "$layout/blobs"
+cp -al "$layers/blobs/." "$layout/blobs/" 2>/dev/null || cp -a "$layers/blobs/." "$layout/blobs/"
+cp "$layers/index.json" "$layers/oci-layout" "$layout/"
+install -D -m 0755 "$out/trellis" "$out/binary-layer/usr/local/bin/trellis"
+pack "$out/binary-layer" "$out/binary-layer.tar"
+umoci raw add-layer --image "$layout:trellis" \
+  --history.created_by "COPY trellis /usr/local/bin/trellis" "$out/binary-layer.tar"
+rm -rf "$out/binary-layer" "$out/binary-layer.tar"
 umoci config --image "$layout:trellis" \
   --config.user 10001:10001 \
   --config.env TRELLIS_MODEL_DIR=/opt/trellis/models \
@@ -130,10 +151,14 @@ umoci gc --layout "$layout"
 
 # The binary runs on the base as the image's user (its libc is the
 # base's, not this machine's).
-umoci unpack --image "$layout:trellis" "$bundle" >>"$out/umoci.log"
-chroot --userspec=10001:10001 "$bundle/rootfs" /usr/local/bin/trellis --version >&2 \
+if [[ ! -d "$base" ]]; then
+  mkdir -p "$base"
+  tar -C "$base" -xf "$base_tar"
+fi
+install -D -m 0755 "$out/trellis" "$base/usr/local/bin/trellis"
+chroot --userspec=10001:10001 "$base" /usr/local/bin/trellis --version >&2 \
   || die "the binary does not run on the image's base system"
-rm -rf "$bundle"
+rm "$base/usr/local/bin/trellis"
 
 # Each layer's size as pulled (gzip) and as unpacked.
 python3 - "$layout" "$base" "$out/trellis" "$model" <<'PY'
@@ -147,8 +172,8 @@ def tree_bytes(path):
 index = json.load(open(os.path.join(layout, "index.json")))
 blob = lambda digest: os.path.join(layout, "blobs", *digest.split(":"))
 manifest = json.load(open(blob(index["manifests"][0]["digest"])))
-names = ["base system", "trellis (stripped)", "model"]
-unpacked = [tree_bytes(base), tree_bytes(binary), tree_bytes(model)]
+names = ["base system", "model", "trellis (stripped)"]
+unpacked = [tree_bytes(base), tree_bytes(model), tree_bytes(binary)]
 mb = lambda n: f"{n / 1e6:7.1f} MB"
 total_pulled = 0
 print(f"{'layer':<20} {'pulled (gzip)':>14} {'unpacked':>12}")

