@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::ResourceRequirements;
 use trellis::operator::controller::{self, Context as ReconcileContext};
 use trellis::operator::lease::{self, LeaseLock};
 use trellis::operator::telemetry::{self, Metrics};
-use trellis::operator::{Settings, default_resources, report};
+use trellis::operator::{Settings, report};
 use trellis::spec::IndexVersionStatus;
 
 #[derive(clap::Args)]
@@ -68,6 +68,7 @@ impl OperatorArgs {
     /// What the reconcilers make pods with; empty pull secret names are
     /// dropped.
     fn settings(&self) -> Settings {
+        let defaults = Settings::default();
         Settings {
             image: self.image.clone(),
             image_pull_policy: self.image_pull_policy.clone(),
@@ -81,11 +82,11 @@ impl OperatorArgs {
             ingest_resources: self
                 .ingest_resources
                 .clone()
-                .unwrap_or_else(|| default_resources("ingest")),
+                .unwrap_or(defaults.ingest_resources),
             retrieval_resources: self
                 .retrieval_resources
                 .clone()
-                .unwrap_or_else(|| default_resources("retrieval")),
+                .unwrap_or(defaults.retrieval_resources),
         }
     }
 

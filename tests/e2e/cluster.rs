@@ -57,8 +57,9 @@ pub struct Registry {
     pub host: String,
     pub user: String,
     pub password: String,
-    /// The cluster CA, which the registry's certificate chains to.
-    pub ca: PathBuf,
+    /// A directory holding the cluster CA, which the registry's
+    /// certificate chains to, as `ca.crt` (skopeo's `--dest-cert-dir`).
+    pub cert_dir: PathBuf,
 }
 
 impl Cluster {
@@ -69,20 +70,15 @@ impl Cluster {
         ip(&["link", "add", "trellis0", "type", "bridge"]).await?;
         ip(&["addr", "add", &address, "dev", "trellis0"]).await?;
         ip(&["link", "set", "trellis0", "up"]).await?;
-        let output = tokio::process::Command::new(repo().join("scripts/control-plane.sh"))
-            .args(["up", "--dir"])
-            .arg(dir)
-            .args(["--pod-gateway", &GATEWAY.to_string(), "--registry"])
-            .args(nodes::node_arguments())
-            .output()
-            .await
-            .context("running scripts/control-plane.sh up")?;
-        if !output.status.success() {
-            bail!(
-                "scripts/control-plane.sh up failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
+        let output = run(
+            tokio::process::Command::new(repo().join("scripts/control-plane.sh"))
+                .args(["up", "--dir"])
+                .arg(dir)
+                .args(["--pod-gateway", &GATEWAY.to_string(), "--registry"])
+                .args(nodes::node_arguments()),
+            "scripts/control-plane.sh up",
+        )
+        .await?;
         eprint!("{}", String::from_utf8_lossy(&output.stderr));
         let text = std::fs::read_to_string(dir.join("cluster.env"))?;
         let env: BTreeMap<String, String> = text
@@ -95,11 +91,14 @@ impl Cluster {
                 .cloned()
                 .with_context(|| format!("cluster.env has no {key}"))
         };
+        let cert_dir = dir.join("registry-certs");
+        std::fs::create_dir_all(&cert_dir)?;
+        std::fs::copy(dir.join("pki/ca.crt"), cert_dir.join("ca.crt"))?;
         let registry = Registry {
             host: get("TRELLIS_CP_REGISTRY")?,
             user: get("TRELLIS_CP_REGISTRY_USER")?,
             password: get("TRELLIS_CP_REGISTRY_PASSWORD")?,
-            ca: dir.join("pki/ca.crt"),
+            cert_dir,
         };
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -151,17 +150,27 @@ pub async fn client(path: &Path) -> Result<Client> {
 }
 
 async fn ip(args: &[&str]) -> Result<()> {
-    let output = tokio::process::Command::new("ip")
-        .args(args)
+    run(
+        tokio::process::Command::new("ip").args(args),
+        &format!("ip {}", args.join(" ")),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Runs a program the suite needs (`what` names it in errors); fails with
+/// its standard error when it does not succeed.
+pub async fn run(command: &mut tokio::process::Command, what: &str) -> Result<Output> {
+    let output = command
         .output()
         .await
-        .context("running ip")?;
+        .with_context(|| format!("running {what}"))?;
     if !output.status.success() {
         bail!(
-            "ip {}: {}",
-            args.join(" "),
+            "{what} failed ({}):\n{}",
+            output.status,
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }
-    Ok(())
+    Ok(output)
 }

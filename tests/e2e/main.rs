@@ -228,49 +228,35 @@ async fn set_up(root: &Path) -> Result<World> {
 
 /// `scripts/image.sh` around `binary`: the OCI layout's directory.
 async fn build_image(binary: &Path, models: &Path, out: &Path) -> Result<PathBuf> {
-    let output = tokio::process::Command::new(cluster::repo().join("scripts/image.sh"))
-        .arg("--binary")
-        .arg(binary)
-        .arg("--model")
-        .arg(models.join("all-MiniLM-L6-v2"))
-        .arg(out)
-        .output()
-        .await
-        .context("running scripts/image.sh")?;
-    if !output.status.success() {
-        anyhow::bail!(
-            "scripts/image.sh --binary {} failed:\n{}",
-            binary.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    cluster::run(
+        tokio::process::Command::new(cluster::repo().join("scripts/image.sh"))
+            .arg("--binary")
+            .arg(binary)
+            .arg("--model")
+            .arg(models.join("all-MiniLM-L6-v2"))
+            .arg(out),
+        &format!("scripts/image.sh --binary {}", binary.display()),
+    )
+    .await?;
     Ok(out.join("oci"))
 }
 
 /// Pushes an OCI layout to the registry with skopeo; the digest.
 async fn push(layout: &Path, registry: &Registry, reference: &str) -> Result<String> {
-    let certs = layout.with_file_name("certs");
-    std::fs::create_dir_all(&certs)?;
-    std::fs::copy(&registry.ca, certs.join("ca.crt"))?;
     let digest_file = layout.with_file_name("digest");
-    let output = tokio::process::Command::new("skopeo")
-        .args(["copy", "--quiet", "--dest-cert-dir"])
-        .arg(&certs)
-        .arg("--dest-creds")
-        .arg(format!("{}:{}", registry.user, registry.password))
-        .arg("--digestfile")
-        .arg(&digest_file)
-        .arg(format!("oci:{}:trellis", layout.display()))
-        .arg(format!("docker://{reference}"))
-        .output()
-        .await
-        .context("running skopeo (apt-get install skopeo)")?;
-    if !output.status.success() {
-        anyhow::bail!(
-            "pushing {reference}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    cluster::run(
+        tokio::process::Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-cert-dir"])
+            .arg(&registry.cert_dir)
+            .arg("--dest-creds")
+            .arg(format!("{}:{}", registry.user, registry.password))
+            .arg("--digestfile")
+            .arg(&digest_file)
+            .arg(format!("oci:{}:trellis", layout.display()))
+            .arg(format!("docker://{reference}")),
+        &format!("skopeo copy to {reference}"),
+    )
+    .await?;
     let digest = std::fs::read_to_string(&digest_file)?.trim().to_string();
     anyhow::ensure!(
         digest.starts_with("sha256:"),

@@ -243,6 +243,26 @@ pub struct Traffic {
     tasks: Vec<tokio::task::JoinHandle<Tally>>,
 }
 
+/// Changes the quickstart profile in `ns` (its semantic-link threshold),
+/// which re-ingests the Corpus; the new version, once it is active.
+pub async fn change_profile(world: &World, ns: &str, old: &str) -> Result<String> {
+    let mut profile = quickstart("IndexProfile")?.remove(0);
+    profile["spec"]["semanticLinks"]["threshold"] = serde_json::json!(0.85);
+    support::apply_all(&world.cluster.admin, ns, &serde_yaml::to_string(&profile)?).await?;
+    let corpus = ready_corpus(world, ns, CORPUS, Some(old), Duration::from_secs(300)).await?;
+    Ok(corpus["status"]["activeIndex"]["version"]
+        .as_str()
+        .context("the re-ingested Corpus has no active version")?
+        .to_string())
+}
+
+/// Whether a route serves `version` and has finished rolling to it.
+pub fn rolled_to(route: &Value, version: &str) -> bool {
+    route["status"]["servedVersion"] == version
+        && support::condition(route, "Progressing")
+            .is_some_and(|(s, r)| s == "False" && r == "RolloutComplete")
+}
+
 /// What a [`Traffic`] saw.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -250,6 +270,26 @@ pub struct Tally {
     pub failures: Vec<String>,
     /// Index versions in the order answers came from them.
     pub versions: Vec<String>,
+}
+
+impl Tally {
+    /// Logs what the clients saw `during` something (the e2e log's
+    /// figures), and fails on any failed request.
+    pub fn none_failed(&self, during: &str) -> Result<()> {
+        eprintln!(
+            "e2e:   {} retrievals during {during}, {} failed; versions answered: {:?}",
+            self.ok + self.failures.len(),
+            self.failures.len(),
+            self.versions
+        );
+        ensure!(
+            self.failures.is_empty(),
+            "{} failed requests during {during}, first: {}",
+            self.failures.len(),
+            self.failures[0]
+        );
+        Ok(())
+    }
 }
 
 impl Traffic {
@@ -343,38 +383,17 @@ pub async fn roll(world: &World) -> Result<()> {
     let traffic = Traffic::start(world, NS, SERVICE, 2);
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    let mut profile = quickstart("IndexProfile")?.remove(0);
-    profile["spec"]["semanticLinks"]["threshold"] = serde_json::json!(0.85);
-    support::apply_all(client, NS, &serde_yaml::to_string(&profile)?).await?;
-    let corpus = ready_corpus(world, NS, CORPUS, Some(&old), Duration::from_secs(300)).await?;
-    let new = corpus["status"]["activeIndex"]["version"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let new = change_profile(world, NS, &old).await?;
     wait_for("the route to roll", Duration::from_secs(300), || async {
         let route = support::trellis_object(client, NS, "retrievalroutes", CORPUS).await?;
-        let done = route["status"]["servedVersion"] == new.as_str()
-            && support::condition(&route, "Progressing")
-                .is_some_and(|(s, r)| s == "False" && r == "RolloutComplete");
-        Ok(done.then_some(()))
+        Ok(rolled_to(&route, &new).then_some(()))
     })
     .await?;
     // The old pods are gone from the endpoints once the rollout is
     // complete; a little more traffic shows only the new version answers.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let tally = traffic.finish().await;
-    eprintln!(
-        "e2e:   {} retrievals during the roll, {} failed; versions answered: {:?}",
-        tally.ok + tally.failures.len(),
-        tally.failures.len(),
-        tally.versions
-    );
-    ensure!(
-        tally.failures.is_empty(),
-        "{} failed requests during the roll, first: {}",
-        tally.failures.len(),
-        tally.failures[0]
-    );
+    tally.none_failed("the roll")?;
     ensure!(tally.ok >= 20, "only {} retrievals answered", tally.ok);
     ensure!(
         tally.versions.first() == Some(&old) && tally.versions.last() == Some(&new),

@@ -119,6 +119,10 @@ pub fn all() -> Vec<Scenario> {
             nodes::kubelet_restart_mid_ingest
         ),
         scenario!(
+            "a node drained mid-rollout: the route rolls onto the other, no failed request",
+            nodes::drain_mid_rollout
+        ),
+        scenario!(
             "pause holds a Corpus; re-ingest runs once unpaused",
             lifecycle::pause_and_reingest
         ),

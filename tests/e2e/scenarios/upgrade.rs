@@ -109,18 +109,7 @@ pub async fn upgrade(world: &World) -> Result<()> {
         .context("the route never held its pods for the re-ingest")?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let tally = traffic.finish().await;
-    eprintln!(
-        "e2e:   {} retrievals during the upgrade, {} failed; versions answered: {:?}",
-        tally.ok + tally.failures.len(),
-        tally.failures.len(),
-        tally.versions
-    );
-    ensure!(
-        tally.failures.is_empty(),
-        "{} failed requests during the upgrade, first: {}",
-        tally.failures.len(),
-        tally.failures[0]
-    );
+    tally.none_failed("the upgrade")?;
     ensure!(tally.ok >= 20, "only {} retrievals answered", tally.ok);
     let after = ready_corpus(world, NS, CORPUS, None, Duration::from_secs(120)).await?;
     let route = support::trellis_object(client, NS, "retrievalroutes", CORPUS).await?;
