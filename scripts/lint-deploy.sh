@@ -7,11 +7,15 @@
 # go into a cached virtualenv. Then checks the chart's alerts and dashboard
 # for real (scripts/check_monitoring.py): rendered by helm (the one
 # scripts/control-plane.sh builds; $HELM overrides it), checked and
-# unit-tested by promtool (built by scripts/promtool.sh). Fails on any lint
-# error or warning and on any failed check.
+# unit-tested by promtool. Then lints the release workflow
+# (.github/workflows/release.yml) with actionlint, shellcheck over its
+# scripts (Debian's package), and checks that the chart's appVersion is
+# the crate's version. promtool and actionlint are built by
+# scripts/go-tool.sh. Fails on any lint error or warning and on any
+# failed check.
 #
 #   scripts/lint-deploy.sh [CHART_DIR]
-#   scripts/lint-deploy.sh --install   # install the linters and build promtool only
+#   scripts/lint-deploy.sh --install   # install the linters, build promtool and actionlint only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,8 +35,17 @@ if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c "import helm_sdkpy, 
   # The wheel declares a newer Python than it needs.
   "$VENV/bin/pip" install --quiet --ignore-requires-python "helm_sdkpy==$HELM_SDKPY_VERSION" "pyyaml==6.0.2" "lupa==$LUPA_VERSION"
 fi
+if ! command -v shellcheck >/dev/null; then
+  echo "installing shellcheck (apt)" >&2
+  # The same lock as the other scripts' installs: apt allows one at a time.
+  flock /var/lib/dpkg/trellis-apt.lock apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive flock /var/lib/dpkg/trellis-apt.lock \
+    apt-get install -y -qq --no-install-recommends shellcheck >/dev/null \
+    || { echo "lint-deploy: apt-get install shellcheck failed" >&2; exit 1; }
+fi
 if ((INSTALL_ONLY)); then
-  scripts/promtool.sh >/dev/null
+  scripts/go-tool.sh promtool >/dev/null
+  scripts/go-tool.sh actionlint >/dev/null
   exit 0
 fi
 
@@ -42,5 +55,11 @@ fi
 # Both tools build once per machine from the Go module proxy and are cached
 # (the test command has built helm for the e2e suite by now).
 HELM="${HELM:-$(scripts/control-plane.sh build)/helm}"
-PROMTOOL="$(scripts/promtool.sh)"
+PROMTOOL="$(scripts/go-tool.sh promtool)"
 "$VENV/bin/python" scripts/check_monitoring.py "$CHART" "$HELM" "$PROMTOOL"
+
+# The release workflow cannot run here (no GitHub runner, no registry);
+# actionlint checks its syntax, expressions, action inputs and, through
+# shellcheck, its scripts.
+"$(scripts/go-tool.sh actionlint)" -no-color .github/workflows/*.yml
+echo "actionlint: $(ls .github/workflows/*.yml | wc -l) workflow(s) ok"

@@ -80,11 +80,29 @@ def problems(result):
     return found
 
 
+def version_problems(chart):
+    """The chart's appVersion must be the crate's version: the release
+    workflow tags the image, the chart and its appVersion with one version,
+    and refuses a tag where the two differ."""
+    import tomllib
+
+    import yaml
+
+    manifest = Path(__file__).resolve().parent.parent / "Cargo.toml"
+    crate = tomllib.loads(manifest.read_text())["package"]["version"]
+    app = str(yaml.safe_load((chart / "Chart.yaml").read_text()).get("appVersion"))
+    if app != crate:
+        return [f"error: Chart.yaml's appVersion is {app}, the crate's version ({manifest}) is {crate}"]
+    return []
+
+
 def main():
     chart = Path(sys.argv[1] if len(sys.argv) > 1 else "charts/trellis")
     import yaml
 
-    failed = False
+    found = version_problems(chart)
+    print(f"{chart} [appVersion]: {'ok' if not found else found[0]}")
+    failed = bool(found)
     for name, overlay in OVERLAYS.items():
         with tempfile.TemporaryDirectory() as tmp:
             copy = Path(tmp) / chart.name

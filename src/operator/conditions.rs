@@ -2,7 +2,31 @@
 //! `lastTransitionTime` moves only when its status does; and the Events
 //! that announce their transitions.
 
-use crate::spec::Condition;
+use crate::spec::{Condition, CorpusStatus, RetrievalRouteStatus};
+
+/// A status that holds conditions.
+pub trait WithConditions {
+    fn conditions(&self) -> &[Condition];
+    fn conditions_mut(&mut self) -> &mut Vec<Condition>;
+}
+
+impl WithConditions for CorpusStatus {
+    fn conditions(&self) -> &[Condition] {
+        &self.conditions
+    }
+    fn conditions_mut(&mut self) -> &mut Vec<Condition> {
+        &mut self.conditions
+    }
+}
+
+impl WithConditions for RetrievalRouteStatus {
+    fn conditions(&self) -> &[Condition] {
+        &self.conditions
+    }
+    fn conditions_mut(&mut self) -> &mut Vec<Condition> {
+        &mut self.conditions
+    }
+}
 
 /// One condition to set.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +56,26 @@ impl<'a> Set<'a> {
             "trellis.dev/paused is \"true\": nothing is reconciled",
         )
     }
+}
+
+/// The reason of the conditions set when the API server refuses one of
+/// the operator's writes (an admission policy, a quota, a name rule).
+pub const APPLY_FAILED: &str = "ApplyFailed";
+
+/// Marks a write the API server refused: `Ready=False` and
+/// `Stalled=True`, reason [`APPLY_FAILED`], with `message` (which names
+/// the object and quotes the server); `Reconciling` goes, as nothing is
+/// under way until someone acts.
+pub fn refused(conditions: &mut Vec<Condition>, message: &str, generation: Option<i64>, now: &str) {
+    for (type_, status) in [("Ready", false), ("Stalled", true)] {
+        set(
+            conditions,
+            Set::new(type_, status, APPLY_FAILED, message),
+            generation,
+            now,
+        );
+    }
+    remove(conditions, "Reconciling");
 }
 
 /// Sets `change` among `conditions` at `generation`; `now` (RFC 3339)
@@ -264,6 +308,52 @@ mod tests {
         assert!(is_true(&conditions, "Ready"));
         remove(&mut conditions, "Ready");
         assert!(conditions.is_empty());
+    }
+
+    #[test]
+    fn a_refused_write_stalls_with_one_warning() {
+        let mut before = Vec::new();
+        set(
+            &mut before,
+            Set::new("Ready", false, "Deploying", "rolling"),
+            Some(2),
+            "t1",
+        );
+        set(
+            &mut before,
+            Set::new("Reconciling", true, "Deploying", "rolling"),
+            Some(2),
+            "t1",
+        );
+        let mut after = before.clone();
+        let message = "the API server refused Deployment docs-retrieval: denied by policy";
+        refused(&mut after, message, Some(2), "t2");
+        let ready = get(&after, "Ready").expect("Ready");
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", APPLY_FAILED)
+        );
+        assert_eq!(ready.message, message);
+        let stalled = get(&after, "Stalled").expect("Stalled");
+        assert_eq!(
+            (stalled.status.as_str(), stalled.reason.as_str()),
+            ("True", APPLY_FAILED)
+        );
+        assert!(get(&after, "Reconciling").is_none());
+        let mut notes = Vec::new();
+        transitions(&before, &after, &mut notes);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].warning && notes[0].reason == APPLY_FAILED,
+            "{notes:?}"
+        );
+        assert!(notes[0].message.contains("denied by policy"), "{notes:?}");
+        // Refused again, the same way: nothing new to announce.
+        let mut again = after.clone();
+        refused(&mut again, message, Some(2), "t3");
+        let mut notes = Vec::new();
+        transitions(&after, &again, &mut notes);
+        assert!(notes.is_empty(), "{notes:?}");
     }
 
     #[test]

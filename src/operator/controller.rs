@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::checked::{Checked, Unreadable};
-use super::conditions::Note;
+use super::conditions::{Note, WithConditions};
 use super::corpus;
 use super::ingest_job::{self, Desired};
 use super::telemetry::Metrics;
@@ -108,31 +108,97 @@ async fn apply<K: Namespaced>(client: &Client, ns: &str, object: &K) -> Result<K
     let mut body = serde_json::to_value(object).map_err(|e| Error::Render(e.to_string()))?;
     body["apiVersion"] = K::api_version(&()).into();
     body["kind"] = K::kind(&()).into();
-    Ok(api
-        .patch(&name, &apply_params(), &Patch::Apply(body))
-        .await?)
+    api.patch(&name, &apply_params(), &Patch::Apply(body))
+        .await
+        .map_err(|error| refusal(error, &K::kind(&()), &name))
+}
+
+/// [`Error::Refused`] for an API error that refuses the object for what
+/// it is: 400 (a field rule, an admission webhook's denial), 403 (a quota,
+/// an admission policy, a missing permission) and 422 (an invalid name or
+/// field). Anything else, a timeout or a conflict, stays a transient
+/// error that the retry alone may cure.
+fn refusal(error: kube::Error, kind: &str, name: &str) -> Error {
+    match error {
+        kube::Error::Api(response) if matches!(response.code, 400 | 403 | 422) => Error::Refused {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            message: response.message,
+        },
+        other => other.into(),
+    }
+}
+
+/// After a write the API server refused: the object's status as the plan
+/// left it, but `Ready=False` and `Stalled=True` with reason
+/// [`APPLY_FAILED`](conditions::APPLY_FAILED) and the server's message,
+/// and a Warning Event. The reconcile still fails, so the error policy
+/// retries with its backoff: the quota may be raised or the policy lifted,
+/// and the next reconcile that applies plans the status afresh.
+async fn report_refusal<K, S>(
+    ctx: &Context,
+    object: &K,
+    current: Option<&S>,
+    planned: &S,
+    error: &Error,
+) where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+    S: WithConditions + Clone + Serialize,
+{
+    let Error::Refused { .. } = error else {
+        return;
+    };
+    let mut status = planned.clone();
+    conditions::refused(
+        status.conditions_mut(),
+        &error.to_string(),
+        object.meta().generation,
+        &conditions::now(),
+    );
+    let before = current.map(|s| s.conditions()).unwrap_or_default();
+    let mut notes = Vec::new();
+    conditions::transitions(before, status.conditions(), &mut notes);
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
+    // The reconcile fails with the refusal either way; a status that
+    // cannot be written is logged beside it.
+    if let Err(e) = patch_status(&api, &object.name_any(), &status).await {
+        tracing::warn!(error = %e, "writing the status of a refused apply");
+    }
+    for note in &notes {
+        publish(ctx, object, note).await;
+    }
 }
 
 /// Applies `object`, or, when the plan has none, removes the one of
-/// this kind a route owns under its workload name (a budget left from two
-/// replicas, a NetworkPolicy the operator is no longer told to make).
-/// Removal is best effort: absent is the usual case.
+/// this kind that `route` owns under its workload name (a budget left from
+/// two replicas, a NetworkPolicy the operator is no longer told to make).
+/// One of that name that the route does not control (someone's own
+/// budget or policy) stays. Absent is the usual case.
 async fn apply_or_remove<K: Namespaced>(
     client: &Client,
     ns: &str,
-    route: &str,
+    route: &RetrievalRoute,
     object: Option<&K>,
 ) -> Result<(), Error> {
-    match object {
-        Some(object) => drop(apply(client, ns, object).await?),
-        None => {
-            let api: Api<K> = Api::namespaced(client.clone(), ns);
-            let _ = api
-                .delete(&deployment::workload_name(route), &DeleteParams::default())
-                .await;
+    let Some(object) = object else {
+        let api: Api<K> = Api::namespaced(client.clone(), ns);
+        let name = deployment::workload_name(&route.name_any());
+        let Some(existing) = api.get_opt(&name).await? else {
+            return Ok(());
+        };
+        if super::controlled_by(existing.meta(), route.meta()) {
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
         }
-    }
-    Ok(())
+        return Ok(());
+    };
+    apply(client, ns, object).await.map(drop)
 }
 
 /// Writes `status` through the status subresource, by server-side apply
@@ -312,14 +378,16 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
             Err(e) => return Err(e.into()),
         }
     }
-    for desired in &plan.apply {
-        match desired {
-            Desired::ServiceAccount(o) => drop(apply::<ServiceAccount>(client, &ns, o).await?),
-            Desired::Role(o) => drop(apply::<Role>(client, &ns, o).await?),
-            Desired::RoleBinding(o) => drop(apply::<RoleBinding>(client, &ns, o).await?),
-            Desired::ConfigMap(o) => drop(apply::<ConfigMap>(client, &ns, o).await?),
-            Desired::Job(o) => drop(apply::<Job>(client, &ns, o).await?),
-        }
+    if let Err(error) = apply_ingest(client, &ns, &plan.apply).await {
+        report_refusal(
+            &ctx,
+            corpus.as_ref(),
+            corpus.status.as_ref(),
+            &plan.status,
+            &error,
+        )
+        .await;
+        return Err(error);
     }
     if plan.prune_inputs {
         // Other inputs' manifests, and those of this inputs' attempts with
@@ -365,6 +433,20 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         // Jobs and the report wake the Corpus; this is a safety net.
         None => Action::requeue(Duration::from_secs(600)),
     })
+}
+
+/// Applies what an ingest needs, in the plan's order.
+async fn apply_ingest(client: &Client, ns: &str, objects: &[Desired]) -> Result<(), Error> {
+    for desired in objects {
+        match desired {
+            Desired::ServiceAccount(o) => drop(apply::<ServiceAccount>(client, ns, o).await?),
+            Desired::Role(o) => drop(apply::<Role>(client, ns, o).await?),
+            Desired::RoleBinding(o) => drop(apply::<RoleBinding>(client, ns, o).await?),
+            Desired::ConfigMap(o) => drop(apply::<ConfigMap>(client, ns, o).await?),
+            Desired::Job(o) => drop(apply::<Job>(client, ns, o).await?),
+        }
+    }
+    Ok(())
 }
 
 /// What stops Job `job`'s pods, from the pods, the Job's Events and the
@@ -461,13 +543,18 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
                 .unwrap_or(None);
     }
     let plan = route::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
-    if let Some(objects) = &plan.objects {
-        // The configuration first: the new pods mount it.
-        apply::<ConfigMap>(client, &ns, &objects.config).await?;
-        apply::<Deployment>(client, &ns, &objects.deployment).await?;
-        apply::<Service>(client, &ns, &objects.service).await?;
-        apply_or_remove(client, &ns, &name, objects.budget.as_ref()).await?;
-        apply_or_remove(client, &ns, &name, objects.network_policy.as_ref()).await?;
+    if let Some(objects) = &plan.objects
+        && let Err(error) = apply_serving(client, &ns, &route, objects).await
+    {
+        report_refusal(
+            &ctx,
+            route.as_ref(),
+            route.status.as_ref(),
+            &plan.status,
+            &error,
+        )
+        .await;
+        return Err(error);
     }
     if let Some(hash) = &plan.prune_configs {
         let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
@@ -496,6 +583,21 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
         Some(_) => Duration::from_secs(60),
         None => Duration::from_secs(600),
     }))
+}
+
+/// Applies what serves a route.
+async fn apply_serving(
+    client: &Client,
+    ns: &str,
+    route: &RetrievalRoute,
+    objects: &deployment::Objects,
+) -> Result<(), Error> {
+    // The configuration first: the new pods mount it.
+    apply::<ConfigMap>(client, ns, &objects.config).await?;
+    apply::<Deployment>(client, ns, &objects.deployment).await?;
+    apply::<Service>(client, ns, &objects.service).await?;
+    apply_or_remove(client, ns, route, objects.budget.as_ref()).await?;
+    apply_or_remove(client, ns, route, objects.network_policy.as_ref()).await
 }
 
 /// The reason of the conditions set on an object that cannot be read.
@@ -599,20 +701,28 @@ where
     let same = |a: &Condition, b: &Condition| {
         (&a.type_, &a.status, &a.reason, &a.message) == (&b.type_, &b.status, &b.reason, &b.message)
     };
-    let changed =
-        after.len() != before.len() || after.iter().zip(&before).any(|(a, b)| !same(a, b));
+    let observed = unreadable
+        .raw
+        .pointer("/status/observedGeneration")
+        .and_then(|g| g.as_i64());
+    let changed = after.len() != before.len()
+        || after.iter().zip(&before).any(|(a, b)| !same(a, b))
+        || observed != generation;
     if changed {
-        // A merge patch of the conditions alone: the typed status cannot be
-        // read, and what else it says (the active version) must stay.
+        // A merge patch of the conditions and the generation they observe
+        // alone: the typed status cannot be read, and what else it says
+        // (the active version) must stay. Observed, the object reads as
+        // stalled to GitOps tools (Argo CD: Degraded), not as progressing.
         let api: Api<Checked<K>> = Api::namespaced(ctx.client.clone(), &ns);
         let params = PatchParams {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
+        let status = serde_json::json!({"conditions": after, "observedGeneration": generation});
         api.patch_status(
             &name,
             &params,
-            &Patch::Merge(serde_json::json!({"status": {"conditions": after}})),
+            &Patch::Merge(serde_json::json!({ "status": status })),
         )
         .await?;
         let mut notes = Vec::new();

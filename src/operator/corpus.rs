@@ -693,8 +693,9 @@ fn set_ready(plan: &mut Plan, generation: Option<i64>, now: &str) {
 /// The ingest of the pending inputs failed: `Ingesting` false with the
 /// reason, which `pendingIndex.error` keeps so that the ingest is not
 /// retried until the inputs change. With no version yet the Corpus is not
-/// `Ready`; with one, that version still serves, so it stays `Ready` and
-/// the failure shows as `Stalled` (see [`plan`]).
+/// `Ready` (phase `Failed`); with one, that version still serves, so it
+/// stays `Ready` and the failure shows as `Stalled` (phase `Degraded`, see
+/// [`plan`]).
 fn failed(
     mut plan: Plan,
     reason: &'static str,
@@ -724,7 +725,11 @@ fn failed(
     if let Some(pending) = plan.status.pending_index.as_mut() {
         pending.error = Some(message);
     }
-    plan.status.phase = Some("Failed".into());
+    let phase = match plan.status.active_index {
+        Some(_) => "Degraded",
+        None => "Failed",
+    };
+    plan.status.phase = Some(phase.into());
     plan
 }
 

@@ -44,7 +44,7 @@ pub mod trouble;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
 /// The field manager of every server-side apply the operator makes.
@@ -140,6 +140,16 @@ pub enum Error {
     },
     #[error("cannot render manifests: {0}")]
     Render(String),
+    /// The API server refused one of the operator's writes for what it
+    /// holds: an admission policy, a quota, a name or field rule, a
+    /// missing permission. It holds until someone changes one of those, so
+    /// the object's status says so (reason `ApplyFailed`).
+    #[error("the API server refused {kind} {name}: {message}")]
+    Refused {
+        kind: String,
+        name: String,
+        message: String,
+    },
 }
 
 impl Error {
@@ -149,6 +159,7 @@ impl Error {
             Error::Kube(_) => "kube",
             Error::MissingField { .. } => "missing_field",
             Error::Render(_) => "render",
+            Error::Refused { .. } => "refused",
         }
     }
 }
@@ -161,6 +172,18 @@ pub fn owner_reference<K: Resource<DynamicType = ()>>(owner: &K) -> Result<Owner
         kind: "owner",
         field: "metadata.uid",
     })
+}
+
+/// Whether `owner` is the controller of the object `meta` describes (an
+/// owner reference with its uid and `controller: true`).
+pub fn controlled_by(meta: &ObjectMeta, owner: &ObjectMeta) -> bool {
+    let Some(uid) = owner.uid.as_deref() else {
+        return false;
+    };
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == uid && o.controller == Some(true))
 }
 
 /// Labels every object of the operator carries.
@@ -179,7 +202,7 @@ pub fn common_labels(component: &str) -> BTreeMap<String, String> {
 }
 
 /// Whether `trellis.dev/paused: "true"` is set.
-pub fn is_paused(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+pub fn is_paused(meta: &ObjectMeta) -> bool {
     meta.annotations
         .as_ref()
         .and_then(|a| a.get(PAUSED_ANNOTATION))
@@ -192,9 +215,13 @@ const MAX_LABEL: usize = 63;
 
 /// A Kubernetes object name from `base` and a `suffix`, within the 63
 /// characters a name that also becomes a label value (Job names do) may
-/// have. A `base` too long for that is cut, never the suffix, and followed
-/// by a hash of all of it, so that two long names with a common start
-/// still name different objects.
+/// have, and a DNS-1035 label, as a Service's name and a pod's hostname
+/// must be: a resource's name may hold dots or start with a digit
+/// (`docs.v2`, `2024-reports`), which those refuse. A `base` too long or
+/// not such a label is cut or mended (dots to dashes, leading digits and
+/// dashes dropped), never the suffix, and followed by a hash of all of it,
+/// so that two names alike in what is kept (`docs.v2`, `docs-v2`) still
+/// name different objects.
 pub fn object_name(base: &str, suffix: &str) -> String {
     object_name_within(base, suffix, MAX_LABEL)
 }
@@ -206,14 +233,23 @@ pub const MAX_JOB_NAME: usize = MAX_LABEL - 4;
 
 /// [`object_name`] within `max` characters.
 pub fn object_name_within(base: &str, suffix: &str, max: usize) -> String {
-    if base.len() + 1 + suffix.len() <= max {
+    let label = base.starts_with(|c: char| c.is_ascii_lowercase()) && !base.contains('.');
+    if label && base.len() + 1 + suffix.len() <= max {
         return format!("{base}-{suffix}");
     }
     let hash = short_hash(&[base.as_bytes()]);
     let room = max.saturating_sub(suffix.len() + hash.len() + 2);
-    let head: String = base.chars().take(room).collect();
-    let head = head.trim_end_matches(['-', '.']);
-    format!("{head}-{hash}-{suffix}")
+    let mended: String = base
+        .trim_start_matches(|c: char| !c.is_ascii_lowercase())
+        .chars()
+        .map(|c| if c == '.' { '-' } else { c })
+        .take(room)
+        .collect();
+    match mended.trim_end_matches('-') {
+        // Nothing left that starts with a letter: the hash alone might not.
+        "" => format!("trellis-{hash}-{suffix}"),
+        head => format!("{head}-{hash}-{suffix}"),
+    }
 }
 
 /// `name` as a label value: itself when it fits in 63 characters (object
@@ -280,6 +316,35 @@ mod unit_tests {
     }
 
     #[test]
+    fn names_are_dns_1035_labels() {
+        let label = |name: &str| {
+            name.len() <= 63
+                && name.starts_with(|c: char| c.is_ascii_lowercase())
+                && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        };
+        let dotted = object_name("docs.v2", "retrieval");
+        assert!(label(&dotted), "{dotted}");
+        assert!(dotted.starts_with("docs-v2-"), "{dotted}");
+        // The name it would have collided with keeps its own.
+        assert_eq!(object_name("docs-v2", "retrieval"), "docs-v2-retrieval");
+        for base in [
+            "2024-reports",
+            "9",
+            "-.-",
+            "a.b.c.d",
+            &format!("1{}", "x.".repeat(40)),
+        ] {
+            let name = object_name(base, "retrieval");
+            assert!(label(&name), "{base} -> {name}");
+            let job = object_name_within(base, "ingest-0123abcd", MAX_JOB_NAME);
+            assert!(label(&format!("{job}-255")), "{base} -> {job}");
+        }
+    }
+
+    #[test]
     fn job_names_leave_room_for_the_completion_index() {
         let name = object_name_within(&"e".repeat(50), "ingest-0123abcd", MAX_JOB_NAME);
         assert!(format!("{name}-255").len() <= 63, "{name}");
@@ -296,6 +361,32 @@ mod unit_tests {
         // A name of exactly 63 characters is its own label.
         let exact = "d".repeat(63);
         assert_eq!(label_value(&exact), exact);
+    }
+
+    #[test]
+    fn control_is_an_owner_reference_with_the_owners_uid() {
+        let owner = ObjectMeta {
+            uid: Some("route-uid".into()),
+            ..Default::default()
+        };
+        let reference = |uid: &str, controller: Option<bool>| ObjectMeta {
+            owner_references: Some(vec![OwnerReference {
+                uid: uid.into(),
+                controller,
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        assert!(controlled_by(&reference("route-uid", Some(true)), &owner));
+        // Someone's own object of the same name, or one the route only
+        // co-owns, is not the route's to remove.
+        assert!(!controlled_by(&ObjectMeta::default(), &owner));
+        assert!(!controlled_by(&reference("other-uid", Some(true)), &owner));
+        assert!(!controlled_by(&reference("route-uid", None), &owner));
+        assert!(!controlled_by(
+            &reference("route-uid", Some(true)),
+            &ObjectMeta::default()
+        ));
     }
 
     #[test]

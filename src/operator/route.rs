@@ -211,7 +211,8 @@ fn unix_seconds(rfc3339: &str) -> Option<i64> {
 /// kstatus' `Ready` from `Progressing` and `Available`: ready while the
 /// pods serve and no rollout is under way or stuck; then `Reconciling`
 /// (a rollout, a wait for an index) and `Stalled` (a rollout past its
-/// deadline, an invalid spec, a missing or unreadable Corpus).
+/// deadline, an invalid spec, a missing or unreadable Corpus, a re-ingest
+/// it waits on that failed).
 fn summarize(status: &mut RetrievalRouteStatus, generation: Option<i64>, now: &str) {
     let progressing = conditions::get(&status.conditions, "Progressing").cloned();
     let available = conditions::get(&status.conditions, "Available").cloned();
@@ -248,6 +249,7 @@ const STALLED: &[&str] = &[
     "InvalidSpec",
     "CorpusNotFound",
     "CorpusInvalid",
+    "ReindexFailed",
 ];
 
 fn plan_serving(
@@ -408,16 +410,32 @@ fn plan_serving(
         // Rebuild first, roll after: the pods that run keep serving the
         // version with the release that built it, and nothing is applied
         // (a new template would roll them onto a binary that cannot open
-        // it) until the Corpus publishes a version this build reads.
+        // it) until the Corpus publishes a version this build reads. A
+        // re-ingest that failed will not publish one by itself: the wait
+        // is then stuck, not under way, until someone mends the Corpus.
+        let failed = corpus
+            .status
+            .as_ref()
+            .and_then(|s| s.pending_index.as_ref())
+            .and_then(|p| p.error.as_deref());
+        let (progressing, reason, message) = match failed {
+            Some(error) => (
+                false,
+                "ReindexFailed",
+                format!(
+                    "{message}; but the re-ingest of Corpus {} failed ({error}), so none will be \
+                     published until the Corpus is fixed",
+                    corpus.name_any()
+                ),
+            ),
+            None => (true, "AwaitingReindex", message),
+        };
         set(
             &mut plan,
-            Set::new("Progressing", true, "AwaitingReindex", message.clone()),
+            Set::new("Progressing", progressing, reason, message.clone()),
         );
         if observed.deployment.is_none() {
-            set(
-                &mut plan,
-                Set::new("Available", false, "AwaitingReindex", message),
-            );
+            set(&mut plan, Set::new("Available", false, reason, message));
         }
         return Ok(plan);
     }

@@ -403,6 +403,9 @@ fn a_failed_reingest_keeps_the_corpus_ready_on_its_version_and_stalled() {
         (stalled.status.as_str(), stalled.reason.as_str()),
         ("True", "IngestFailed")
     );
+    // Not `Failed` beside `Ready=True`: a version serves, the latest
+    // ingest failed.
+    assert_eq!(plan.status.phase.as_deref(), Some("Degraded"));
     assert_eq!(plan.status.active_index.unwrap().version, "v1");
 }
 
@@ -1316,6 +1319,41 @@ fn a_route_holds_its_pods_until_a_version_this_build_reads_is_published() {
         let available = conditions::get(&fresh.status.conditions, "Available").unwrap();
         assert_eq!(available.reason, "AwaitingReindex");
     }
+}
+
+#[test]
+fn a_route_waiting_on_a_reindex_that_failed_is_stalled_not_progressing() {
+    let r = route();
+    let serving = plan_over(&r, Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
+    let running = rolled(&serving.deployment, 2);
+    let mut corpus = active_corpus("v1");
+    let status = corpus.status.as_mut().unwrap();
+    if let Some(active) = status.active_index.as_mut() {
+        active.format = Some(crate::index::FORMAT_VERSION + 1);
+    }
+    status.pending_index = Some(crate::spec::IndexVersionStatus {
+        version: "v2".into(),
+        error: Some("source manuals: no such directory".into()),
+        ..Default::default()
+    });
+    let stuck = plan_over(&r, Some(corpus), Some(running));
+    assert!(stuck.objects.is_none(), "nothing is applied");
+    let progressing = conditions::get(&stuck.status.conditions, "Progressing").unwrap();
+    assert_eq!(
+        (progressing.status.as_str(), progressing.reason.as_str()),
+        ("False", "ReindexFailed")
+    );
+    assert!(
+        progressing.message.contains("no such directory"),
+        "{}",
+        progressing.message
+    );
+    let stalled = conditions::get(&stuck.status.conditions, "Stalled").unwrap();
+    assert_eq!(stalled.reason, "ReindexFailed");
+    // The pods it runs still serve the version they have.
+    assert_eq!(stuck.status.served_version.as_deref(), Some("v1"));
 }
 
 /// A template of every kind the issue names, as a user writes it.

@@ -138,7 +138,9 @@ pub struct StorageStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CorpusStatus {
-    /// `Pending`, `Ingesting`, `Ready` or `Failed`.
+    /// `Pending`, `Ingesting`, `Ready`, `Degraded` (a version serves; the
+    /// ingest of the current inputs failed) or `Failed` (the ingest failed
+    /// and no version serves).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     /// The version routes serve.

@@ -313,7 +313,7 @@ pub fn condition_message(object: &Value, kind: &str) -> String {
 }
 
 /// The API of one of Trellis' kinds, by its plural, in `ns`.
-fn trellis_api(client: &Client, ns: &str, plural: &str) -> Api<DynamicObject> {
+pub fn trellis_api(client: &Client, ns: &str, plural: &str) -> Api<DynamicObject> {
     let resource = kube::api::ApiResource {
         group: "trellis.dev".into(),
         version: "v1alpha1".into(),

@@ -16,7 +16,7 @@ use crate::cluster::repo;
 use crate::support::{self, wait_for};
 
 pub const NS: &str = "e2e-quickstart";
-const CORPUS: &str = "quickstart";
+pub const CORPUS: &str = "quickstart";
 const SERVICE: &str = "quickstart-retrieval";
 pub const QUERY: &str = "Which state's law governs the hosting agreement?";
 

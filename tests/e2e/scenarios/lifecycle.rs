@@ -102,7 +102,7 @@ pub async fn failed_reingest_keeps_serving(world: &World) -> Result<()> {
         || async {
             let corpus = support::trellis_object(client, NS, "corpora", CORPUS).await?;
             let error = corpus["status"]["pendingIndex"]["error"].is_string();
-            Ok((error && corpus["status"]["phase"] == "Failed").then_some(corpus))
+            Ok((error && corpus["status"]["phase"] == "Degraded").then_some(corpus))
         },
     )
     .await?;

@@ -8,6 +8,7 @@ mod health;
 mod leader;
 mod lifecycle;
 mod nodes;
+mod refused;
 mod robust;
 mod storage;
 mod template;
@@ -93,6 +94,14 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "a failed re-ingest keeps the Corpus Ready on the version it serves",
             lifecycle::failed_reingest_keeps_serving
+        ),
+        scenario!(
+            "a quota of no Jobs stalls the Corpus, ApplyFailed; lifted, it ingests",
+            refused::quota_refuses_the_ingest
+        ),
+        scenario!(
+            "an admission policy refuses route docs.v2's Deployment; lifted, it serves",
+            refused::policy_refuses_the_route
         ),
         scenario!(
             "pod troubles reach the Corpus; more memory retries the ingest",

@@ -114,6 +114,13 @@ pub async fn unreadable_object(world: &World) -> Result<()> {
         message.contains("spec.ingest.ttlSecondsAfterFinished"),
         "the condition does not name the field: {message}"
     );
+    // Observed, as GitOps tools read it: Degraded, not Progressing.
+    let observed = marked["status"]["observedGeneration"].as_i64();
+    ensure!(
+        observed.is_some() && observed == marked["metadata"]["generation"].as_i64(),
+        "the unreadable Corpus' observedGeneration is {observed:?}, its generation {}",
+        marked["metadata"]["generation"]
+    );
     support::expect_event(client, NS, BAD, "InvalidSpec").await?;
 
     // A restarted operator lists the kind with the bad object in it and

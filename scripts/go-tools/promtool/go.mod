@@ -1,4 +1,4 @@
-// promtool, built from its Go module by scripts/promtool.sh, to check and
+// promtool, built from its Go module by scripts/go-tool.sh, to check and
 // unit-test the Helm chart's alerting rules and dashboard queries.
 module trellis.dev/tools/promtool
 
