@@ -91,11 +91,20 @@ impl IngestArgs {
                 Ok(ExitCode::SUCCESS)
             }
             Err(e) => {
-                let reason = super::errors::error_chain(&e);
+                let failure = trellis::operator::report::IngestFailure::of(
+                    e.as_ref(),
+                    super::errors::error_chain(&e),
+                );
                 if let Err(write) =
-                    super::operator::write_report(cluster.configmap, cluster.inputs, Err(&reason))
+                    super::operator::write_report(cluster.configmap, cluster.inputs, Err(&failure))
                 {
                     tracing::error!(error = %super::errors::error_chain(&write), "could not report the failure");
+                }
+                if failure.nothing_indexed {
+                    eprintln!("error: {}", failure.message);
+                    return Ok(ExitCode::from(
+                        trellis::operator::report::NOTHING_INDEXED_EXIT_CODE,
+                    ));
                 }
                 Err(e)
             }

@@ -45,6 +45,14 @@ pub struct OperatorArgs {
     /// (default: 250m CPU, 512 MiB).
     #[arg(long, env = "TRELLIS_RETRIEVAL_RESOURCES", value_parser = parse_resources)]
     retrieval_resources: Option<ResourceRequirements>,
+    /// Ingests that may run at once in the watched namespaces; a Corpus
+    /// past the cap waits its turn (default 2).
+    #[arg(long, env = "TRELLIS_MAX_CONCURRENT_INGESTS", value_parser = clap::value_parser!(u32).range(1..))]
+    max_concurrent_ingests: Option<u32>,
+    /// Routes whose pods may roll at once; a route past the cap keeps its
+    /// pods until one finishes (default 2).
+    #[arg(long, env = "TRELLIS_MAX_CONCURRENT_ROLLOUTS", value_parser = clap::value_parser!(u32).range(1..))]
+    max_concurrent_rollouts: Option<u32>,
     /// Address of /metrics and /healthz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_listen: std::net::SocketAddr,
@@ -87,6 +95,12 @@ impl OperatorArgs {
                 .retrieval_resources
                 .clone()
                 .unwrap_or(defaults.retrieval_resources),
+            max_concurrent_ingests: self
+                .max_concurrent_ingests
+                .map_or(defaults.max_concurrent_ingests, |n| n as usize),
+            max_concurrent_rollouts: self
+                .max_concurrent_rollouts
+                .map_or(defaults.max_concurrent_rollouts, |n| n as usize),
         }
     }
 
@@ -140,11 +154,9 @@ async fn operate(args: &OperatorArgs) -> Result<std::process::ExitCode> {
     };
     metrics.set_leader(true);
 
-    let ctx = Arc::new(ReconcileContext::new(
-        client,
-        args.settings(),
-        metrics.clone(),
-    ));
+    let mut ctx = ReconcileContext::new(client, args.settings(), metrics.clone());
+    ctx.watched = args.namespace.clone();
+    let ctx = Arc::new(ctx);
     let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
     let lease = lease.map(Arc::new);
     if let Some(lock) = lease.clone() {
@@ -166,7 +178,7 @@ async fn operate(args: &OperatorArgs) -> Result<std::process::ExitCode> {
             }
         }
     };
-    controller::run(ctx, args.namespace.as_deref(), shutdown).await;
+    controller::run(ctx, shutdown).await;
     if lost.load(std::sync::atomic::Ordering::SeqCst) {
         // Another replica may be reconciling now: stop, and let the pod
         // restart as a follower.
@@ -186,7 +198,7 @@ async fn operate(args: &OperatorArgs) -> Result<std::process::ExitCode> {
 pub fn write_report(
     configmap: &str,
     inputs: &str,
-    outcome: Result<&IndexVersionStatus, &str>,
+    outcome: Result<&IndexVersionStatus, &report::IngestFailure>,
 ) -> Result<()> {
     let data = report::report_data(inputs, outcome);
     let runtime = tokio::runtime::Builder::new_current_thread()

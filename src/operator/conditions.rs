@@ -207,6 +207,8 @@ const UNDER_WAY: &[&str] = &[
     "NewTemplate",
     "RollingOut",
     "AwaitingReindex",
+    "IngestQueued",
+    "RolloutQueued",
 ];
 
 /// Whether a condition in this state is a problem: `Ready`, `Valid` or

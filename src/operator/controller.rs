@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Event as CoreEvent, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
@@ -45,6 +46,14 @@ pub struct Context {
     pub clock: fn() -> u64,
     /// Failed reconciles in a row per object, for the retry backoff.
     pub failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+    /// The namespace the reconcilers watch; `None` for every namespace.
+    /// The caps count what runs there.
+    pub watched: Option<String>,
+    /// Held from counting the ingests that run to starting one, so that
+    /// two Corpora reconciled at once cannot both take the last turn.
+    pub ingest_turns: tokio::sync::Mutex<()>,
+    /// The same for routes' rollouts.
+    pub rollout_turns: tokio::sync::Mutex<()>,
 }
 
 impl Context {
@@ -63,8 +72,65 @@ impl Context {
             recorder,
             clock: unix_now,
             failures: Default::default(),
+            watched: None,
+            ingest_turns: Default::default(),
+            rollout_turns: Default::default(),
         }
     }
+
+    /// An API over the watched namespaces.
+    fn watched_api<K>(&self) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+    {
+        match &self.watched {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+
+    /// Ingest Jobs the operator made that run now, other than `corpus`'s.
+    async fn ingests_elsewhere(&self, ns: &str, corpus: &str) -> Result<usize, Error> {
+        let jobs: Api<Job> = self.watched_api();
+        let selector = format!("{},{CORPUS_LABEL}", managed_component("ingest"));
+        Ok(jobs
+            .list(&ListParams::default().labels(&selector))
+            .await?
+            .items
+            .iter()
+            .filter(|j| {
+                let own = j.namespace().as_deref() == Some(ns)
+                    && j.labels().get(CORPUS_LABEL).map(String::as_str)
+                        == Some(super::label_value(corpus).as_str());
+                !own && corpus::job_state(j) == corpus::JobState::Running
+            })
+            .count())
+    }
+
+    /// Routes' Deployments whose pods are being replaced, other than
+    /// `route`'s.
+    async fn rollouts_elsewhere(&self, ns: &str, workload: &str) -> Result<usize, Error> {
+        let deployments: Api<Deployment> = self.watched_api();
+        Ok(deployments
+            .list(&ListParams::default().labels(&managed_component("retrieval")))
+            .await?
+            .items
+            .iter()
+            .filter(|d| {
+                let own = d.namespace().as_deref() == Some(ns) && d.name_any() == workload;
+                !own && !route::rolled_out(d)
+            })
+            .count())
+    }
+}
+
+/// The label selector of the objects of one component the operator made.
+fn managed_component(component: &str) -> String {
+    super::common_labels(component)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn unix_now() -> u64 {
@@ -129,6 +195,31 @@ fn refusal(error: kube::Error, kind: &str, name: &str) -> Error {
     }
 }
 
+/// Deletes `name`; one already gone counts as deleted, and a refusal
+/// (RBAC, an admission policy) is an [`Error::Refused`] like an apply's.
+async fn delete<K: Namespaced>(
+    api: &Api<K>,
+    name: &str,
+    params: &DeleteParams,
+) -> Result<(), Error> {
+    match api.delete(name, params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(error) => Err(refusal(error, &K::kind(&()), name)),
+    }
+}
+
+/// Deletes every object `selector` matches; a refusal as [`delete`]'s.
+async fn delete_matching<K: Namespaced>(api: &Api<K>, selector: &str) -> Result<(), Error> {
+    api.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels(selector),
+    )
+    .await
+    .map(drop)
+    .map_err(|error| refusal(error, &K::kind(&()), selector))
+}
+
 /// After a write the API server refused: the object's status as the plan
 /// left it, but `Ready=False` and `Stalled=True` with reason
 /// [`APPLY_FAILED`](conditions::APPLY_FAILED) and the server's message,
@@ -137,6 +228,7 @@ fn refusal(error: kube::Error, kind: &str, name: &str) -> Error {
 /// and the next reconcile that applies plans the status afresh.
 async fn report_refusal<K, S>(
     ctx: &Context,
+    ns: &str,
     object: &K,
     current: Option<&S>,
     planned: &S,
@@ -161,7 +253,7 @@ async fn report_refusal<K, S>(
     let before = current.map(|s| s.conditions()).unwrap_or_default();
     let mut notes = Vec::new();
     conditions::transitions(before, status.conditions(), &mut notes);
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), ns);
     // The reconcile fails with the refusal either way; a status that
     // cannot be written is logged beside it.
     if let Err(e) = patch_status(&api, &object.name_any(), &status).await {
@@ -190,11 +282,7 @@ async fn apply_or_remove<K: Namespaced>(
             return Ok(());
         };
         if super::controlled_by(existing.meta(), route.meta()) {
-            match api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(e.into()),
-            }
+            delete(&api, &name, &DeleteParams::default()).await?;
         }
         return Ok(());
     };
@@ -370,17 +458,17 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         }
     }
 
-    let plan = corpus::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
-    for job in &plan.delete_jobs {
-        match jobs.delete(job, &DeleteParams::background()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => return Err(e.into()),
-        }
+    // From counting the ingests that run to starting this one, no other
+    // Corpus may start one.
+    let _turn = ctx.ingest_turns.lock().await;
+    if observed.profile.is_some() && !super::is_paused(&corpus.metadata) {
+        observed.ingests_elsewhere = ctx.ingests_elsewhere(&ns, &name).await?;
     }
-    if let Err(error) = apply_ingest(client, &ns, &plan.apply).await {
+    let plan = corpus::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
+    if let Err(error) = write_ingest(client, &ns, &corpus, &plan).await {
         report_refusal(
             &ctx,
+            &ns,
             corpus.as_ref(),
             corpus.status.as_ref(),
             &plan.status,
@@ -388,32 +476,6 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         )
         .await;
         return Err(error);
-    }
-    if plan.prune_inputs {
-        // Other inputs' manifests, and those of this inputs' attempts with
-        // another `spec.ingest` (`!=` also matches a missing label).
-        let ingest_objects = format!(
-            "{CORPUS_LABEL}={},app.kubernetes.io/component=ingest",
-            super::label_value(&name)
-        );
-        let ingest_spec = ingest_job::ingest_spec_hash(&corpus);
-        for others in [
-            format!(
-                "{ingest_objects},{INPUTS_LABEL},{INPUTS_LABEL}!={}",
-                plan.inputs
-            ),
-            format!(
-                "{ingest_objects},{INPUTS_LABEL}={},{INGEST_SPEC_LABEL}!={ingest_spec}",
-                plan.inputs
-            ),
-        ] {
-            config_maps
-                .delete_collection(
-                    &DeleteParams::default(),
-                    &ListParams::default().labels(&others),
-                )
-                .await?;
-        }
     }
     if Some(&plan.status) != corpus.status.as_ref() {
         let api: Api<Corpus> = Api::namespaced(client.clone(), &ns);
@@ -433,6 +495,44 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         // Jobs and the report wake the Corpus; this is a safety net.
         None => Action::requeue(Duration::from_secs(600)),
     })
+}
+
+/// Carries out a Corpus plan's writes: the Jobs it ends, the objects it
+/// applies, the manifests of other inputs it prunes.
+async fn write_ingest(
+    client: &Client,
+    ns: &str,
+    corpus: &Corpus,
+    plan: &corpus::Plan,
+) -> Result<(), Error> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    for job in &plan.delete_jobs {
+        delete(&jobs, job, &DeleteParams::background()).await?;
+    }
+    apply_ingest(client, ns, &plan.apply).await?;
+    if plan.prune_inputs {
+        // Other inputs' manifests, and those of this inputs' attempts with
+        // another `spec.ingest` (`!=` also matches a missing label).
+        let ingest_objects = format!(
+            "{CORPUS_LABEL}={},app.kubernetes.io/component=ingest",
+            super::label_value(&corpus.name_any())
+        );
+        let ingest_spec = ingest_job::ingest_spec_hash(corpus);
+        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        for others in [
+            format!(
+                "{ingest_objects},{INPUTS_LABEL},{INPUTS_LABEL}!={}",
+                plan.inputs
+            ),
+            format!(
+                "{ingest_objects},{INPUTS_LABEL}={},{INGEST_SPEC_LABEL}!={ingest_spec}",
+                plan.inputs
+            ),
+        ] {
+            delete_matching(&config_maps, &others).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Applies what an ingest needs, in the plan's order.
@@ -542,12 +642,17 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
                 .await
                 .unwrap_or(None);
     }
+    let _turn = ctx.rollout_turns.lock().await;
+    if !super::is_paused(&route.metadata) {
+        let workload = deployment::workload_name(&name);
+        observed.rollouts_elsewhere = ctx.rollouts_elsewhere(&ns, &workload).await?;
+        observed.autoscaler = autoscaler_of(client, &ns, &workload).await?;
+    }
     let plan = route::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
-    if let Some(objects) = &plan.objects
-        && let Err(error) = apply_serving(client, &ns, &route, objects).await
-    {
+    if let Err(error) = write_serving(client, &ns, &route, &plan).await {
         report_refusal(
             &ctx,
+            &ns,
             route.as_ref(),
             route.status.as_ref(),
             &plan.status,
@@ -555,19 +660,6 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
         )
         .await;
         return Err(error);
-    }
-    if let Some(hash) = &plan.prune_configs {
-        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-        let selector = format!(
-            "{ROUTE_LABEL}={},{CONFIG_HASH_ANNOTATION},{CONFIG_HASH_ANNOTATION}!={hash}",
-            super::label_value(&name)
-        );
-        config_maps
-            .delete_collection(
-                &DeleteParams::default(),
-                &ListParams::default().labels(&selector),
-            )
-            .await?;
     }
     if Some(&plan.status) != route.status.as_ref() {
         let api: Api<RetrievalRoute> = Api::namespaced(client.clone(), &ns);
@@ -579,10 +671,55 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
     }
     // Nothing is watched that says when a generator comes back or goes
     // away: a route with one is looked at again each minute.
-    Ok(Action::requeue(match observed.generator {
+    let recheck = match observed.generator {
         Some(_) => Duration::from_secs(60),
         None => Duration::from_secs(600),
-    }))
+    };
+    Ok(Action::requeue(
+        plan.requeue.map_or(recheck, |r| r.min(recheck)),
+    ))
+}
+
+/// The HorizontalPodAutoscaler in `ns` that scales Deployment `workload`,
+/// if one does.
+async fn autoscaler_of(client: &Client, ns: &str, workload: &str) -> Result<Option<String>, Error> {
+    let autoscalers: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), ns);
+    Ok(autoscalers
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .find(|a| {
+            a.spec.as_ref().is_some_and(|s| {
+                let target = &s.scale_target_ref;
+                target.kind == "Deployment"
+                    && target.name == workload
+                    && target.api_version.as_deref().is_none_or(|v| v == "apps/v1")
+            })
+        })
+        .map(|a| a.name_any()))
+}
+
+/// Carries out a route plan's writes: the objects that serve it, then the
+/// configurations of earlier profiles it prunes.
+async fn write_serving(
+    client: &Client,
+    ns: &str,
+    route: &RetrievalRoute,
+    plan: &route::Plan,
+) -> Result<(), Error> {
+    if let Some(objects) = &plan.objects {
+        apply_serving(client, ns, route, objects).await?;
+    }
+    if let Some(hash) = &plan.prune_configs {
+        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        let selector = format!(
+            "{ROUTE_LABEL}={},{CONFIG_HASH_ANNOTATION},{CONFIG_HASH_ANNOTATION}!={hash}",
+            super::label_value(&route.name_any())
+        );
+        delete_matching(&config_maps, &selector).await?;
+    }
+    Ok(())
 }
 
 /// Applies what serves a route.
@@ -835,7 +972,6 @@ fn managed() -> watcher::Config {
 /// limits them to one namespace (the chart's namespaced mode).
 pub async fn run(
     ctx: Arc<Context>,
-    namespace: Option<&str>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -849,6 +985,8 @@ pub async fn run(
         }
     }
     let client = &ctx.client;
+    let namespace = ctx.watched.clone();
+    let namespace = namespace.as_deref();
     let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
     let stop = |tx: &tokio::sync::broadcast::Sender<()>| {
         let mut rx = tx.subscribe();

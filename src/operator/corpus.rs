@@ -29,7 +29,7 @@ use crate::spec::{Corpus, CorpusStatus, IndexProfile, IndexVersionStatus};
 
 /// Reasons of the `Ingesting` condition that are no problem: any other
 /// (a failed Job, a pod that cannot run) makes the Corpus `Stalled`.
-const INGEST_UNDER_WAY: &[&str] = &["JobRunning", "Idle", "IngestSucceeded"];
+const INGEST_UNDER_WAY: &[&str] = &["JobRunning", "Idle", "IngestSucceeded", INGEST_QUEUED];
 
 /// How often a running ingest is looked at without being woken.
 const RUNNING_RECHECK: Duration = Duration::from_secs(30);
@@ -57,6 +57,9 @@ pub struct Observed {
     pub trouble: Option<Trouble>,
     /// The Corpus' data claim (`spec.storage.claimName`), if it exists.
     pub data_claim: Option<PersistentVolumeClaim>,
+    /// Ingest Jobs of other Corpora that run now, in the namespaces the
+    /// operator watches: against [`Settings::max_concurrent_ingests`].
+    pub ingests_elsewhere: usize,
 }
 
 /// How an ingest ended, as the metrics count it.
@@ -242,9 +245,11 @@ fn finished_ingest(
         return None;
     };
     Some(FinishedIngest {
+        // Attempts after one that found nothing are attempts of their own.
         attempt: format!(
-            "{inputs}/{}",
-            pending.ingest_spec.as_deref().unwrap_or_default()
+            "{inputs}/{}/{}",
+            pending.ingest_spec.as_deref().unwrap_or_default(),
+            pending.empty_attempts
         ),
         outcome,
         seconds: ingest_seconds(observed, now),
@@ -413,16 +418,21 @@ fn plan_ingest(
     // An ingest of these inputs that failed is not retried (its Job may
     // be gone, removed by its TTL) until the inputs or `spec.ingest`
     // change. A status from a release that did not record the latter
-    // counts as the same: an upgrade alone retries nothing.
-    let failed_earlier = plan
+    // counts as the same: an upgrade alone retries nothing. One that
+    // found nothing to index is retried when its backoff is over.
+    let earlier = plan
         .status
         .pending_index
-        .as_ref()
-        .filter(|p| p.inputs.as_deref() == Some(inputs.as_str()) && p.error.is_some());
+        .clone()
+        .filter(|p| p.inputs.as_deref() == Some(inputs.as_str()));
+    let failed_earlier = earlier.as_ref().filter(|p| p.error.is_some());
     let retry =
         failed_earlier.is_some_and(|p| p.ingest_spec.as_deref().is_some_and(|s| s != ingest_spec));
+    let empty_retry_due = failed_earlier
+        .and_then(|p| p.retry_at.as_deref())
+        .is_some_and(|at| unix_seconds(at).is_none_or(|at| at <= now));
     let failed_before = failed_earlier
-        .filter(|_| !retry)
+        .filter(|_| !retry && !empty_retry_due)
         .and_then(|p| p.error.clone());
 
     let shards = corpus.spec.ingest.shards.max(1);
@@ -444,12 +454,29 @@ fn plan_ingest(
         profile_hash: Some(crate::ingest::profile_hash(&profile.spec)),
         job: Some(job_name.clone()),
         ingest_spec: Some(ingest_spec.clone()),
+        empty_attempts: earlier.as_ref().map_or(0, |p| p.empty_attempts),
+        retry_at: earlier
+            .as_ref()
+            .and_then(|p| p.retry_at.clone())
+            .filter(|_| !empty_retry_due),
         ..Default::default()
     });
     let keep = versions_to_keep(&plan.status, observed);
     match job.map(job_state) {
         None if failed_before.is_some() => {
             let message = failed_before.unwrap_or_default();
+            let retry_at = earlier.as_ref().and_then(|p| p.retry_at.as_deref());
+            if let Some(at) = retry_at.and_then(unix_seconds) {
+                // Waiting out the backoff of an ingest that found nothing.
+                plan.requeue = Some(Duration::from_secs(at.saturating_sub(now).max(1)));
+                return Ok(failed(
+                    plan,
+                    NOTHING_TO_INDEX,
+                    message,
+                    generation,
+                    now_rfc3339,
+                ));
+            }
             return Ok(failed(
                 plan,
                 "IngestFailed",
@@ -483,6 +510,12 @@ fn plan_ingest(
             // Ingests for inputs that are no longer current are wasted
             // work and would race this one for the version pointer.
             plan.delete_jobs = observed.other_jobs.iter().map(|j| j.name_any()).collect();
+            // A new ingest past the cap waits its turn; the finalize step
+            // of one whose shards are done is part of a running ingest.
+            if !shards_done && observed.ingests_elsewhere >= settings.max_concurrent_ingests {
+                queue_ingest(&mut plan, observed, settings, generation, now_rfc3339);
+                return Ok(plan);
+            }
             if shards_done {
                 let owner = super::owner_reference(corpus)?;
                 plan.apply = vec![Desired::Job(Box::new(finalize_job(
@@ -496,7 +529,16 @@ fn plan_ingest(
                 plan.apply =
                     ingest_objects(corpus, profile, &inputs, &content, &names, settings, &keep)?;
                 let shards = format!("{shards} shard{}", if shards == 1 { "" } else { "s" });
-                plan.events.push(if retry {
+                let attempts = earlier.as_ref().map_or(0, |p| p.empty_attempts);
+                plan.events.push(if empty_retry_due && !retry {
+                    Note::normal(
+                        "IngestRetried",
+                        format!(
+                            "{} found nothing to index; Job {job_name} looks again",
+                            attempts_text(attempts)
+                        ),
+                    )
+                } else if retry {
                     Note::normal(
                         "IngestRetried",
                         format!(
@@ -527,13 +569,25 @@ fn plan_ingest(
             }
         }
         Some(JobState::Failed(reason)) => {
-            // What the ingest said, else what its pod died of (the Job
-            // says only that it ran out of retries).
-            let told = observed
+            let reported = observed
                 .report
                 .as_ref()
-                .and_then(|r| report_error(r, &inputs))
-                .map(|e| format!(" ({e})"))
+                .and_then(|r| report_error(r, &inputs));
+            if let Some(found) = reported.as_ref().filter(|f| f.nothing_indexed) {
+                return Ok(nothing_to_index(
+                    plan,
+                    earlier.as_ref(),
+                    job_name,
+                    &found.message,
+                    now,
+                    generation,
+                    now_rfc3339,
+                ));
+            }
+            // What the ingest said, else what its pod died of (the Job
+            // says only that it ran out of retries).
+            let told = reported
+                .map(|e| format!(" ({})", e.message))
                 .or_else(|| {
                     observed
                         .trouble
@@ -567,6 +621,132 @@ fn plan_ingest(
     Ok(plan)
 }
 
+/// The reason of an ingest that found nothing to index.
+pub const NOTHING_TO_INDEX: &str = "NothingToIndex";
+
+/// The first wait after an ingest found nothing to index; each further
+/// attempt waits twice as long, up to [`EMPTY_RETRY_MAX`].
+const EMPTY_RETRY_FIRST: Duration = Duration::from_secs(30);
+const EMPTY_RETRY_MAX: Duration = Duration::from_secs(600);
+
+/// The wait after the `attempts`-th attempt that found nothing.
+pub(super) fn empty_retry_backoff(attempts: u64) -> Duration {
+    let doublings = attempts.saturating_sub(1).min(16) as u32;
+    EMPTY_RETRY_FIRST
+        .saturating_mul(2u32.saturating_pow(doublings))
+        .min(EMPTY_RETRY_MAX)
+}
+
+fn attempts_text(attempts: u64) -> String {
+    match attempts {
+        1 => "1 attempt".to_string(),
+        n => format!("{n} attempts"),
+    }
+}
+
+/// Unix seconds of an RFC 3339 time the operator wrote.
+fn unix_seconds(rfc3339: &str) -> Option<u64> {
+    rfc3339
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .ok()
+        .and_then(|t| u64::try_from(t.as_second()).ok())
+}
+
+/// The attempt's Job failed because its sources held nothing to index:
+/// an empty claim the documents are yet to be copied into, a bucket not
+/// yet filled. The Corpus waits, says so and how to go on, and tries
+/// again after a backoff; the first time this Job's failure is seen it
+/// counts an attempt, and once the backoff is over the Job is deleted so
+/// that the next reconcile starts a fresh one under the same name.
+fn nothing_to_index(
+    mut plan: Plan,
+    earlier: Option<&IndexVersionStatus>,
+    job_name: &str,
+    told: &str,
+    now: u64,
+    generation: Option<i64>,
+    now_rfc3339: &str,
+) -> Plan {
+    let counted = earlier.filter(|p| p.error.is_some() && p.retry_at.is_some());
+    if let Some(counted) = counted {
+        let message = counted.error.clone().unwrap_or_default();
+        let due = counted
+            .retry_at
+            .as_deref()
+            .and_then(unix_seconds)
+            .unwrap_or(now);
+        if let Some(pending) = plan.status.pending_index.as_mut() {
+            pending.retry_at = counted.retry_at.clone();
+        }
+        if due <= now {
+            plan.delete_jobs.push(job_name.to_string());
+            plan.requeue = Some(Duration::from_secs(1));
+        } else {
+            plan.requeue = Some(Duration::from_secs(due - now));
+        }
+        return failed(plan, NOTHING_TO_INDEX, message, generation, now_rfc3339);
+    }
+    let attempts = earlier.map_or(0, |p| p.empty_attempts) + 1;
+    let wait = empty_retry_backoff(attempts);
+    let at = k8s_openapi::jiff::Timestamp::from_second((now + wait.as_secs()) as i64)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let message = format!(
+        "Job {job_name}: {told}; {} so far, the next at {at}. Put documents in the sources \
+         and that attempt ingests them, or set the annotation {REINGEST_ANNOTATION} to a new \
+         value to ingest at once",
+        attempts_text(attempts)
+    );
+    if let Some(pending) = plan.status.pending_index.as_mut() {
+        pending.empty_attempts = attempts;
+        pending.retry_at = Some(at);
+    }
+    plan.requeue = Some(wait);
+    failed(plan, NOTHING_TO_INDEX, message, generation, now_rfc3339)
+}
+
+/// The reason of an ingest that waits for others to end.
+pub const INGEST_QUEUED: &str = "IngestQueued";
+
+/// How often a queued ingest looks for a free turn: another Corpus' Job
+/// ending wakes only that Corpus.
+const QUEUED_RECHECK: Duration = Duration::from_secs(10);
+
+/// As many ingests as [`Settings::max_concurrent_ingests`] allows run
+/// elsewhere: this one starts when one of them ends. The version that
+/// serves (if any) goes on serving.
+fn queue_ingest(
+    plan: &mut Plan,
+    observed: &Observed,
+    settings: &Settings,
+    generation: Option<i64>,
+    now: &str,
+) {
+    let message = format!(
+        "{} ingests run in the watched namespaces, as many as operator.maxConcurrentIngests \
+         ({}) allows; this one starts when one of them ends",
+        observed.ingests_elsewhere, settings.max_concurrent_ingests
+    );
+    conditions::set(
+        &mut plan.status.conditions,
+        Set::new("Ingesting", false, INGEST_QUEUED, message.clone()),
+        generation,
+        now,
+    );
+    let ready = ready_beside(
+        &plan.status,
+        " while a new one waits its turn",
+        INGEST_QUEUED,
+        message,
+    );
+    conditions::set(&mut plan.status.conditions, ready, generation, now);
+    plan.status.phase = Some(phase(&plan.status, false));
+    plan.requeue = Some(
+        plan.requeue
+            .map_or(QUEUED_RECHECK, |r| r.min(QUEUED_RECHECK)),
+    );
+}
+
 /// Places the pods of the Jobs in `apply` as the data claim allows.
 fn place_jobs(apply: &mut [Desired], claim: &str, placement: Placement) {
     for desired in apply {
@@ -575,6 +755,26 @@ fn place_jobs(apply: &mut [Desired], claim: &str, placement: Placement) {
         {
             storage::place(&mut spec.template, claim, placement);
         }
+    }
+}
+
+/// `Ready` beside an ingest of the current inputs that is not done: true
+/// on the version that serves, if there is one (`beside` says what goes
+/// on beside it), else false with `reason` and `message`.
+fn ready_beside<'a>(
+    status: &CorpusStatus,
+    beside: &str,
+    reason: &'a str,
+    message: String,
+) -> Set<'a> {
+    match &status.active_index {
+        Some(active) => Set::new(
+            "Ready",
+            true,
+            "IndexActive",
+            format!("index version {} serves{beside}", active.version),
+        ),
+        None => Set::new("Ready", false, reason, message),
     }
 }
 
@@ -591,27 +791,13 @@ fn set_ingesting(plan: &mut Plan, job: &str, generation: Option<i64>, now: &str)
         now,
     );
     // The active version (if any) keeps serving meanwhile.
-    let (ready, reason, message) = match &plan.status.active_index {
-        Some(active) => (
-            true,
-            "IndexActive",
-            format!(
-                "index version {} serves while a new one is built",
-                active.version
-            ),
-        ),
-        None => (
-            false,
-            "Ingesting",
-            "the first index version is being built".to_string(),
-        ),
-    };
-    conditions::set(
-        &mut plan.status.conditions,
-        Set::new("Ready", ready, reason, message),
-        generation,
-        now,
+    let ready = ready_beside(
+        &plan.status,
+        " while a new one is built",
+        "Ingesting",
+        "the first index version is being built".to_string(),
     );
+    conditions::set(&mut plan.status.conditions, ready, generation, now);
 }
 
 /// The attempt's Job runs but its pods cannot: `Ingesting` stays true
@@ -703,18 +889,12 @@ fn failed(
     generation: Option<i64>,
     now: &str,
 ) -> Plan {
-    let ready = match &plan.status.active_index {
-        Some(active) => Set::new(
-            "Ready",
-            true,
-            "IndexActive",
-            format!(
-                "index version {} serves; the ingest of the current inputs failed: {message}",
-                active.version
-            ),
-        ),
-        None => Set::new("Ready", false, reason, message.clone()),
-    };
+    let ready = ready_beside(
+        &plan.status,
+        &format!("; the ingest of the current inputs failed: {message}"),
+        reason,
+        message.clone(),
+    );
     conditions::set(&mut plan.status.conditions, ready, generation, now);
     conditions::set(
         &mut plan.status.conditions,
@@ -725,9 +905,12 @@ fn failed(
     if let Some(pending) = plan.status.pending_index.as_mut() {
         pending.error = Some(message);
     }
-    let phase = match plan.status.active_index {
-        Some(_) => "Degraded",
-        None => "Failed",
+    let phase = match (&plan.status.active_index, reason) {
+        (Some(_), _) => "Degraded",
+        // Stalled until documents arrive, but not failed: it is tried
+        // again by itself.
+        (None, NOTHING_TO_INDEX) => "Pending",
+        (None, _) => "Failed",
     };
     plan.status.phase = Some(phase.into());
     plan

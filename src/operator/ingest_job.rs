@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{
-    Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
+    Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
+    PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
 };
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, PersistentVolumeClaimVolumeSource,
@@ -25,6 +26,9 @@ use super::{
 };
 use crate::locations;
 use crate::spec::{Corpus, IndexProfile};
+
+/// The ingest pods' one container.
+const INGEST_CONTAINER: &str = "ingest";
 
 /// An object the plan wants applied.
 #[derive(Clone, Debug)]
@@ -376,7 +380,7 @@ fn job(
         ..Default::default()
     };
     let container = Container {
-        name: "ingest".into(),
+        name: INGEST_CONTAINER.into(),
         image: Some(settings.image.clone()),
         image_pull_policy: Some(settings.image_pull_policy.clone()),
         args: Some(args),
@@ -427,16 +431,29 @@ fn job(
             active_deadline_seconds: Some(i64::from(spec.active_deadline_seconds)),
             ttl_seconds_after_finished: Some(saturating_i32(spec.ttl_seconds_after_finished)),
             // A pod evicted or preempted (a node drain, a higher priority)
-            // did not fail: it does not use up the backoff limit.
+            // did not fail: it does not use up the backoff limit. One that
+            // found nothing to index fails the Job at once: its Corpus
+            // retries with a backoff of its own.
             pod_failure_policy: Some(PodFailurePolicy {
-                rules: vec![PodFailurePolicyRule {
-                    action: "Ignore".into(),
-                    on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
-                        type_: "DisruptionTarget".into(),
-                        status: "True".into(),
-                    }]),
-                    on_exit_codes: None,
-                }],
+                rules: vec![
+                    PodFailurePolicyRule {
+                        action: "Ignore".into(),
+                        on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                            type_: "DisruptionTarget".into(),
+                            status: "True".into(),
+                        }]),
+                        on_exit_codes: None,
+                    },
+                    PodFailurePolicyRule {
+                        action: "FailJob".into(),
+                        on_pod_conditions: None,
+                        on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                            container_name: Some(INGEST_CONTAINER.into()),
+                            operator: "In".into(),
+                            values: vec![i32::from(super::report::NOTHING_INDEXED_EXIT_CODE)],
+                        }),
+                    },
+                ],
             }),
             template,
             ..Default::default()

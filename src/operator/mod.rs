@@ -113,6 +113,15 @@ pub struct Settings {
     pub ingest_resources: ResourceRequirements,
     /// What a retrieval pod requests when its route does not say.
     pub retrieval_resources: ResourceRequirements,
+    /// Ingests that may run at once in the namespaces the operator
+    /// watches (the chart's `operator.maxConcurrentIngests`): a format
+    /// change re-ingests every Corpus, which would otherwise start every
+    /// Job at once. A Corpus past the cap waits (`IngestQueued`).
+    pub max_concurrent_ingests: usize,
+    /// Routes whose pods may roll at once (`operator.maxConcurrentRollouts`):
+    /// an image change rolls every route, each surging new pods. A route
+    /// past the cap keeps its pods (`RolloutQueued`).
+    pub max_concurrent_rollouts: usize,
 }
 
 impl Default for Settings {
@@ -124,6 +133,8 @@ impl Default for Settings {
             network_policy: false,
             ingest_resources: default_resources("ingest"),
             retrieval_resources: default_resources("retrieval"),
+            max_concurrent_ingests: 2,
+            max_concurrent_rollouts: 2,
         }
     }
 }

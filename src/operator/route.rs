@@ -40,6 +40,13 @@ pub struct Observed {
     /// Whether the route's generation service accepted a connection (its
     /// endpoint), or why not; `None` for `extractive`.
     pub generator: Option<Result<String, String>>,
+    /// Other routes' Deployments whose pods are being replaced, in the
+    /// namespaces the operator watches: against
+    /// [`Settings::max_concurrent_rollouts`].
+    pub rollouts_elsewhere: usize,
+    /// The HorizontalPodAutoscaler that scales the route's Deployment, if
+    /// one does: the operator then leaves `replicas` as it finds it.
+    pub autoscaler: Option<String>,
 }
 
 /// What to do for a route.
@@ -58,6 +65,9 @@ pub struct Plan {
     /// available, or this plan gives it a new template. None for a paused
     /// route.
     pub rollout_began: Option<i64>,
+    /// When to look again without being woken: a rollout waiting for a
+    /// turn is woken by nothing it watches.
+    pub requeue: Option<std::time::Duration>,
 }
 
 /// Why this build cannot serve the Corpus' active version, if it cannot:
@@ -102,7 +112,7 @@ pub fn template_annotation<'d>(deployment: &'d Deployment, key: &str) -> Option<
 
 /// Whether every replica of the Deployment runs its current template and
 /// is available.
-fn rolled_out(deployment: &Deployment) -> bool {
+pub fn rolled_out(deployment: &Deployment) -> bool {
     let wanted = deployment
         .spec
         .as_ref()
@@ -243,6 +253,12 @@ fn summarize(status: &mut RetrievalRouteStatus, generation: Option<i64>, now: &s
     conditions::abnormal_from_ready(&mut status.conditions, Some("Progressing"), generation, now);
 }
 
+/// The reason of a rollout that waits for others to finish.
+pub const ROLLOUT_QUEUED: &str = "RolloutQueued";
+
+/// How often a queued rollout looks for a free turn.
+const QUEUED_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// `Progressing=False` reasons that need a change from outside.
 const STALLED: &[&str] = &[
     "ProgressDeadlineExceeded",
@@ -265,6 +281,7 @@ fn plan_serving(
         prune_configs: None,
         events: Vec::new(),
         rollout_began: None,
+        requeue: None,
     };
     let set = |plan: &mut Plan, change: Set<'_>| {
         conditions::set(&mut plan.status.conditions, change, generation, now)
@@ -487,6 +504,34 @@ fn plan_serving(
         template_annotation(d, SECRETS_ANNOTATION)
             != template_annotation(&objects.deployment, SECRETS_ANNOTATION)
     });
+    if let Some(running) = observed.deployment.as_ref()
+        && observed.autoscaler.is_some()
+        && let Some(spec) = objects.deployment.spec.as_mut()
+    {
+        // The autoscaler owns the replica count: applying the count it
+        // set changes nothing, where the route's would undo its work.
+        spec.replicas = running.spec.as_ref().and_then(|s| s.replicas);
+    }
+    if let Some(running) = observed.deployment.as_ref()
+        && (changes_template || secrets_changed)
+        && rolled_out(running)
+        && observed.rollouts_elsewhere >= settings.max_concurrent_rollouts
+    {
+        // Past the cap the pods that serve stay as they are, and nothing
+        // is applied until a turn is free.
+        let message = format!(
+            "{} routes are rolling their pods, as many as operator.maxConcurrentRollouts ({}) \
+             allows; this one rolls to index version {} when one of them finishes",
+            observed.rollouts_elsewhere, settings.max_concurrent_rollouts, active.version
+        );
+        set(
+            &mut plan,
+            Set::new("Progressing", true, ROLLOUT_QUEUED, message),
+        );
+        plan.prune_configs = None;
+        plan.requeue = Some(QUEUED_RECHECK);
+        return Ok(plan);
+    }
     if changes_template || secrets_changed {
         plan.prune_configs = None;
         let message = if changes_template {

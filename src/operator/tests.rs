@@ -1,6 +1,7 @@
 //! The plans and builders, without an API server.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
@@ -61,6 +62,8 @@ fn settings() -> Settings {
         }))
         .unwrap(),
         retrieval_resources: super::default_resources("retrieval"),
+        max_concurrent_ingests: 2,
+        max_concurrent_rollouts: 2,
     }
 }
 
@@ -372,6 +375,14 @@ fn failed_documents_mark_the_corpus_degraded_not_failed() {
     );
 }
 
+/// An ordinary failure an ingest pod reports.
+fn failure(message: &str) -> report::IngestFailure {
+    report::IngestFailure {
+        message: message.into(),
+        nothing_indexed: false,
+    }
+}
+
 /// A re-ingest that fails leaves the version that serves in place: the
 /// Corpus stays `Ready` on it, says in the message what failed, and is
 /// `Stalled` (kstatus: it cannot reach its spec) until the inputs change.
@@ -382,7 +393,10 @@ fn a_failed_reingest_keeps_the_corpus_ready_on_its_version_and_stalled() {
     let failed = Observed {
         ingest_job: Some(finished_job(false)),
         report: Some(ConfigMap {
-            data: Some(report::report_data(&inputs, Err("no such directory: docs"))),
+            data: Some(report::report_data(
+                &inputs,
+                Err(&failure("no such directory: docs")),
+            )),
             ..Default::default()
         }),
         ..with_profile()
@@ -416,7 +430,7 @@ fn a_failed_job_sets_ready_false_with_the_reason() {
     let told = ConfigMap {
         data: Some(report::report_data(
             &inputs,
-            Err("IndexProfile: embedding model not found"),
+            Err(&failure("IndexProfile: embedding model not found")),
         )),
         ..Default::default()
     };
@@ -482,22 +496,30 @@ fn a_failed_job_sets_ready_false_with_the_reason() {
     assert!(job_of(&retried).is_some());
 }
 
-/// Evictions and preemptions do not use up the backoff limit.
+/// Evictions and preemptions do not use up the backoff limit; a pod that
+/// found nothing to index fails its Job at once.
 #[test]
-fn ingest_jobs_ignore_disruptions() {
+fn ingest_jobs_ignore_disruptions_and_fail_at_once_on_nothing_to_index() {
     let plan = plan(&corpus(), &with_profile());
-    let policy = job_of(&plan)
-        .unwrap()
-        .spec
-        .as_ref()
-        .unwrap()
-        .pod_failure_policy
-        .clone();
-    let rule = &policy.unwrap().rules[0];
+    let job = job_of(&plan).unwrap().spec.as_ref().unwrap();
+    let policy = job.pod_failure_policy.clone().unwrap();
+    let rule = &policy.rules[0];
     assert_eq!(rule.action, "Ignore");
     assert_eq!(
         rule.on_pod_conditions.as_ref().unwrap()[0].type_,
         "DisruptionTarget"
+    );
+    let rule = &policy.rules[1];
+    assert_eq!(rule.action, "FailJob");
+    let codes = rule.on_exit_codes.as_ref().unwrap();
+    let container = &job.template.spec.as_ref().unwrap().containers[0].name;
+    assert_eq!(codes.container_name.as_ref(), Some(container));
+    assert_eq!(
+        (codes.operator.as_str(), codes.values.as_slice()),
+        (
+            "In",
+            [i32::from(report::NOTHING_INDEXED_EXIT_CODE)].as_slice()
+        )
     );
 }
 
@@ -569,13 +591,6 @@ fn a_finalize_outlives_its_shards_job() {
 
 #[test]
 fn every_object_built_is_owned_by_its_resource() {
-    let owned_by = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-                    uid: &str| {
-        meta.owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.uid == uid && o.controller == Some(true))
-    };
     let c = corpus();
     let mut shards = corpus();
     shards.spec.ingest.shards = 2;
@@ -598,9 +613,10 @@ fn every_object_built_is_owned_by_its_resource() {
             Desired::ConfigMap(o) => &o.metadata,
             Desired::Job(o) => &o.metadata,
         };
-        assert!(owned_by(meta, "uid-corpus"), "{:?}", meta.name);
+        assert!(controlled_by(meta, &c.metadata), "{:?}", meta.name);
     }
-    let objects = plan_over(&route(), Some(active_corpus("v1")), None)
+    let r = route();
+    let objects = plan_over(&r, Some(active_corpus("v1")), None)
         .objects
         .unwrap();
     let mut metas = vec![
@@ -610,7 +626,7 @@ fn every_object_built_is_owned_by_its_resource() {
     ];
     metas.extend(objects.budget.as_ref().map(|b| &b.metadata));
     for meta in metas {
-        assert!(owned_by(meta, "uid-route"), "{:?}", meta.name);
+        assert!(controlled_by(meta, &r.metadata), "{:?}", meta.name);
     }
 }
 
@@ -2069,4 +2085,240 @@ fn the_charts_pod_monitor_selects_the_retrieval_pods() {
     assert!(template.contains("- port: http"));
     let ports = pod.spec.unwrap().containers[0].ports.clone().unwrap();
     assert!(ports.iter().any(|p| p.name.as_deref() == Some("http")));
+}
+
+/// An ingest that found nothing to index (an empty claim) waits, says
+/// how to go on, and is tried again after a backoff that doubles; the
+/// failed Job's later reconciles count no further attempt.
+#[test]
+fn nothing_to_index_is_retried_with_a_backoff() {
+    let mut c = corpus();
+    let inputs = plan(&c, &with_profile()).inputs;
+    let empty = ConfigMap {
+        data: Some(report::report_data(
+            &inputs,
+            Err(&report::IngestFailure {
+                message: "nothing to index: 0 documents read, 0 failed".into(),
+                nothing_indexed: true,
+            }),
+        )),
+        ..Default::default()
+    };
+    let failed_job = Observed {
+        ingest_job: Some(finished_job(false)),
+        report: Some(empty.clone()),
+        ..with_profile()
+    };
+    let at = |c: &Corpus, observed: &Observed, now: u64| {
+        plan_corpus(c, observed, &settings(), now, "2026-11-24T00:00:00Z").unwrap()
+    };
+
+    let first = at(&c, &failed_job, NOW);
+    let ready = conditions::get(&first.status.conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "NothingToIndex")
+    );
+    assert!(
+        ready.message.contains("nothing to index")
+            && ready.message.contains("1 attempt so far")
+            && ready.message.contains(REINGEST_ANNOTATION),
+        "{}",
+        ready.message
+    );
+    // Stalled (someone must put documents in), but not failed for good.
+    assert_eq!(first.status.phase.as_deref(), Some("Pending"));
+    let stalled = conditions::get(&first.status.conditions, "Stalled").unwrap();
+    assert_eq!(
+        (stalled.status.as_str(), stalled.reason.as_str()),
+        ("True", "NothingToIndex")
+    );
+    assert_eq!(first.requeue, Some(Duration::from_secs(30)));
+    let pending = first.status.pending_index.clone().unwrap();
+    assert_eq!(pending.empty_attempts, 1);
+    assert!(first.delete_jobs.is_empty() && first.apply.is_empty());
+
+    // Seen again before its time: the same attempt, a shorter wait.
+    c.status = Some(first.status.clone());
+    let again = at(&c, &failed_job, NOW + 10);
+    assert_eq!(again.status.pending_index, Some(pending.clone()));
+    assert_eq!(again.requeue, Some(Duration::from_secs(20)));
+    assert!(again.delete_jobs.is_empty());
+
+    // Due: the failed Job goes, then a fresh one of the same name starts.
+    let due = at(&c, &failed_job, NOW + 30);
+    assert_eq!(due.delete_jobs, vec![pending.job.clone().unwrap()]);
+    c.status = Some(due.status.clone());
+    let restart = at(&c, &with_profile(), NOW + 31);
+    assert_eq!(
+        job_of(&restart).and_then(|j| j.metadata.name.clone()),
+        pending.job
+    );
+    assert!(
+        restart.events.iter().any(|n| n.reason == "IngestRetried"),
+        "{:?}",
+        restart.events
+    );
+    let retrying = restart.status.pending_index.clone().unwrap();
+    assert_eq!((retrying.error, retrying.retry_at), (None, None));
+
+    // The second attempt finds nothing too: twice the wait.
+    c.status = Some(restart.status.clone());
+    let second = at(&c, &failed_job, NOW + 60);
+    assert_eq!(second.status.pending_index.unwrap().empty_attempts, 2);
+    assert_eq!(second.requeue, Some(Duration::from_secs(60)));
+}
+
+#[test]
+fn the_backoff_of_an_empty_source_doubles_up_to_ten_minutes() {
+    let waits: Vec<u64> = (1..=7)
+        .map(|n| corpus::empty_retry_backoff(n).as_secs())
+        .collect();
+    assert_eq!(waits, [30, 60, 120, 240, 480, 600, 600]);
+    assert_eq!(corpus::empty_retry_backoff(u64::MAX).as_secs(), 600);
+}
+
+/// Past `maxConcurrentIngests` a new ingest waits its turn: no Job, the
+/// Corpus says why, and it looks again soon; under it, the Job starts.
+#[test]
+fn an_ingest_past_the_cap_waits_its_turn() {
+    let c = corpus();
+    let busy = Observed {
+        ingests_elsewhere: 2,
+        ..with_profile()
+    };
+    let queued = plan(&c, &busy);
+    assert!(job_of(&queued).is_none(), "{:?}", queued.apply);
+    let ingesting = conditions::get(&queued.status.conditions, "Ingesting").unwrap();
+    assert_eq!(
+        (ingesting.status.as_str(), ingesting.reason.as_str()),
+        ("False", "IngestQueued")
+    );
+    assert!(
+        ingesting.message.contains("maxConcurrentIngests (2)"),
+        "{}",
+        ingesting.message
+    );
+    let ready = conditions::get(&queued.status.conditions, "Ready").unwrap();
+    assert_eq!(ready.reason, "IngestQueued");
+    // Waiting for a turn is work under way, not a problem.
+    assert!(conditions::get(&queued.status.conditions, "Stalled").is_none());
+    assert_eq!(queued.status.phase.as_deref(), Some("Pending"));
+    assert_eq!(queued.requeue, Some(Duration::from_secs(10)));
+
+    // A version that serves keeps the Corpus Ready while it waits.
+    let serving = plan(&active_corpus("v1"), &busy);
+    assert!(job_of(&serving).is_none());
+    assert!(conditions::is_true(&serving.status.conditions, "Ready"));
+
+    let free = Observed {
+        ingests_elsewhere: 1,
+        ..with_profile()
+    };
+    assert!(job_of(&plan(&c, &free)).is_some());
+
+    // The finalize step of a sharded ingest is part of one that runs.
+    let mut shards = corpus();
+    shards.spec.ingest.shards = 2;
+    let finalize = plan(
+        &shards,
+        &Observed {
+            ingest_job: Some(finished_job(true)),
+            ingests_elsewhere: 5,
+            ..with_profile()
+        },
+    );
+    assert!(
+        job_of(&finalize).is_some(),
+        "{:?}",
+        finalize.status.conditions
+    );
+}
+
+/// Past `maxConcurrentRollouts` a route whose pods would roll keeps them
+/// as they are (nothing applied) and says why; a route's first pods and
+/// one whose rollout is under way are not held.
+#[test]
+fn a_rollout_past_the_cap_keeps_the_pods_that_serve() {
+    let r = route();
+    let first = plan_over(&r, Some(active_corpus("v1")), None);
+    let objects = first.objects.unwrap();
+    let replicas = objects
+        .deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap();
+    let serving_v1 = rolled(&objects.deployment, replicas);
+    let at = |rollouts_elsewhere: usize, deployment: Option<Deployment>| {
+        route_plan(
+            &r,
+            &route::Observed {
+                corpus: Some(active_corpus("v2")),
+                deployment,
+                rollouts_elsewhere,
+                ..Default::default()
+            },
+        )
+    };
+
+    let held = at(2, Some(serving_v1.clone()));
+    assert!(held.objects.is_none());
+    assert!(held.prune_configs.is_none());
+    let progressing = conditions::get(&held.status.conditions, "Progressing").unwrap();
+    assert_eq!(
+        (progressing.status.as_str(), progressing.reason.as_str()),
+        ("True", "RolloutQueued")
+    );
+    assert!(
+        progressing.message.contains("maxConcurrentRollouts (2)")
+            && progressing.message.contains("index version v2"),
+        "{}",
+        progressing.message
+    );
+    assert!(conditions::get(&held.status.conditions, "Stalled").is_none());
+    assert_eq!(held.requeue, Some(Duration::from_secs(10)));
+    assert_eq!(held.status.served_version.as_deref(), Some("v1"));
+
+    let rolls = at(1, Some(serving_v1.clone()));
+    assert_eq!(
+        rolls
+            .objects
+            .as_ref()
+            .and_then(|o| route::template_version(&o.deployment)),
+        Some("v2")
+    );
+    // A route's first pods are no rollout of running ones.
+    assert!(at(9, None).objects.is_some());
+}
+
+/// When an autoscaler scales a route's Deployment, the operator applies
+/// the replica count it finds instead of the route's.
+#[test]
+fn an_autoscaled_route_keeps_the_autoscalers_replicas() {
+    let r = route();
+    let objects = plan_over(&r, Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
+    let mut scaled = rolled(&objects.deployment, 5);
+    if let Some(spec) = scaled.spec.as_mut() {
+        spec.replicas = Some(5);
+    }
+    let observe = |autoscaler: Option<&str>| route::Observed {
+        corpus: Some(active_corpus("v1")),
+        deployment: Some(scaled.clone()),
+        autoscaler: autoscaler.map(String::from),
+        ..Default::default()
+    };
+    let replicas = |plan: &route::Plan| {
+        plan.objects
+            .as_ref()
+            .and_then(|o| o.deployment.spec.as_ref())
+            .and_then(|s| s.replicas)
+    };
+    assert_eq!(
+        replicas(&route_plan(&r, &observe(Some("handbook-qa")))),
+        Some(5)
+    );
+    assert_ne!(replicas(&route_plan(&r, &observe(None))), Some(5));
 }

@@ -115,9 +115,18 @@ pub struct IndexVersionStatus {
     /// Why building this version failed (pending versions): it is not
     /// retried until the inputs change (a spec edit, a new
     /// `trellis.dev/reingest` value, the next refresh tick) or
-    /// `spec.ingest` does.
+    /// `spec.ingest` does, unless it found nothing to index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Attempts of these inputs that found nothing to index (pending
+    /// versions). Each is followed by another after a backoff: a claim or
+    /// bucket may fill without anything the inputs hash sees changing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub empty_attempts: u64,
+    /// When the next attempt starts (RFC 3339), after one that found
+    /// nothing to index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
 }
 
 /// What a Corpus' data claim allows.

@@ -250,33 +250,13 @@ fn the_example_profile_spells_out_exactly_the_defaults() {
     assert_eq!(profile.spec, expected);
 }
 
-/// Copies a directory tree (the quickstart documents) to `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn the_cluster_quickstart_runs_as_its_ingest_pods_do() {
-    // The claim's contents where the operator would mount it.
+    // Its documents are in a ConfigMap of the same file.
     let tmp = tempfile::tempdir().unwrap();
-    let pvc = tmp.path().join("pvc");
-    copy_tree(
-        &root().join("examples/quickstart/documents"),
-        &pvc.join("trellis-documents"),
-    );
     let data = tmp.path().join("data");
     let ingest = |extra: &[&str]| {
         let output = run(trellis()
-            .env("TRELLIS_PVC_ROOT", &pvc)
             .args([
                 "ingest",
                 "-f",
@@ -324,15 +304,9 @@ fn two_ingests_at_once_publish_what_one_alone_publishes() {
     use nix::unistd::Pid;
 
     let tmp = tempfile::tempdir().unwrap();
-    let pvc = tmp.path().join("pvc");
-    copy_tree(
-        &root().join("examples/quickstart/documents"),
-        &pvc.join("trellis-documents"),
-    );
     let ingest = |data: &Path, pod: &str| {
         trellis()
             .current_dir(root())
-            .env("TRELLIS_PVC_ROOT", &pvc)
             .env("TRELLIS_POD_UID", pod)
             .args([
                 "ingest",

@@ -319,10 +319,10 @@ fn an_invalid_manifest_is_refused_by_the_schema() {
 }
 
 #[test]
-fn the_cluster_quickstart_is_the_embedded_one_over_a_claim() {
+fn the_cluster_quickstart_is_the_embedded_one_in_a_config_map() {
     // The two quick starts must not drift apart: the same profile and
     // route (the cluster one adds replicas), the same corpus but for where
-    // its documents and index versions live.
+    // its documents and index versions live, and the same documents.
     let by_kind = |file: &str| {
         let mut docs: Vec<Value> = documents(&root().join(file))
             .into_iter()
@@ -350,4 +350,27 @@ fn the_cluster_quickstart_is_the_embedded_one_over_a_claim() {
     for (a, b) in embedded.iter().zip(&cluster) {
         assert_eq!(a["spec"], b["spec"], "{}", a["kind"]);
     }
+    let inline = documents(&root().join("examples/kubernetes/quickstart.yaml"))
+        .into_iter()
+        .find(|d| d["kind"] == "ConfigMap")
+        .expect("the cluster quickstart's documents");
+    let inline = inline["data"].as_object().unwrap();
+    let files = std::fs::read_dir(root().join("examples/quickstart/documents")).unwrap();
+    let mut compared = 0;
+    for file in files {
+        let path = file.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            inline.get(&name).and_then(Value::as_str),
+            Some(text.as_str()),
+            "{name}"
+        );
+        compared += 1;
+    }
+    assert_eq!(
+        compared,
+        inline.len(),
+        "the ConfigMap holds other documents"
+    );
 }

@@ -124,6 +124,25 @@ impl FakeApi {
                         json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}),
                     )
                 }
+                // A collection over every namespace: `…/PLURAL`.
+                None if !path.contains("/namespaces/") => {
+                    let (group, plural) = path.rsplit_once('/').unwrap_or_default();
+                    let prefix = format!("{group}/namespaces/");
+                    let items: Vec<Value> = objects
+                        .iter()
+                        .filter(|(key, _)| {
+                            key.strip_prefix(&prefix).is_some_and(|rest| {
+                                let parts: Vec<&str> = rest.split('/').collect();
+                                parts.len() == 3 && parts[1] == plural
+                            })
+                        })
+                        .map(|(_, object)| object.clone())
+                        .collect();
+                    (
+                        StatusCode::OK,
+                        json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}),
+                    )
+                }
                 None => (StatusCode::NOT_FOUND, not_found(path)),
             },
             Method::PATCH if path.ends_with("/status") => {

@@ -1,5 +1,6 @@
 //! A Corpus from ingest to serving: the quickstart of
-//! examples/kubernetes/quickstart.yaml, its documents in a claim.
+//! examples/kubernetes/quickstart.yaml, its documents in a claim (the
+//! scenarios change what a source holds, which a claim lets them do).
 
 use std::time::Duration;
 
@@ -29,15 +30,48 @@ pub fn quickstart(kind: &str) -> Result<Vec<Value>> {
         .collect())
 }
 
-/// A namespace with the quickstart's claims, its documents copied into
-/// the documents claim and its IndexProfile; how many documents.
+/// The claim the scenarios' documents are copied into.
+pub const DOCUMENTS_CLAIM: &str = "trellis-documents";
+
+/// The quickstart's Corpus reading its documents from
+/// [`DOCUMENTS_CLAIM`] instead of the quickstart's ConfigMap.
+pub fn claim_corpus() -> Result<Value> {
+    let mut corpus = quickstart("Corpus")?
+        .pop()
+        .context("the quickstart has no Corpus")?;
+    corpus["spec"]["sources"] = serde_json::json!([{"pvc": {"claimName": DOCUMENTS_CLAIM}}]);
+    Ok(corpus)
+}
+
+/// A ReadWriteMany claim: the scenarios move pods between the nodes
+/// (drains, taints), which a ReadWriteOnce claim like the quickstart's
+/// would pin to one of them.
+pub fn shared_claim(name: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    })
+}
+
+/// A namespace with the documents claim, the quickstart's documents
+/// copied into it, the data claim ([`shared_claim`]s both) and the
+/// quickstart's IndexProfile; how many documents.
 pub async fn stage(world: &World, ns: &str) -> Result<usize> {
     let client = &world.cluster.admin;
     support::namespace(world, ns).await?;
-    for claim in quickstart("PersistentVolumeClaim")? {
-        support::apply_all(client, ns, &serde_yaml::to_string(&claim)?).await?;
+    let data = claim_corpus()?["spec"]["storage"]["claimName"]
+        .as_str()
+        .context("the quickstart's Corpus names no data claim")?
+        .to_string();
+    for claim in [DOCUMENTS_CLAIM, &data] {
+        put(world, ns, &shared_claim(claim)).await?;
     }
-    let documents = support::claim_dir(client, ns, "trellis-documents").await?;
+    let documents = support::claim_dir(client, ns, DOCUMENTS_CLAIM).await?;
     let copied = support::copy_tree(&repo().join("examples/quickstart/documents"), &documents)?;
     for profile in quickstart("IndexProfile")? {
         support::apply_all(client, ns, &serde_yaml::to_string(&profile)?).await?;
@@ -84,7 +118,7 @@ pub async fn ingest(world: &World) -> Result<()> {
     let client = &world.cluster.admin;
     let copied = stage(world, NS).await?;
     let mut objects = quickstart("IndexProfile")?;
-    let mut corpus = quickstart("Corpus")?.remove(0);
+    let mut corpus = claim_corpus()?;
     corpus["spec"]["ingest"] = serde_json::json!({"shards": 2});
     objects.push(corpus);
     for object in &objects {

@@ -12,7 +12,7 @@ use kube::Api;
 use kube::api::DeleteParams;
 use serde_json::{Value, json};
 
-use super::corpus::{QUERY, put, quickstart, ready_corpus, stage};
+use super::corpus::{QUERY, claim_corpus, put, quickstart, ready_corpus, stage};
 use crate::World;
 use crate::cluster::GATEWAY;
 use crate::cluster::repo;
@@ -90,7 +90,7 @@ pub async fn anchored_in_store(world: &World) -> Result<()> {
         "falkordb": {"url": format!("falkor://{GATEWAY}:{}", falkor.port), "graph": "e2e"},
     });
     put(world, NS, &profile).await?;
-    put(world, NS, &quickstart("Corpus")?.remove(0)).await?;
+    put(world, NS, &claim_corpus()?).await?;
     let corpus = ready_corpus(world, NS, CORPUS, None, Duration::from_secs(300)).await?;
     let active = &corpus["status"]["activeIndex"];
     ensure!(

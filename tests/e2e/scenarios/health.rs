@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
-use super::corpus::{QUERY, put, quickstart, ready_corpus, stage};
+use super::corpus::{QUERY, claim_corpus, put, quickstart, ready_corpus, stage};
 use crate::World;
 use crate::support::{self, wait_for};
 
@@ -30,7 +30,7 @@ async fn route(world: &World) -> Result<Value> {
 pub async fn stuck_rollout(world: &World) -> Result<()> {
     let client = &world.cluster.admin;
     stage(world, NS).await?;
-    put(world, NS, &quickstart("Corpus")?.remove(0)).await?;
+    put(world, NS, &claim_corpus()?).await?;
     let corpus = ready_corpus(world, NS, NAME, None, Duration::from_secs(240)).await?;
     ensure!(
         is(&corpus, "Ready", "True") && support::condition(&corpus, "Stalled").is_none(),

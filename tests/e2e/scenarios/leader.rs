@@ -13,7 +13,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::chart::lease_holder;
-use super::corpus::{put, quickstart, ready_corpus, stage};
+use super::corpus::{claim_corpus, put, ready_corpus, stage};
 use crate::support::{self, wait_for};
 use crate::{OPERATOR_NAMESPACE, World};
 
@@ -77,7 +77,7 @@ pub async fn handover(world: &World) -> Result<()> {
         .context("the holder is not an operator pod")?;
     let follower = following.first().context("no second operator replica")?;
     stage(world, NS).await?;
-    let mut corpus = quickstart("Corpus")?.remove(0);
+    let mut corpus = claim_corpus()?;
     corpus["metadata"]["name"] = json!(CORPUS);
     put(world, NS, &corpus).await?;
     let jobs: Api<Job> = Api::namespaced(client.clone(), NS);

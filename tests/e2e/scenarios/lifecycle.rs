@@ -16,7 +16,7 @@ use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::corpus::{QUERY, put, quickstart, ready_corpus, stage};
+use super::corpus::{DOCUMENTS_CLAIM, QUERY, claim_corpus, put, quickstart, ready_corpus, stage};
 use crate::World;
 use crate::support::{self, wait_for};
 
@@ -25,9 +25,9 @@ const CORPUS: &str = "lifecycle";
 const ROUTE: &str = "pinned";
 
 fn corpus_object(path: &str) -> Result<Value> {
-    let mut corpus = quickstart("Corpus")?.remove(0);
+    let mut corpus = claim_corpus()?;
     corpus["metadata"]["name"] = json!(CORPUS);
-    corpus["spec"]["sources"] = json!([{"pvc": {"claimName": "trellis-documents", "path": path}}]);
+    corpus["spec"]["sources"] = json!([{"pvc": {"claimName": DOCUMENTS_CLAIM, "path": path}}]);
     corpus["spec"]["storage"]["retainVersions"] = json!(1);
     // One attempt: the failure is the point.
     corpus["spec"]["ingest"] = json!({"backoffLimit": 0});

@@ -1,8 +1,10 @@
 //! The scenarios, in the order they run. Each proves one behaviour a
 //! platform team relies on, on the real control plane.
 
+mod caps;
 mod chart;
 mod corpus;
+mod first_run;
 mod graph;
 mod health;
 mod leader;
@@ -64,6 +66,18 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "CRDs and examples apply; the API server refuses invalid manifests",
             chart::manifests
+        ),
+        scenario!(
+            "the quickstart applied as written ingests and answers",
+            first_run::quickstart_as_written
+        ),
+        scenario!(
+            "a Corpus over an empty claim waits, NothingToIndex; filled, it ingests",
+            first_run::empty_claim_retried
+        ),
+        scenario!(
+            "caps hold: ingests and rollouts take turns; an autoscaler keeps its count; helm rollback",
+            caps::caps_hold
         ),
         scenario!("a sharded ingest makes the Corpus Ready", corpus::ingest),
         scenario!("a route's pods serve the active version", corpus::serve),

@@ -11,7 +11,9 @@ use kube::api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
-use super::corpus::{change_profile, put, quickstart, ready_corpus, rolled_to, stage};
+use super::corpus::{
+    change_profile, claim_corpus, put, quickstart, ready_corpus, rolled_to, stage,
+};
 use crate::nodes::{DEDICATED_NODE, GENERAL_NODE, POOL_LABEL, TAINT_KEY, TAINT_VALUE};
 use crate::support::{self, wait_for};
 use crate::{PULL_SECRET, World};
@@ -45,7 +47,7 @@ pub async fn unpullable_image(world: &World) -> Result<()> {
     secrets
         .delete(PULL_SECRET, &DeleteParams::default())
         .await?;
-    put(world, NS, &quickstart("Corpus")?.remove(0)).await?;
+    put(world, NS, &claim_corpus()?).await?;
 
     let refused = ingesting_reason(world, NS, "ImagePullFailed").await?;
     let message = support::condition_message(&refused, "Ingesting");
@@ -78,7 +80,7 @@ pub async fn unschedulable_until_untainted(world: &World) -> Result<()> {
     const NS: &str = "e2e-placement";
     let client = &world.cluster.admin;
     stage(world, NS).await?;
-    let mut corpus = quickstart("Corpus")?.remove(0);
+    let mut corpus = claim_corpus()?;
     corpus["spec"]["ingest"]["template"] = json!({"nodeSelector": {POOL_LABEL: TAINT_VALUE}});
     put(world, NS, &corpus).await?;
 
@@ -137,7 +139,7 @@ pub async fn kubelet_restart_mid_ingest(world: &World) -> Result<()> {
     const NS: &str = "e2e-kubelet";
     let client = &world.cluster.admin;
     stage(world, NS).await?;
-    put(world, NS, &quickstart("Corpus")?.remove(0)).await?;
+    put(world, NS, &claim_corpus()?).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
     let selector = format!("trellis.dev/corpus={CORPUS}");
     let (pod, node) = wait_for("an ingest pod to run", Duration::from_secs(120), || async {
@@ -198,7 +200,7 @@ pub async fn drain_mid_rollout(world: &World) -> Result<()> {
     let tolerate = json!({"tolerations": [{
         "key": TAINT_KEY, "operator": "Equal", "value": TAINT_VALUE, "effect": "NoSchedule"
     }]});
-    let mut corpus = quickstart("Corpus")?.remove(0);
+    let mut corpus = claim_corpus()?;
     corpus["spec"]["ingest"]["template"] = tolerate.clone();
     put(world, NS, &corpus).await?;
     let ready = ready_corpus(world, NS, CORPUS, None, Duration::from_secs(240)).await?;

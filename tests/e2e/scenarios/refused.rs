@@ -20,7 +20,7 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::corpus::{CORPUS, QUERY, put, quickstart, ready_corpus, stage};
+use super::corpus::{CORPUS, QUERY, claim_corpus, put, quickstart, ready_corpus, stage};
 use crate::World;
 use crate::support::{self, wait_for};
 
@@ -89,7 +89,7 @@ pub async fn quota_refuses_the_ingest(world: &World) -> Result<()> {
         },
     )
     .await?;
-    put(world, NS, &quickstart("Corpus")?.remove(0)).await?;
+    put(world, NS, &claim_corpus()?).await?;
     refused(world, "corpora", CORPUS, "exceeded quota").await?;
 
     quotas.delete(QUOTA, &DeleteParams::default()).await?;

@@ -20,7 +20,7 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use super::chart::lease_holder;
-use super::corpus::{NS, quickstart};
+use super::corpus::{NS, claim_corpus, quickstart};
 use crate::support::{self, wait_for};
 use crate::{OPERATOR_NAMESPACE, World};
 
@@ -77,7 +77,7 @@ pub async fn unreadable_object(world: &World) -> Result<()> {
         spec["fromTheFuture"] = json!({"type": "string"});
     })
     .await?;
-    let mut bad = quickstart("Corpus")?.remove(0);
+    let mut bad = claim_corpus()?;
     bad["metadata"]["name"] = json!(BAD);
     bad["spec"]["ingest"] = json!({"ttlSecondsAfterFinished": TOO_LARGE});
     // Admission under the looser schema may lag the replace by a moment.
@@ -275,7 +275,7 @@ pub async fn long_names(world: &World) -> Result<()> {
     ensure!(corpus_name.len() > 63 && route_name.len() > 63);
     let client = &world.cluster.admin;
     super::corpus::stage(world, LONG_NS).await?;
-    let mut corpus = quickstart("Corpus")?.remove(0);
+    let mut corpus = claim_corpus()?;
     corpus["metadata"]["name"] = json!(corpus_name);
     super::corpus::put(world, LONG_NS, &corpus).await?;
     let ready =

@@ -14,7 +14,7 @@ use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
-use super::corpus::{QUERY, put, quickstart, ready_corpus, stage};
+use super::corpus::{QUERY, claim_corpus, put, quickstart, ready_corpus, stage};
 use crate::World;
 use crate::nodes::{TAINT_KEY, TAINT_VALUE};
 use crate::support::{self, wait_for};
@@ -38,7 +38,7 @@ fn tolerate_both_nodes() -> Value {
 }
 
 fn corpus_on(name: &str, claim: &str) -> Result<Value> {
-    let mut corpus = quickstart("Corpus")?.remove(0);
+    let mut corpus = claim_corpus()?;
     corpus["metadata"]["name"] = json!(name);
     corpus["spec"]["storage"]["claimName"] = json!(claim);
     corpus["spec"]["ingest"]["template"] = tolerate_both_nodes();

@@ -19,7 +19,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
-use super::corpus::{QUERY, put, ready_corpus, stage};
+use super::corpus::{DOCUMENTS_CLAIM, QUERY, put, ready_corpus, stage};
 use crate::World;
 use crate::cluster::GATEWAY;
 use crate::nodes::{DEDICATED_NODE, POOL_LABEL, TAINT_KEY, TAINT_VALUE};
@@ -250,7 +250,7 @@ data:
             "metadata": {"name": "templated"},
             "spec": {
                 "profileRef": {"name": "remote"},
-                "sources": [{"pvc": {"claimName": "trellis-documents"}}],
+                "sources": [{"pvc": {"claimName": DOCUMENTS_CLAIM}}],
                 "include": ["**/*.md", "**/*.txt"],
                 "acl": ["public"],
                 "ingest": {"template": template()}

@@ -11,7 +11,7 @@ use kube::Api;
 use trellis::index::READABLE_FORMATS;
 
 use super::chart::{Build, helm_release, operator_runs};
-use super::corpus::{QUERY, Traffic, put, quickstart, ready_corpus, stage};
+use super::corpus::{QUERY, Traffic, claim_corpus, put, quickstart, ready_corpus, stage};
 use crate::World;
 use crate::support::{self, wait_for};
 
@@ -31,7 +31,7 @@ pub async fn install_previous(world: &World) -> Result<()> {
 pub async fn previous_serves(world: &World) -> Result<()> {
     let client = &world.cluster.admin;
     stage(world, NS).await?;
-    put(world, NS, &quickstart("Corpus")?.remove(0)).await?;
+    put(world, NS, &claim_corpus()?).await?;
     let corpus = ready_corpus(world, NS, CORPUS, None, Duration::from_secs(300)).await?;
     let version = corpus["status"]["activeIndex"]["version"]
         .as_str()
