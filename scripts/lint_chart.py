@@ -36,7 +36,7 @@ OVERLAYS = {
         "priorityClassName": "system-cluster-critical",
     },
     "namespaced": {
-        "watchNamespace": "-",
+        "watchNamespace": "-,team-a",
         "replicaCount": 1,
         "leaderElection": {"enabled": False},
         "metrics": {"podMonitor": {"enabled": True}},

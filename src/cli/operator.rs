@@ -15,9 +15,11 @@ use trellis::spec::IndexVersionStatus;
 
 #[derive(clap::Args)]
 pub struct OperatorArgs {
-    /// Reconcile only this namespace (default: every namespace).
-    #[arg(long, env = "TRELLIS_WATCH_NAMESPACE")]
-    namespace: Option<String>,
+    /// Reconcile only these namespaces (comma-separated; default: every
+    /// namespace). The operator then needs a Role in each, nothing
+    /// cluster-wide.
+    #[arg(long, env = "TRELLIS_WATCH_NAMESPACE", value_delimiter = ',')]
+    namespace: Vec<String>,
     /// The image ingest Jobs and retrieval pods run.
     #[arg(long, env = "TRELLIS_IMAGE")]
     image: String,
@@ -37,6 +39,11 @@ pub struct OperatorArgs {
     /// `allowedClients`; no egress to link-local addresses).
     #[arg(long, env = "TRELLIS_RETRIEVAL_NETWORK_POLICY")]
     retrieval_network_policy: bool,
+    /// Guard each Corpus' ingest pods with a NetworkPolicy (nothing in;
+    /// no egress to link-local addresses, where cloud metadata answers,
+    /// unless an s3 source uses ambient credentials).
+    #[arg(long, env = "TRELLIS_INGEST_NETWORK_POLICY")]
+    ingest_network_policy: bool,
     /// What an ingest pod requests when its Corpus does not say: a
     /// Kubernetes `resources` object as JSON (default: 1 CPU, 1 GiB).
     #[arg(long, env = "TRELLIS_INGEST_RESOURCES", value_parser = parse_resources)]
@@ -87,6 +94,7 @@ impl OperatorArgs {
                 .cloned()
                 .collect(),
             network_policy: self.retrieval_network_policy,
+            ingest_network_policy: self.ingest_network_policy,
             ingest_resources: self
                 .ingest_resources
                 .clone()
@@ -155,7 +163,12 @@ async fn operate(args: &OperatorArgs) -> Result<std::process::ExitCode> {
     metrics.set_leader(true);
 
     let mut ctx = ReconcileContext::new(client, args.settings(), metrics.clone());
-    ctx.watched = args.namespace.clone();
+    ctx.watched = args
+        .namespace
+        .iter()
+        .map(|ns| ns.trim().to_string())
+        .filter(|ns| !ns.is_empty())
+        .collect();
     let ctx = Arc::new(ctx);
     let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
     let lease = lease.map(Arc::new);

@@ -35,6 +35,12 @@ pub struct ServeArgs {
     /// `--index-version`.
     #[arg(long, value_name = "FILE", requires = "index_version")]
     index_from_graph: Option<PathBuf>,
+    /// Refuse to serve a version whose profile does not have this hash:
+    /// the operator passes the hash of the profile it rendered, so that a
+    /// version an ingest pod wrote cannot send queries (and the Secrets
+    /// that go with them) to an embedder or graph store of its choosing.
+    #[arg(long, value_name = "HASH")]
+    profile_hash: Option<String>,
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = 65_536)]
     max_body_bytes: usize,
@@ -127,6 +133,7 @@ impl ServeArgs {
         let corpus_name = corpus.clone();
         let data_dir = data_dir(self.data_dir.as_deref());
         let index_version = self.index_version.clone();
+        let profile_hash = self.profile_hash.clone();
         let route_spec = route.spec.clone();
         let fetch_from = match &self.index_from_graph {
             Some(path) => {
@@ -169,11 +176,12 @@ impl ServeArgs {
                     trellis::graph::fetch_version(store, &data_dir, &corpus_name, version)?;
                 }
                 // One graph store connection per retrieval that may run.
-                let loaded = LoadedRoute::open(
+                let loaded = LoadedRoute::open_expecting(
                     &data_dir,
                     &route_spec,
                     index_version.as_deref(),
                     concurrency,
+                    profile_hash.as_deref(),
                 )?;
                 let version = loaded.index.manifest.version.clone();
                 loading.set_loaded(loaded)?;

@@ -9,10 +9,9 @@ use crate::index::FORMAT_VERSION;
 use crate::source::{CorpusDocument, Fetched};
 use crate::spec::{CorpusSpec, IndexProfileSpec};
 
-/// Canonical hash of a profile spec (its JSON with defaults filled in).
+/// Canonical hash of a profile spec ([`IndexProfileSpec::canonical_hash`]).
 pub fn profile_hash(spec: &IndexProfileSpec) -> String {
-    let json = serde_json::to_vec(spec).unwrap_or_default();
-    blake3::hash(&json).to_hex()[..16].to_string()
+    spec.canonical_hash()
 }
 
 /// The corpus and profile specs as they decide a version, without where

@@ -13,6 +13,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Event as CoreEvent, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
 };
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
@@ -46,9 +47,9 @@ pub struct Context {
     pub clock: fn() -> u64,
     /// Failed reconciles in a row per object, for the retry backoff.
     pub failures: std::sync::Mutex<std::collections::HashMap<String, u32>>,
-    /// The namespace the reconcilers watch; `None` for every namespace.
+    /// The namespaces the reconcilers watch; empty for every namespace.
     /// The caps count what runs there.
-    pub watched: Option<String>,
+    pub watched: Vec<String>,
     /// Held from counting the ingests that run to starting one, so that
     /// two Corpora reconciled at once cannot both take the last turn.
     pub ingest_turns: tokio::sync::Mutex<()>,
@@ -72,31 +73,43 @@ impl Context {
             recorder,
             clock: unix_now,
             failures: Default::default(),
-            watched: None,
+            watched: Vec::new(),
             ingest_turns: Default::default(),
             rollout_turns: Default::default(),
         }
     }
 
-    /// An API over the watched namespaces.
-    fn watched_api<K>(&self) -> Api<K>
+    /// The objects of kind `K` that `selector` matches in the watched
+    /// namespaces: one list over all of them, or one per namespace (a
+    /// Role in each grants no list across them).
+    async fn list_watched<K>(&self, selector: &str) -> Result<Vec<K>, Error>
     where
-        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
     {
-        match &self.watched {
-            Some(ns) => Api::namespaced(self.client.clone(), ns),
-            None => Api::all(self.client.clone()),
+        let params = ListParams::default().labels(selector);
+        if self.watched.is_empty() {
+            return Ok(Api::<K>::all(self.client.clone())
+                .list(&params)
+                .await?
+                .items);
         }
+        let mut items = Vec::new();
+        for ns in &self.watched {
+            let api: Api<K> = Api::namespaced(self.client.clone(), ns);
+            items.extend(api.list(&params).await?.items);
+        }
+        Ok(items)
     }
 
     /// Ingest Jobs the operator made that run now, other than `corpus`'s.
     async fn ingests_elsewhere(&self, ns: &str, corpus: &str) -> Result<usize, Error> {
-        let jobs: Api<Job> = self.watched_api();
         let selector = format!("{},{CORPUS_LABEL}", managed_component("ingest"));
-        Ok(jobs
-            .list(&ListParams::default().labels(&selector))
+        Ok(self
+            .list_watched::<Job>(&selector)
             .await?
-            .items
             .iter()
             .filter(|j| {
                 let own = j.namespace().as_deref() == Some(ns)
@@ -110,11 +123,9 @@ impl Context {
     /// Routes' Deployments whose pods are being replaced, other than
     /// `route`'s.
     async fn rollouts_elsewhere(&self, ns: &str, workload: &str) -> Result<usize, Error> {
-        let deployments: Api<Deployment> = self.watched_api();
-        Ok(deployments
-            .list(&ListParams::default().labels(&managed_component("retrieval")))
+        Ok(self
+            .list_watched::<Deployment>(&managed_component("retrieval"))
             .await?
-            .items
             .iter()
             .filter(|d| {
                 let own = d.namespace().as_deref() == Some(ns) && d.name_any() == workload;
@@ -266,7 +277,8 @@ async fn report_refusal<K, S>(
 
 /// Applies `object`, or, when the plan has none, removes the one of
 /// this kind that `route` owns under its workload name (a budget left from
-/// two replicas, a NetworkPolicy the operator is no longer told to make).
+/// two replicas, a NetworkPolicy the operator is no longer told to make,
+/// a ServiceAccount the template no longer asks for).
 /// One of that name that the route does not control (someone's own
 /// budget or policy) stays. Absent is the usual case.
 async fn apply_or_remove<K: Namespaced>(
@@ -543,6 +555,7 @@ async fn apply_ingest(client: &Client, ns: &str, objects: &[Desired]) -> Result<
             Desired::Role(o) => drop(apply::<Role>(client, ns, o).await?),
             Desired::RoleBinding(o) => drop(apply::<RoleBinding>(client, ns, o).await?),
             Desired::ConfigMap(o) => drop(apply::<ConfigMap>(client, ns, o).await?),
+            Desired::NetworkPolicy(o) => drop(apply::<NetworkPolicy>(client, ns, o).await?),
             Desired::Job(o) => drop(apply::<Job>(client, ns, o).await?),
         }
     }
@@ -729,8 +742,9 @@ async fn apply_serving(
     route: &RetrievalRoute,
     objects: &deployment::Objects,
 ) -> Result<(), Error> {
-    // The configuration first: the new pods mount it.
+    // The configuration and the identity first: the new pods need them.
     apply::<ConfigMap>(client, ns, &objects.config).await?;
+    apply_or_remove(client, ns, route, objects.service_account.as_ref()).await?;
     apply::<Deployment>(client, ns, &objects.deployment).await?;
     apply::<Service>(client, ns, &objects.service).await?;
     apply_or_remove(client, ns, route, objects.budget.as_ref()).await?;
@@ -974,6 +988,33 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
+    let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
+    // One set of controllers over every namespace, or one per watched
+    // namespace: a Role in each grants no watch across them.
+    let scopes: Vec<Option<String>> = if ctx.watched.is_empty() {
+        vec![None]
+    } else {
+        ctx.watched.iter().cloned().map(Some).collect()
+    };
+    let controllers = futures::future::join_all(
+        scopes
+            .iter()
+            .map(|scope| run_scope(ctx.clone(), scope.as_deref(), &stop_tx)),
+    );
+    let stopper = async {
+        shutdown.await;
+        let _ = stop_tx.send(());
+    };
+    tokio::join!(controllers, stopper);
+}
+
+/// The three kinds' controllers over one namespace (`None`: every one),
+/// until `stop_tx` sends.
+async fn run_scope(
+    ctx: Arc<Context>,
+    namespace: Option<&str>,
+    stop_tx: &tokio::sync::broadcast::Sender<()>,
+) {
     fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
     where
         K: Resource<Scope = kube::core::NamespaceResourceScope>,
@@ -985,9 +1026,6 @@ pub async fn run(
         }
     }
     let client = &ctx.client;
-    let namespace = ctx.watched.clone();
-    let namespace = namespace.as_deref();
-    let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
     let stop = |tx: &tokio::sync::broadcast::Sender<()>| {
         let mut rx = tx.subscribe();
         async move {
@@ -999,7 +1037,7 @@ pub async fn run(
         api::<Checked<IndexProfile>>(client, namespace),
         Default::default(),
     )
-    .graceful_shutdown_on(stop(&stop_tx))
+    .graceful_shutdown_on(stop(stop_tx))
     .run(
         reconcile_checked_profile,
         error_policy("IndexProfile"),
@@ -1079,7 +1117,7 @@ pub async fn run(
                     .collect::<Vec<_>>()
             },
         )
-        .graceful_shutdown_on(stop(&stop_tx))
+        .graceful_shutdown_on(stop(stop_tx))
         .run(
             reconcile_checked_corpus,
             error_policy("Corpus"),
@@ -1132,7 +1170,7 @@ pub async fn run(
                     .collect::<Vec<_>>()
             },
         )
-        .graceful_shutdown_on(stop(&stop_tx))
+        .graceful_shutdown_on(stop(stop_tx))
         .run(
             reconcile_checked_route,
             error_policy("RetrievalRoute"),
@@ -1140,9 +1178,5 @@ pub async fn run(
         )
         .for_each(logged("RetrievalRoute", ctx.clone()));
 
-    let stopper = async move {
-        shutdown.await;
-        let _ = stop_tx.send(());
-    };
-    tokio::join!(profiles, corpora, routes, stopper);
+    tokio::join!(profiles, corpora, routes);
 }

@@ -376,8 +376,17 @@ fn plan_ingest(
         .as_ref()
         .and_then(|r| read_report(r, &inputs))
     {
-        match report {
-            Ok(version) => {
+        match report.map(|reported| trusted(reported, profile)) {
+            Ok(Err(reason)) => {
+                return Ok(failed(
+                    plan,
+                    "ReportRejected",
+                    reason,
+                    generation,
+                    now_rfc3339,
+                ));
+            }
+            Ok(Ok(version)) => {
                 let previous = plan.status.active_index.as_ref().map(|a| a.version.clone());
                 // A refresh that found nothing new publishes the same
                 // version again: worth a status update, not an Event.
@@ -745,6 +754,45 @@ fn queue_ingest(
         plan.requeue
             .map_or(QUEUED_RECHECK, |r| r.min(QUEUED_RECHECK)),
     );
+}
+
+/// The version an ingest pod reported, with what the routes' pods act
+/// on taken from the profile the operator rendered rather than from the
+/// pod, which parsed documents anyone may have written: the Secrets they
+/// mount, the graph store they read and the profile hash they check the
+/// version's `profile.json` against. A report of another profile is
+/// refused.
+fn trusted(
+    reported: IndexVersionStatus,
+    profile: &IndexProfile,
+) -> Result<IndexVersionStatus, String> {
+    let rendered = profile.spec.canonical_hash();
+    if reported.profile_hash.as_deref() != Some(rendered.as_str()) {
+        return Err(format!(
+            "the ingest reported index version {} built with profile {}, not the profile \
+             {rendered} the operator rendered for it; it is not served",
+            reported.version,
+            reported.profile_hash.as_deref().unwrap_or("(none)")
+        ));
+    }
+    Ok(IndexVersionStatus {
+        secrets: profile.spec.secret_names(),
+        graph: reported.graph.map(|_| profile.spec.graph.clone()),
+        served_profile: Some(served_profile(&profile.spec)),
+        ..reported
+    })
+}
+
+/// The profile's [`served_hash`](crate::spec::IndexProfileSpec::served_hash)
+/// as an ingest pod records it: its model and key file paths resolved
+/// against the directory the operator mounts the manifests in.
+pub fn served_profile(spec: &crate::spec::IndexProfileSpec) -> String {
+    let mut recorded = spec.clone();
+    recorded.embedding = crate::embed::with_resolved_path(
+        &spec.embedding,
+        Some(std::path::Path::new(super::paths::MANIFESTS)),
+    );
+    recorded.served_hash()
 }
 
 /// Places the pods of the Jobs in `apply` as the data claim allows.

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
-    SecretVolumeSource, Service, ServicePort, ServiceSpec, Volume,
+    SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec, Volume,
 };
 use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
@@ -43,6 +43,9 @@ pub struct Objects {
     pub budget: Option<PodDisruptionBudget>,
     /// Only when the operator is told to guard retrieval pods.
     pub network_policy: Option<NetworkPolicy>,
+    /// Only when the route's template asks for one (a cloud identity);
+    /// otherwise the pods run as the namespace's `default`, with no token.
+    pub service_account: Option<ServiceAccount>,
 }
 
 /// The names of a route's objects.
@@ -207,6 +210,11 @@ pub fn route_objects(
     ]
     .map(String::from)
     .to_vec();
+    // The profile the operator rendered for the version, by hash: the
+    // pods refuse a version whose profile.json says otherwise.
+    if let Some(hash) = &active.served_profile {
+        args.extend(["--profile-hash".into(), hash.clone()]);
+    }
     let access = if from_graph {
         args.extend([
             "--index-from-graph".into(),
@@ -306,6 +314,11 @@ pub fn route_objects(
         }),
     };
     super::template::apply(&serving.template, settings, &mut template);
+    if serving.template.service_account.is_some()
+        && let Some(spec) = template.spec.as_mut()
+    {
+        spec.service_account_name = Some(workload_name(&name));
+    }
     let secrets = template
         .spec
         .as_ref()
@@ -378,32 +391,41 @@ pub fn route_objects(
     });
     let network_policy = settings
         .network_policy
-        .then(|| network_policy(meta(workload, labels), &name, &route.spec));
+        .then(|| network_policy(meta(workload.clone(), labels.clone()), &name, &route.spec));
+    let service_account =
+        serving
+            .template
+            .service_account
+            .as_ref()
+            .map(|identity| ServiceAccount {
+                metadata: ObjectMeta {
+                    annotations: Some(identity.annotations.clone()).filter(|a| !a.is_empty()),
+                    ..meta(workload, labels)
+                },
+                // The identity webhooks (IRSA, Azure) project their own
+                // token; the Kubernetes API's is of no use to these pods.
+                automount_service_account_token: Some(false),
+                ..Default::default()
+            });
     Ok(Objects {
         config,
         deployment,
         service,
         budget,
         network_policy,
+        service_account,
     })
 }
 
 /// The retrieval pods' NetworkPolicy: in, only to the serving port, from
 /// the route's `allowedClients` (anywhere when it lists none); out,
-/// anywhere but link-local addresses, where cloud metadata answers (the
-/// embedding service and the graph store are often inside the cluster,
-/// so private ranges stay open), and DNS; and the generation service's
-/// address when the route names it by IP, so that a generator the route
-/// was given is reached even at an address the rest of the policy closes.
+/// anywhere but link-local addresses, and DNS
+/// ([`egress_but_link_local`](super::pod::egress_but_link_local)); and
+/// the generation service's address when the route names it by IP, so
+/// that a generator the route was given is reached even at an address the
+/// rest of the policy closes.
 fn network_policy(metadata: ObjectMeta, name: &str, route: &RetrievalRouteSpec) -> NetworkPolicy {
     let serving = &route.serving;
-    let everywhere_but = |cidr: &str, except: &str| NetworkPolicyPeer {
-        ip_block: Some(IPBlock {
-            cidr: cidr.into(),
-            except: Some(vec![except.into()]),
-        }),
-        ..Default::default()
-    };
     NetworkPolicy {
         metadata,
         spec: Some(NetworkPolicySpec {
@@ -422,32 +444,10 @@ fn network_policy(metadata: ObjectMeta, name: &str, route: &RetrievalRouteSpec) 
                 }]),
             }]),
             egress: Some(
-                [
-                    NetworkPolicyEgressRule {
-                        to: Some(vec![
-                            everywhere_but("0.0.0.0/0", "169.254.0.0/16"),
-                            everywhere_but("::/0", "fe80::/10"),
-                        ]),
-                        ports: None,
-                    },
-                    // DNS anywhere: NodeLocal DNSCache answers on a link-local
-                    // address (169.254.20.10).
-                    NetworkPolicyEgressRule {
-                        to: None,
-                        ports: Some(
-                            ["UDP", "TCP"]
-                                .map(|protocol| NetworkPolicyPort {
-                                    port: Some(IntOrString::Int(53)),
-                                    protocol: Some(protocol.into()),
-                                    ..Default::default()
-                                })
-                                .to_vec(),
-                        ),
-                    },
-                ]
-                .into_iter()
-                .chain(generator_egress(&route.generation))
-                .collect(),
+                super::pod::egress_but_link_local()
+                    .into_iter()
+                    .chain(generator_egress(&route.generation))
+                    .collect(),
             ),
         }),
     }

@@ -12,8 +12,9 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, PersistentVolumeClaimVolumeSource,
     PodSpec, PodTemplateSpec, ServiceAccount, Volume,
 };
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicySpec};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 
 use super::pod::{
@@ -37,6 +38,7 @@ pub enum Desired {
     Role(Role),
     RoleBinding(RoleBinding),
     ConfigMap(ConfigMap),
+    NetworkPolicy(NetworkPolicy),
     /// Boxed: a Job is several times the size of the other objects.
     Job(Box<Job>),
 }
@@ -163,11 +165,14 @@ pub fn ingest_objects(
     let ns = corpus.namespace();
     let owner = super::owner_reference(corpus)?;
     let base = labels(corpus, None);
-    let account = ServiceAccount {
+    let mut account = ServiceAccount {
         metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
         automount_service_account_token: Some(true),
         ..Default::default()
     };
+    if let Some(identity) = &corpus.spec.ingest.template.service_account {
+        account.metadata.annotations = Some(identity.annotations.clone()).filter(|a| !a.is_empty());
+    }
     let role = Role {
         metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
         rules: Some(vec![PolicyRule {
@@ -218,6 +223,12 @@ pub fn ingest_objects(
             format!("$(JOB_COMPLETION_INDEX)/{shards}"),
         ]);
     }
+    let fence = settings.ingest_network_policy.then(|| {
+        network_policy(
+            corpus,
+            meta(&names.service_account, ns, base.clone(), &owner),
+        )
+    });
     let job = job(
         corpus,
         profile,
@@ -230,14 +241,46 @@ pub fn ingest_objects(
         shards,
         owner,
     );
-    Ok(vec![
+    let mut objects = vec![
         Desired::ServiceAccount(account),
         Desired::Role(role),
         Desired::RoleBinding(binding),
         Desired::ConfigMap(report),
         Desired::ConfigMap(manifests),
-        Desired::Job(Box::new(job)),
-    ])
+    ];
+    // Before the Job: its pods start fenced.
+    objects.extend(fence.map(Desired::NetworkPolicy));
+    objects.push(Desired::Job(Box::new(job)));
+    Ok(objects)
+}
+
+/// The ingest pods' NetworkPolicy: nothing in (they serve nothing); out,
+/// anywhere but link-local addresses, so a pod that a hostile document
+/// took over cannot ask the cloud's metadata service for the node's
+/// credentials. A Corpus with an `s3` source on ambient credentials may
+/// need that service (an instance role), and gets egress anywhere.
+fn network_policy(corpus: &Corpus, metadata: ObjectMeta) -> NetworkPolicy {
+    let ambient = corpus
+        .spec
+        .sources
+        .iter()
+        .any(|s| s.s3.as_ref().is_some_and(|s3| s3.ambient_credentials));
+    NetworkPolicy {
+        metadata,
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(labels(corpus, None)),
+                ..Default::default()
+            }),
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+            ingress: Some(Vec::new()),
+            egress: Some(if ambient {
+                vec![NetworkPolicyEgressRule::default()]
+            } else {
+                super::pod::egress_but_link_local()
+            }),
+        }),
+    }
 }
 
 fn ingest_args(corpus: &str, report: &str, inputs: &str, keep: &[String]) -> Vec<String> {

@@ -108,6 +108,10 @@ pub struct Settings {
     /// only to the serving port (from the route's `allowedClients`), and
     /// no egress to link-local addresses (cloud metadata).
     pub network_policy: bool,
+    /// Guard each Corpus' ingest pods with a NetworkPolicy: nothing in,
+    /// and no egress to link-local addresses (cloud metadata) unless a
+    /// source uses ambient credentials.
+    pub ingest_network_policy: bool,
     /// What an ingest pod requests when its Corpus does not say (the
     /// chart's `podResources.ingest`).
     pub ingest_resources: ResourceRequirements,
@@ -131,6 +135,7 @@ impl Default for Settings {
             image_pull_policy: "IfNotPresent".into(),
             image_pull_secrets: Vec::new(),
             network_policy: false,
+            ingest_network_policy: false,
             ingest_resources: default_resources("ingest"),
             retrieval_resources: default_resources("retrieval"),
             max_concurrent_ingests: 2,

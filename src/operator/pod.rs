@@ -1,12 +1,17 @@
 //! What ingest and retrieval pods share: their volumes (the data claim,
-//! sources, Secrets), mounts, downward-API variables and security
-//! contexts.
+//! sources, Secrets), mounts, downward-API variables, security contexts
+//! and the egress their NetworkPolicies allow.
 
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
     PersistentVolumeClaimVolumeSource, PodSecurityContext, SeccompProfile, SecretVolumeSource,
     SecurityContext, Volume, VolumeMount,
 };
+
+use k8s_openapi::api::networking::v1::{
+    IPBlock, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort,
+};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::paths;
 
@@ -186,4 +191,40 @@ pub(super) fn container_security() -> SecurityContext {
 /// largest value rather than a negative one.
 pub(super) fn saturating_i32(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// Egress anywhere but link-local addresses, where cloud metadata answers
+/// (instance credentials among it): embedding services, graph stores and
+/// sources are often inside the cluster, so private ranges stay open. And
+/// DNS anywhere: NodeLocal DNSCache answers on a link-local address
+/// (169.254.20.10).
+pub(super) fn egress_but_link_local() -> Vec<NetworkPolicyEgressRule> {
+    let everywhere_but = |cidr: &str, except: &str| NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr: cidr.into(),
+            except: Some(vec![except.into()]),
+        }),
+        ..Default::default()
+    };
+    vec![
+        NetworkPolicyEgressRule {
+            to: Some(vec![
+                everywhere_but("0.0.0.0/0", "169.254.0.0/16"),
+                everywhere_but("::/0", "fe80::/10"),
+            ]),
+            ports: None,
+        },
+        NetworkPolicyEgressRule {
+            to: None,
+            ports: Some(
+                ["UDP", "TCP"]
+                    .map(|protocol| NetworkPolicyPort {
+                        port: Some(IntOrString::Int(53)),
+                        protocol: Some(protocol.into()),
+                        ..Default::default()
+                    })
+                    .to_vec(),
+            ),
+        },
+    ]
 }

@@ -31,6 +31,7 @@ pub fn version_status(
         inputs: Some(inputs.to_string()),
         profile_hash: Some(m.profile_hash.clone()),
         format: Some(m.format_version),
+        served_profile: None,
         secrets: profile.secret_names(),
         graph: report
             .graph

@@ -56,6 +56,7 @@ fn settings() -> Settings {
         image_pull_policy: "IfNotPresent".into(),
         image_pull_secrets: vec!["registry-cred".into()],
         network_policy: true,
+        ingest_network_policy: true,
         // The chart's `podResources.ingest`, unlike the built-in default.
         ingest_resources: serde_json::from_value(serde_json::json!({
             "requests": {"cpu": "750m", "memory": "768Mi"}
@@ -134,6 +135,7 @@ fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
             Desired::Role(_) => "Role",
             Desired::RoleBinding(_) => "RoleBinding",
             Desired::ConfigMap(_) => "ConfigMap",
+            Desired::NetworkPolicy(_) => "NetworkPolicy",
             Desired::Job(_) => "Job",
         })
         .collect();
@@ -145,6 +147,7 @@ fn a_new_corpus_gets_an_ingest_job_with_everything_it_needs() {
             "RoleBinding",
             "ConfigMap",
             "ConfigMap",
+            "NetworkPolicy",
             "Job"
         ]
     );
@@ -611,6 +614,7 @@ fn every_object_built_is_owned_by_its_resource() {
             Desired::Role(o) => &o.metadata,
             Desired::RoleBinding(o) => &o.metadata,
             Desired::ConfigMap(o) => &o.metadata,
+            Desired::NetworkPolicy(o) => &o.metadata,
             Desired::Job(o) => &o.metadata,
         };
         assert!(controlled_by(meta, &c.metadata), "{:?}", meta.name);
@@ -2321,4 +2325,175 @@ fn an_autoscaled_route_keeps_the_autoscalers_replicas() {
         Some(5)
     );
     assert_ne!(replicas(&route_plan(&r, &observe(None))), Some(5));
+}
+
+/// Ingest pods are fenced: nothing in, nothing out to link-local
+/// addresses (cloud metadata), unless an s3 source runs on ambient
+/// credentials, which an instance role serves from there.
+#[test]
+fn ingest_pods_get_a_policy_that_keeps_them_from_cloud_metadata() {
+    let policy_of = |c: &Corpus| {
+        plan(c, &with_profile())
+            .apply
+            .into_iter()
+            .find_map(|d| match d {
+                Desired::NetworkPolicy(p) => Some(p),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let c = corpus();
+    let policy = policy_of(&c);
+    let spec = policy.spec.as_ref().unwrap();
+    let job = job_of(&plan(&c, &with_profile())).unwrap().clone();
+    let pod_labels = job.spec.unwrap().template.metadata.unwrap().labels.unwrap();
+    let selector = spec
+        .pod_selector
+        .as_ref()
+        .unwrap()
+        .match_labels
+        .clone()
+        .unwrap();
+    assert!(
+        selector.iter().all(|(k, v)| pod_labels.get(k) == Some(v)),
+        "{selector:?}"
+    );
+    assert_eq!(spec.ingress.as_deref(), Some(&[][..]));
+    let egress = serde_json::to_string(&spec.egress).unwrap();
+    assert!(
+        egress.contains("169.254.0.0/16") && egress.contains("fe80::/10"),
+        "{egress}"
+    );
+
+    let mut ambient = corpus();
+    ambient.spec.sources = serde_json::from_value(serde_json::json!([
+        {"s3": {"bucket": "b", "ambientCredentials": true}}
+    ]))
+    .unwrap();
+    let open = policy_of(&ambient);
+    let egress = serde_json::to_string(&open.spec.unwrap().egress).unwrap();
+    assert!(!egress.contains("169.254.0.0/16"), "{egress}");
+}
+
+/// A template's `serviceAccount.annotations` reach the ServiceAccount the
+/// pods run as: the ingest pods' own, and one the route gets only when
+/// its template asks.
+#[test]
+fn template_service_accounts_carry_a_cloud_identity() {
+    let identity: crate::spec::TemplateServiceAccount = serde_json::from_value(serde_json::json!({
+        "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/trellis"}
+    }))
+    .unwrap();
+    let mut c = corpus();
+    c.spec.ingest.template.service_account = Some(identity.clone());
+    let account = plan(&c, &with_profile())
+        .apply
+        .into_iter()
+        .find_map(|d| match d {
+            Desired::ServiceAccount(a) => Some(a),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        account.metadata.annotations.unwrap()["eks.amazonaws.com/role-arn"],
+        "arn:aws:iam::1:role/trellis"
+    );
+
+    let plain = plan_over(&route(), Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
+    assert!(plain.service_account.is_none());
+    let pod = plain.deployment.spec.unwrap().template.spec.unwrap();
+    assert_eq!(pod.service_account_name, None);
+
+    let mut r = route();
+    r.spec.serving.template.service_account = Some(identity);
+    let objects = plan_over(&r, Some(active_corpus("v1")), None)
+        .objects
+        .unwrap();
+    let account = objects.service_account.unwrap();
+    assert!(controlled_by(&account.metadata, &r.metadata));
+    assert_eq!(account.automount_service_account_token, Some(false));
+    let pod = objects.deployment.spec.unwrap().template.spec.unwrap();
+    assert_eq!(pod.service_account_name, account.metadata.name);
+    assert_eq!(pod.automount_service_account_token, Some(false));
+}
+
+/// The operator believes an ingest pod's report only as far as it can
+/// check it: the Secrets and graph store the routes' pods will use come
+/// from the profile it rendered, and a report of another profile is
+/// refused.
+#[test]
+fn a_report_is_checked_against_the_profile_the_operator_rendered() {
+    let c = corpus();
+    let inputs = plan(&c, &with_profile()).inputs;
+    let claimed = |profile_hash: String| {
+        let status = IndexVersionStatus {
+            version: "v9".into(),
+            profile_hash: Some(profile_hash),
+            format: Some(crate::index::FORMAT_VERSION),
+            // What a pod a hostile document took over might claim.
+            secrets: vec!["cluster-admin-token".into()],
+            graph: Some(
+                serde_json::from_value(serde_json::json!({
+                    "store": "neo4j", "neo4j": {"uri": "bolt://attacker.example:7687"}
+                }))
+                .unwrap(),
+            ),
+            documents: 3,
+            ..Default::default()
+        };
+        Observed {
+            ingest_job: Some(finished_job(true)),
+            report: Some(ConfigMap {
+                data: Some(report::report_data(&inputs, Ok(&status))),
+                ..Default::default()
+            }),
+            ..with_profile()
+        }
+    };
+    let rendered = profile().spec.canonical_hash();
+    let accepted = plan(&c, &claimed(rendered.clone()));
+    let active = accepted.status.active_index.unwrap();
+    assert_eq!(active.version, "v9");
+    assert_eq!(active.secrets, profile().spec.secret_names());
+    assert_eq!(active.graph, Some(profile().spec.graph));
+    assert_eq!(active.profile_hash.as_deref(), Some(rendered.as_str()));
+    assert_eq!(
+        active.served_profile,
+        Some(corpus::served_profile(&profile().spec))
+    );
+
+    let refused = plan(&c, &claimed("0123456789abcdef".into()));
+    assert!(refused.status.active_index.is_none());
+    let ready = conditions::get(&refused.status.conditions, "Ready").unwrap();
+    assert_eq!(ready.reason, "ReportRejected");
+    assert!(
+        ready.message.contains("0123456789abcdef"),
+        "{}",
+        ready.message
+    );
+}
+
+/// Retrieval pods are told the profile the operator rendered, by hash.
+#[test]
+fn retrieval_pods_are_given_the_rendered_profiles_hash() {
+    let mut corpus = active_corpus("v1");
+    if let Some(active) = corpus.status.as_mut().and_then(|s| s.active_index.as_mut()) {
+        active.served_profile = Some("00aa11bb22cc33dd".into());
+    }
+    let objects = plan_over(&route(), Some(corpus), None).objects.unwrap();
+    let args = objects
+        .deployment
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap();
+    let at = args.iter().position(|a| a == "--profile-hash").unwrap();
+    assert_eq!(args[at + 1], "00aa11bb22cc33dd");
 }

@@ -63,6 +63,19 @@ pub enum RetrieveError {
     Rerank(#[from] RerankError),
     #[error("the index was built with {built} but the query embedder is {query}")]
     ModelMismatch { built: String, query: String },
+    /// The version's profile is not the one the caller was told to expect
+    /// (the operator's rendering of it): its files were written by an
+    /// ingest pod, and the profile decides where queries, and the Secrets
+    /// that go with them, are sent.
+    #[error(
+        "index version {version} was built with profile {found}, not the profile {expected} \
+         the operator rendered: refusing to serve it"
+    )]
+    ProfileNotRendered {
+        version: String,
+        found: String,
+        expected: String,
+    },
     #[error("graph expansion: {0}")]
     Graph(#[from] GraphError),
     #[error("{0}")]

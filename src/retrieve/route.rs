@@ -33,8 +33,32 @@ impl LoadedRoute {
         version: Option<&str>,
         queries: usize,
     ) -> Result<Self, RetrieveError> {
+        Self::open_expecting(data_dir, route, version, queries, None)
+    }
+
+    /// As [`open`](Self::open), and with `profile` (a
+    /// [`served_hash`](crate::spec::IndexProfileSpec::served_hash))
+    /// refuses a version whose profile is another, before anything of it
+    /// is used: no embedder made, no graph store dialled.
+    pub fn open_expecting(
+        data_dir: &Path,
+        route: &RetrievalRouteSpec,
+        version: Option<&str>,
+        queries: usize,
+        profile: Option<&str>,
+    ) -> Result<Self, RetrieveError> {
         let index =
             IndexVersion::open_as(data_dir, &route.corpus_ref.name, version, opening(route))?;
+        if let Some(expected) = profile {
+            let found = index.profile.served_hash();
+            if found != expected {
+                return Err(RetrieveError::ProfileNotRendered {
+                    version: index.manifest.version.clone(),
+                    found,
+                    expected: expected.to_string(),
+                });
+            }
+        }
         Self::with_index(index, route, queries)
     }
 

@@ -29,10 +29,14 @@ pub(super) struct S3Objects {
 
 impl S3Objects {
     /// Connects (lazily) to the source's bucket, with credentials from its
-    /// Secret (mounted under `secret_root`) or from the environment.
+    /// Secret (mounted under `secret_root`) or, when the source asks for
+    /// ambient credentials, from the environment.
     pub(super) fn new(spec: &S3Source, secret_root: &Path) -> Result<Self, String> {
         if spec.bucket.is_empty() {
             return Err("s3 source without a bucket".into());
+        }
+        if let Some(problem) = spec.credentials_problem() {
+            return Err(problem);
         }
         let mut builder = AmazonS3Builder::from_env()
             .with_bucket_name(&spec.bucket)

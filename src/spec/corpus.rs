@@ -216,6 +216,7 @@ fn default_http_timeout() -> u32 {
 /// Objects under a prefix of an S3 bucket, or of an S3-compatible store
 /// (MinIO, Ceph RGW) at `endpoint`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = s3_rules)]
 #[serde(rename_all = "camelCase")]
 pub struct S3Source {
     pub bucket: String,
@@ -232,10 +233,43 @@ pub struct S3Source {
     /// optionally `AWS_SESSION_TOKEN`. The operator mounts it into ingest
     /// pods; the embedded mode reads it under
     /// `$TRELLIS_SECRET_ROOT/<name>` (default `/var/run/trellis/secrets`).
-    /// Without it, credentials come from the environment (the same
-    /// variables, or the instance's role).
+    /// Either this or `ambientCredentials: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_secret: Option<ObjectRef>,
+    /// Use the credentials the pod's surroundings give: the `AWS_*`
+    /// variables, a service account's web identity (IRSA) or the node's
+    /// instance role, through the cloud's metadata address (which the
+    /// ingest pods' NetworkPolicy then leaves open). Never the default: a
+    /// source without `credentialsSecret` must say so, so that no ingest
+    /// reaches a bucket with the node's role by accident.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ambient_credentials: bool,
+}
+
+impl S3Source {
+    /// Why the source's credentials are not as the CRD's rule wants
+    /// (exactly one of `credentialsSecret` and `ambientCredentials`).
+    pub fn credentials_problem(&self) -> Option<String> {
+        match (&self.credentials_secret, self.ambient_credentials) {
+            (Some(_), false) | (None, true) => None,
+            (Some(_), true) => Some(S3_CREDENTIALS_RULE.1.to_string()),
+            (None, false) => Some(format!(
+                "bucket {:?}: {}",
+                self.bucket, S3_CREDENTIALS_RULE.1
+            )),
+        }
+    }
+}
+
+/// The CRD's CEL rule for an `s3` source's credentials, and its message.
+const S3_CREDENTIALS_RULE: (&str, &str) = (
+    "has(self.credentialsSecret) != (has(self.ambientCredentials) && self.ambientCredentials)",
+    "set either credentialsSecret or ambientCredentials: true (the pod's AWS_* \
+     variables, service account or instance role), not both",
+);
+
+fn s3_rules(schema: &mut schemars::Schema) {
+    super::cel_rules(schema, &[S3_CREDENTIALS_RULE]);
 }
 
 fn default_region() -> String {

@@ -369,6 +369,11 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<LoadedManifest>, Manifes
                     source
                         .kind()
                         .map_err(|e| invalid(format!("Corpus: spec.sources[{at}]: {e}")))?;
+                    // And that an s3 source says where its credentials are.
+                    if let Some(problem) = source.s3.as_ref().and_then(|s| s.credentials_problem())
+                    {
+                        return Err(invalid(format!("Corpus: spec.sources[{at}].s3: {problem}")));
+                    }
                 }
                 Manifest::Corpus(Box::new(corpus))
             }

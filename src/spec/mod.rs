@@ -35,7 +35,7 @@ pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,
     StorageStatus,
 };
-pub use template::{PodTemplate, TemplateMetadata};
+pub use template::{PodTemplate, TemplateMetadata, TemplateServiceAccount};
 
 /// Adds CEL validation rules (`x-kubernetes-validations`: rule, message)
 /// to a type's schema.

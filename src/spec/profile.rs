@@ -58,6 +58,27 @@ pub struct IndexProfileSpec {
 }
 
 impl IndexProfileSpec {
+    /// The canonical hash of the spec (its JSON, defaults filled in): what
+    /// names the profile in versions' manifests and in status, and what a
+    /// retrieval pod checks a version's profile against
+    /// (`trellis serve --profile-hash`).
+    pub fn canonical_hash(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        blake3::hash(&json).to_hex()[..16].to_string()
+    }
+
+    /// What a retrieval pod checks the profile of the version it serves
+    /// against (`trellis serve --profile-hash`): the canonical hash
+    /// without the embedding's `dimensions`, which an ingest probes from
+    /// a service and records when the spec leaves them out. Everything
+    /// that says where queries and keys go (provider, endpoints, Secret
+    /// references, the graph store) is in it.
+    pub fn served_hash(&self) -> String {
+        let mut served = self.clone();
+        served.embedding.dimensions = None;
+        served.canonical_hash()
+    }
+
     /// The Secrets this profile reads (the embedding service's API key,
     /// the graph store's password), sorted, each once: what the operator
     /// mounts into the pods that build or serve its versions.

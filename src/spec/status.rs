@@ -60,6 +60,13 @@ pub struct IndexVersionStatus {
     /// The canonical hash of the IndexProfile spec it was built with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_hash: Option<String>,
+    /// The [`served_hash`](super::IndexProfileSpec::served_hash) of the
+    /// profile as the version records it, computed by the operator from
+    /// the profile it rendered: its retrieval pods refuse a version whose
+    /// `profile.json` says otherwise. Unset for versions an earlier
+    /// release accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_profile: Option<String>,
     /// The on-disk format it was written in; unset when an earlier
     /// release, which did not report it, built it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -51,6 +51,22 @@ pub struct PodTemplate {
     /// Extra mounts of the Trellis container.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub volume_mounts: Vec<VolumeMount>,
+    /// The ServiceAccount the pods run as, which the operator makes (an
+    /// ingest pod's always exists, for its report; a retrieval pod gets
+    /// one only when this is set): a cloud identity for the pods.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<TemplateServiceAccount>,
+}
+
+/// What the operator's ServiceAccount for a template's pods carries.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TemplateServiceAccount {
+    /// Annotations that bind it to a cloud identity:
+    /// `eks.amazonaws.com/role-arn` (IRSA), `iam.gke.io/gcp-service-account`
+    /// (GKE Workload Identity), `azure.workload.identity/client-id`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// Labels and annotations a template adds.

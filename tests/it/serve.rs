@@ -1256,3 +1256,31 @@ fn sentences_and_responses_have_sane_sizes() {
     assert!(body.get("truncated").is_none(), "{body}");
     server.stop();
 }
+
+/// A retrieval pod told the hash of the profile the operator rendered
+/// opens a version of that profile, and refuses one whose profile.json
+/// says anything else before it makes an embedder.
+#[test]
+fn a_version_of_another_profile_than_expected_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let route = index(tmp.path());
+    let data = tmp.path().join("data");
+    let rendered = IndexVersion::open(&data, "c", None)
+        .unwrap()
+        .profile
+        .served_hash();
+    trellis::retrieve::LoadedRoute::open_expecting(&data, &route.spec, None, 1, Some(&rendered))
+        .expect("the rendered profile");
+    let refused = trellis::retrieve::LoadedRoute::open_expecting(
+        &data,
+        &route.spec,
+        None,
+        1,
+        Some("0123456789abcdef"),
+    );
+    let error = refused.err().expect("another profile").to_string();
+    assert!(
+        error.contains("0123456789abcdef") && error.contains(&rendered),
+        "{error}"
+    );
+}

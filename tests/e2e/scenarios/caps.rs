@@ -18,7 +18,7 @@ use trellis::operator::CONFIG_HASH_ANNOTATION;
 use trellis::operator::corpus::{JobState, job_state};
 use trellis::operator::route::{rolled_out, template_annotation};
 
-use super::chart::{Build, helm, operator_runs};
+use super::chart::{helm_reuse, helm_rollback};
 use super::corpus::{put, quickstart, ready_corpus, shared_claim};
 use crate::support::{self, wait_for};
 use crate::{OPERATOR_NAMESPACE, World};
@@ -115,26 +115,6 @@ async fn rolling_routes(client: Client) -> Result<usize> {
     Ok(deployments.iter().filter(|d| !rolled_out(d)).count())
 }
 
-/// `helm upgrade --reuse-values` with `sets`, waiting for the operator.
-async fn helm_set(world: &World, sets: &[&str]) -> Result<()> {
-    let mut args = vec![
-        "upgrade",
-        "trellis",
-        "charts/trellis",
-        "--namespace",
-        OPERATOR_NAMESPACE,
-        "--reuse-values",
-        "--wait",
-        "--timeout",
-        "300s",
-    ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    helm(world, &args).await?;
-    operator_runs(world, Build::Current).await
-}
-
 /// The value of `name` in the environment of the operator pods' container.
 async fn operator_env(world: &World, name: &str) -> Result<BTreeSet<String>> {
     let pods: Api<Pod> = Api::namespaced(world.cluster.admin.clone(), OPERATOR_NAMESPACE);
@@ -164,7 +144,7 @@ pub async fn caps_hold(world: &World) -> Result<()> {
     let cap = CAP.to_string();
     let ingests = format!("operator.maxConcurrentIngests={cap}");
     let rollouts = format!("operator.maxConcurrentRollouts={cap}");
-    helm_set(world, &[&ingests, &rollouts]).await?;
+    helm_reuse(world, &["--set", &ingests, "--set", &rollouts]).await?;
     let told = operator_env(world, "TRELLIS_MAX_CONCURRENT_INGESTS").await?;
     ensure!(
         told == BTreeSet::from([cap.clone()]),
@@ -333,20 +313,7 @@ pub async fn caps_hold(world: &World) -> Result<()> {
     );
 
     // Back to the revision before the caps were lowered.
-    helm(
-        world,
-        &[
-            "rollback",
-            "trellis",
-            "--namespace",
-            OPERATOR_NAMESPACE,
-            "--wait",
-            "--timeout",
-            "300s",
-        ],
-    )
-    .await?;
-    operator_runs(world, Build::Current).await?;
+    helm_rollback(world).await?;
     let told = operator_env(world, "TRELLIS_MAX_CONCURRENT_INGESTS").await?;
     ensure!(
         told == BTreeSet::from(["2".to_string()]),

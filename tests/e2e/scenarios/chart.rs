@@ -99,6 +99,44 @@ pub async fn helm_release(world: &World, verb: &str, chart: &str, build: Build) 
     helm(world, &args).await
 }
 
+/// `helm upgrade --reuse-values` of this chart with `flags` (`--set`,
+/// `--set-string` and their values), waiting for the operator.
+pub async fn helm_reuse(world: &World, flags: &[&str]) -> Result<()> {
+    let mut args = vec![
+        "upgrade",
+        "trellis",
+        "charts/trellis",
+        "--namespace",
+        OPERATOR_NAMESPACE,
+        "--reuse-values",
+        "--wait",
+        "--timeout",
+        "300s",
+    ];
+    args.extend(flags);
+    helm(world, &args).await?;
+    operator_runs(world, Build::Current).await
+}
+
+/// `helm rollback` to the release's previous revision, waiting for the
+/// operator.
+pub async fn helm_rollback(world: &World) -> Result<()> {
+    helm(
+        world,
+        &[
+            "rollback",
+            "trellis",
+            "--namespace",
+            OPERATOR_NAMESPACE,
+            "--wait",
+            "--timeout",
+            "300s",
+        ],
+    )
+    .await?;
+    operator_runs(world, Build::Current).await
+}
+
 /// The pod whose process holds the leader Lease (identities are
 /// `POD_PROCESS`).
 pub async fn lease_holder(world: &World) -> Result<Option<String>> {

@@ -182,6 +182,43 @@ pub async fn ingest(world: &World) -> Result<()> {
         support::names(&jobs)
     );
 
+    // The chart's default: the ingest pods' NetworkPolicy, admitted by
+    // the API server, selecting the pods that ran, closed to link-local
+    // addresses (cloud metadata) and to anything coming in.
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), NS);
+    let policy = policies
+        .get(&format!("{CORPUS}-ingest"))
+        .await
+        .context("the ingest pods' NetworkPolicy")?;
+    let spec = policy.spec.context("NetworkPolicy without spec")?;
+    let selector: Vec<String> = spec
+        .pod_selector
+        .and_then(|s| s.match_labels)
+        .unwrap_or_default()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let selected = pods
+        .list(&ListParams::default().labels(&selector.join(",")))
+        .await?
+        .items;
+    ensure!(
+        selected.len() >= 3,
+        "the ingest policy selects {} pods, not the two shards' and the finalize pod ({selector:?})",
+        selected.len()
+    );
+    // No ingress rule under an `Ingress` policy type: nothing comes in
+    // (the API server returns the empty list as none).
+    let closed = spec.policy_types.iter().flatten().any(|t| t == "Ingress")
+        && spec.ingress.as_ref().is_none_or(Vec::is_empty);
+    let egress = serde_json::to_string(&spec.egress)?;
+    ensure!(
+        closed && egress.contains("169.254.0.0/16"),
+        "{:?} {egress}",
+        spec.ingress
+    );
+
     // The finalize pod's report, written through the ingest
     // ServiceAccount, names the version the Corpus made active.
     let reports: Api<ConfigMap> = Api::namespaced(client.clone(), NS);

@@ -9,6 +9,7 @@ mod graph;
 mod health;
 mod leader;
 mod lifecycle;
+mod namespaced;
 mod nodes;
 mod refused;
 mod robust;
@@ -78,6 +79,10 @@ pub fn all() -> Vec<Scenario> {
         scenario!(
             "caps hold: ingests and rollouts take turns; an autoscaler keeps its count; helm rollback",
             caps::caps_hold
+        ),
+        scenario!(
+            "a namespaced install has a Role in each namespace it watches and acts nowhere else",
+            namespaced::namespaced_install
         ),
         scenario!("a sharded ingest makes the Corpus Ready", corpus::ingest),
         scenario!("a route's pods serve the active version", corpus::serve),
