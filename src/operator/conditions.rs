@@ -255,6 +255,16 @@ pub fn transitions(before: &[Condition], after: &[Condition], notes: &mut Vec<No
     }
 }
 
+/// Seconds since the Unix epoch of an RFC 3339 time, as conditions and
+/// status fields carry it; `None` for one that does not parse or lies
+/// before the epoch.
+pub fn unix_seconds(rfc3339: &str) -> Option<u64> {
+    rfc3339
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .ok()
+        .and_then(|t| u64::try_from(t.as_second()).ok())
+}
+
 /// The current time in RFC 3339, as conditions carry it.
 pub fn now() -> String {
     k8s_openapi::jiff::Timestamp::now()

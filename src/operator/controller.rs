@@ -470,14 +470,21 @@ async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, E
         }
     }
 
-    // From counting the ingests that run to starting this one, no other
-    // Corpus may start one.
-    let _turn = ctx.ingest_turns.lock().await;
-    if observed.profile.is_some() && !super::is_paused(&corpus.metadata) {
+    let mut plan = corpus::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
+    // A plan that starts an ingest is made again with the ingests running
+    // elsewhere counted; from that count to the Job's apply no other
+    // Corpus may start one. Any other plan neither counts nor waits.
+    let turn = if plan.needs_turn {
+        let turn = ctx.ingest_turns.lock().await;
         observed.ingests_elsewhere = ctx.ingests_elsewhere(&ns, &name).await?;
-    }
-    let plan = corpus::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
-    if let Err(error) = write_ingest(client, &ns, &corpus, &plan).await {
+        plan = corpus::plan_corpus(&corpus, &observed, &ctx.settings, now, &conditions::now())?;
+        Some(turn)
+    } else {
+        None
+    };
+    let written = write_ingest(client, &ns, &corpus, &plan).await;
+    drop(turn);
+    if let Err(error) = written {
         report_refusal(
             &ctx,
             &ns,
@@ -655,14 +662,25 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
                 .await
                 .unwrap_or(None);
     }
-    let _turn = ctx.rollout_turns.lock().await;
-    if !super::is_paused(&route.metadata) {
-        let workload = deployment::workload_name(&name);
-        observed.rollouts_elsewhere = ctx.rollouts_elsewhere(&ns, &workload).await?;
+    let workload = deployment::workload_name(&name);
+    if observed.deployment.is_some() {
         observed.autoscaler = autoscaler_of(client, &ns, &workload).await?;
     }
-    let plan = route::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
-    if let Err(error) = write_serving(client, &ns, &route, &plan).await {
+    let mut plan = route::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
+    // A plan that rolls serving pods is made again with the rollouts under
+    // way elsewhere counted; from that count to the Deployment's apply no
+    // other route may start one. Any other plan neither counts nor waits.
+    let turn = if plan.needs_turn {
+        let turn = ctx.rollout_turns.lock().await;
+        observed.rollouts_elsewhere = ctx.rollouts_elsewhere(&ns, &workload).await?;
+        plan = route::plan_route(&route, &observed, &ctx.settings, &conditions::now())?;
+        Some(turn)
+    } else {
+        None
+    };
+    let written = write_serving(client, &ns, &route, &plan).await;
+    drop(turn);
+    if let Err(error) = written {
         report_refusal(
             &ctx,
             &ns,

@@ -100,6 +100,10 @@ pub struct Plan {
     pub requeue: Option<Duration>,
     /// The ingest that ended in this reconcile, for the metrics.
     pub finished: Option<FinishedIngest>,
+    /// The plan starts an ingest, which `operator.maxConcurrentIngests`
+    /// caps: the caller counts the ingests running elsewhere, holding the
+    /// turn, and plans again with the count before it applies.
+    pub needs_turn: bool,
 }
 
 /// The content hash of a Corpus: everything that decides what its index
@@ -300,6 +304,7 @@ fn plan_ingest(
         delete_jobs: Vec::new(),
         requeue: None,
         finished: None,
+        needs_turn: false,
     };
     let set = |plan: &mut Plan, change: Set<'_>| {
         conditions::set(&mut plan.status.conditions, change, generation, now_rfc3339)
@@ -439,7 +444,7 @@ fn plan_ingest(
         failed_earlier.is_some_and(|p| p.ingest_spec.as_deref().is_some_and(|s| s != ingest_spec));
     let empty_retry_due = failed_earlier
         .and_then(|p| p.retry_at.as_deref())
-        .is_some_and(|at| unix_seconds(at).is_none_or(|at| at <= now));
+        .is_some_and(|at| conditions::unix_seconds(at).is_none_or(|at| at <= now));
     let failed_before = failed_earlier
         .filter(|_| !retry && !empty_retry_due)
         .and_then(|p| p.error.clone());
@@ -475,7 +480,7 @@ fn plan_ingest(
         None if failed_before.is_some() => {
             let message = failed_before.unwrap_or_default();
             let retry_at = earlier.as_ref().and_then(|p| p.retry_at.as_deref());
-            if let Some(at) = retry_at.and_then(unix_seconds) {
+            if let Some(at) = retry_at.and_then(conditions::unix_seconds) {
                 // Waiting out the backoff of an ingest that found nothing.
                 plan.requeue = Some(Duration::from_secs(at.saturating_sub(now).max(1)));
                 return Ok(failed(
@@ -521,6 +526,7 @@ fn plan_ingest(
             plan.delete_jobs = observed.other_jobs.iter().map(|j| j.name_any()).collect();
             // A new ingest past the cap waits its turn; the finalize step
             // of one whose shards are done is part of a running ingest.
+            plan.needs_turn = !shards_done;
             if !shards_done && observed.ingests_elsewhere >= settings.max_concurrent_ingests {
                 queue_ingest(&mut plan, observed, settings, generation, now_rfc3339);
                 return Ok(plan);
@@ -654,13 +660,6 @@ fn attempts_text(attempts: u64) -> String {
 }
 
 /// Unix seconds of an RFC 3339 time the operator wrote.
-fn unix_seconds(rfc3339: &str) -> Option<u64> {
-    rfc3339
-        .parse::<k8s_openapi::jiff::Timestamp>()
-        .ok()
-        .and_then(|t| u64::try_from(t.as_second()).ok())
-}
-
 /// The attempt's Job failed because its sources held nothing to index:
 /// an empty claim the documents are yet to be copied into, a bucket not
 /// yet filled. The Corpus waits, says so and how to go on, and tries
@@ -682,7 +681,7 @@ fn nothing_to_index(
         let due = counted
             .retry_at
             .as_deref()
-            .and_then(unix_seconds)
+            .and_then(conditions::unix_seconds)
             .unwrap_or(now);
         if let Some(pending) = plan.status.pending_index.as_mut() {
             pending.retry_at = counted.retry_at.clone();

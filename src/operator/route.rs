@@ -64,10 +64,14 @@ pub struct Plan {
     /// Deployment's pods do not all run its template and are not all
     /// available, or this plan gives it a new template. None for a paused
     /// route.
-    pub rollout_began: Option<i64>,
+    pub rollout_began: Option<u64>,
     /// When to look again without being woken: a rollout waiting for a
     /// turn is woken by nothing it watches.
     pub requeue: Option<std::time::Duration>,
+    /// The plan rolls pods that serve, which `operator.maxConcurrentRollouts`
+    /// caps: the caller counts the rollouts under way elsewhere, holding
+    /// the turn, and plans again with the count before it applies.
+    pub needs_turn: bool,
 }
 
 /// Why this build cannot serve the Corpus' active version, if it cannot:
@@ -152,7 +156,8 @@ pub fn plan_route(
                     .is_none_or(|d| new_template(d, &o.deployment))
             });
         if rolling {
-            plan.rollout_began = rollout_began(&plan.status).or_else(|| unix_seconds(now));
+            plan.rollout_began =
+                rollout_began(&plan.status).or_else(|| conditions::unix_seconds(now));
         }
     }
     generator_condition(&mut plan.status, observed, route.metadata.generation, now);
@@ -204,18 +209,11 @@ fn new_template(running: &Deployment, desired: &Deployment) -> bool {
 
 /// When the route's `Progressing` condition last changed, if it says a
 /// rollout is under way (or stuck: past the Deployment's deadline).
-fn rollout_began(status: &RetrievalRouteStatus) -> Option<i64> {
+fn rollout_began(status: &RetrievalRouteStatus) -> Option<u64> {
     conditions::get(&status.conditions, "Progressing")
         .filter(|c| c.status == "True" || c.reason == "ProgressDeadlineExceeded")
         .and_then(|c| c.last_transition_time.as_deref())
-        .and_then(unix_seconds)
-}
-
-fn unix_seconds(rfc3339: &str) -> Option<i64> {
-    rfc3339
-        .parse::<k8s_openapi::jiff::Timestamp>()
-        .ok()
-        .map(|t| t.as_second())
+        .and_then(conditions::unix_seconds)
 }
 
 /// kstatus' `Ready` from `Progressing` and `Available`: ready while the
@@ -282,6 +280,7 @@ fn plan_serving(
         events: Vec::new(),
         rollout_began: None,
         requeue: None,
+        needs_turn: false,
     };
     let set = |plan: &mut Plan, change: Set<'_>| {
         conditions::set(&mut plan.status.conditions, change, generation, now)
@@ -509,14 +508,17 @@ fn plan_serving(
         && let Some(spec) = objects.deployment.spec.as_mut()
     {
         // The autoscaler owns the replica count: applying the count it
-        // set changes nothing, where the route's would undo its work.
+        // set changes nothing, where the route's would undo its work. The
+        // count was read at the start of this reconcile, so the apply is
+        // conditional on the Deployment being as read: a count the
+        // autoscaler changed meanwhile makes it a conflict, retried with a
+        // fresh read, instead of a forced write of the old count.
         spec.replicas = running.spec.as_ref().and_then(|s| s.replicas);
+        objects.deployment.metadata.resource_version = running.metadata.resource_version.clone();
     }
-    if let Some(running) = observed.deployment.as_ref()
-        && (changes_template || secrets_changed)
-        && rolled_out(running)
-        && observed.rollouts_elsewhere >= settings.max_concurrent_rollouts
-    {
+    plan.needs_turn = (changes_template || secrets_changed)
+        && observed.deployment.as_ref().is_some_and(rolled_out);
+    if plan.needs_turn && observed.rollouts_elsewhere >= settings.max_concurrent_rollouts {
         // Past the cap the pods that serve stay as they are, and nothing
         // is applied until a turn is free.
         let message = format!(

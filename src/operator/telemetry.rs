@@ -274,7 +274,7 @@ impl Metrics {
     /// series. The gauge itself records the start: a route is reconciled
     /// by one worker at a time, so nothing sets its series between the
     /// read and the write.
-    pub fn set_rollout(&self, namespace: &str, route: &str, began: Option<i64>) {
+    pub fn set_rollout(&self, namespace: &str, route: &str, began: Option<u64>) {
         let labels = RouteLabels {
             namespace: namespace.into(),
             route: route.into(),
@@ -282,6 +282,8 @@ impl Metrics {
         match began {
             Some(began) => {
                 if self.rollout_started.get(&labels).is_none() {
+                    // A gauge holds i64: far past any second a clock reads.
+                    let began = i64::try_from(began).unwrap_or(i64::MAX);
                     self.rollout_started.get_or_create(&labels).set(began);
                 }
             }

@@ -348,6 +348,8 @@ fn a_report_makes_the_version_active_and_ready() {
     .unwrap();
     assert!(again.apply.is_empty() && again.events.is_empty());
     assert_eq!(again.status, plan.status);
+    // Neither counts the ingests elsewhere nor waits for a turn.
+    assert!(!plan.needs_turn && !again.needs_turn);
 }
 
 #[test]
@@ -2013,10 +2015,7 @@ fn a_rollout_under_way_reports_when_it_began() {
     let first = plan_over(&r, Some(active_corpus("v1")), None);
     let began = |plan: &route::Plan| plan.rollout_began;
     // The first pods: a rollout from now (the plan's clock).
-    let now = "2026-11-24T00:00:00Z"
-        .parse::<k8s_openapi::jiff::Timestamp>()
-        .unwrap()
-        .as_second();
+    let now = conditions::unix_seconds("2026-11-24T00:00:00Z").unwrap();
     assert_eq!(began(&first), Some(now));
     let objects = first.objects.unwrap();
     let running = rolled(&objects.deployment, 2);
@@ -2220,6 +2219,9 @@ fn an_ingest_past_the_cap_waits_its_turn() {
         ..with_profile()
     };
     assert!(job_of(&plan(&c, &free)).is_some());
+    // Starting an ingest takes a turn (see the settled Corpus of
+    // `a_report_makes_the_version_active_and_ready` for one that takes none).
+    assert!(plan(&c, &free).needs_turn && queued.needs_turn);
 
     // The finalize step of a sharded ingest is part of one that runs.
     let mut shards = corpus();
@@ -2294,6 +2296,13 @@ fn a_rollout_past_the_cap_keeps_the_pods_that_serve() {
     );
     // A route's first pods are no rollout of running ones.
     assert!(at(9, None).objects.is_some());
+    // Rolling serving pods takes a turn; first pods and pods that already
+    // run the template take none.
+    assert!(held.needs_turn && rolls.needs_turn);
+    assert!(!at(9, None).needs_turn);
+    let served = rolled(&rolls.objects.unwrap().deployment, replicas);
+    let steady = at(9, Some(served));
+    assert!(steady.objects.is_some() && !steady.needs_turn);
 }
 
 /// When an autoscaler scales a route's Deployment, the operator applies
@@ -2308,6 +2317,7 @@ fn an_autoscaled_route_keeps_the_autoscalers_replicas() {
     if let Some(spec) = scaled.spec.as_mut() {
         spec.replicas = Some(5);
     }
+    scaled.metadata.resource_version = Some("rv-5".into());
     let observe = |autoscaler: Option<&str>| route::Observed {
         corpus: Some(active_corpus("v1")),
         deployment: Some(scaled.clone()),
@@ -2320,11 +2330,27 @@ fn an_autoscaled_route_keeps_the_autoscalers_replicas() {
             .and_then(|o| o.deployment.spec.as_ref())
             .and_then(|s| s.replicas)
     };
+    let autoscaled = route_plan(&r, &observe(Some("handbook-qa")));
+    assert_eq!(replicas(&autoscaled), Some(5));
+    // The count is applied only over the Deployment it was read from.
     assert_eq!(
-        replicas(&route_plan(&r, &observe(Some("handbook-qa")))),
-        Some(5)
+        autoscaled
+            .objects
+            .as_ref()
+            .and_then(|o| o.deployment.metadata.resource_version.as_deref()),
+        Some("rv-5")
     );
-    assert_ne!(replicas(&route_plan(&r, &observe(None))), Some(5));
+    let owned = route_plan(&r, &observe(None));
+    assert_ne!(replicas(&owned), Some(5));
+    assert!(
+        owned
+            .objects
+            .unwrap()
+            .deployment
+            .metadata
+            .resource_version
+            .is_none()
+    );
 }
 
 /// Ingest pods are fenced: nothing in, nothing out to link-local

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -19,12 +19,11 @@ use trellis::operator::corpus::{JobState, job_state};
 use trellis::operator::route::{rolled_out, template_annotation};
 
 use super::chart::{helm_reuse, helm_rollback};
-use super::corpus::{put, quickstart, ready_corpus, shared_claim};
+use super::corpus::{notice_corpus, put, quickstart, ready_corpus, stage_notice};
 use crate::support::{self, wait_for};
 use crate::{OPERATOR_NAMESPACE, World};
 
 const NS: &str = "e2e-caps";
-const DOCUMENTS: &str = "caps-documents";
 const CORPORA: [&str; 2] = ["caps-a", "caps-b"];
 const ROUTES: [&str; 2] = ["caps-a", "caps-b"];
 /// What the scenario lowers both caps to; the chart's default is 2.
@@ -152,28 +151,10 @@ pub async fn caps_hold(world: &World) -> Result<()> {
     );
 
     support::namespace(world, NS).await?;
-    put(world, NS, &shared_claim("trellis-data")).await?;
-    put(
-        world,
-        NS,
-        &json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": DOCUMENTS},
-            "data": {"notice.md": "# Notice\n\nThe notice period is thirty days. Either party may end the agreement by written notice.\n"},
-        }),
-    )
-    .await?;
-    for profile in quickstart("IndexProfile")? {
-        put(world, NS, &profile).await?;
-    }
+    stage_notice(world, NS).await?;
     let (seen, stop, task) = watch(client.clone(), "corpora", "Ingesting", running_ingests);
     for name in CORPORA {
-        let mut corpus = quickstart("Corpus")?
-            .pop()
-            .context("the quickstart has no Corpus")?;
-        corpus["metadata"]["name"] = json!(name);
-        corpus["spec"]["sources"] = json!([{"configMap": {"name": DOCUMENTS}}]);
-        put(world, NS, &corpus).await?;
+        put(world, NS, &notice_corpus(name)?).await?;
     }
     for name in CORPORA {
         ready_corpus(world, NS, name, None, Duration::from_secs(300)).await?;
@@ -247,7 +228,25 @@ pub async fn caps_hold(world: &World) -> Result<()> {
         || async {
             let d = deployments.get(&scaled).await?;
             let replicas = d.spec.as_ref().and_then(|s| s.replicas);
-            Ok((replicas == Some(2) && rolled_out(&d)).then_some(()))
+            if replicas == Some(2) && rolled_out(&d) {
+                return Ok(Some(()));
+            }
+            // Said, so that a timeout tells a count taken back from a
+            // pod that does not come up.
+            let ready = d.status.as_ref().and_then(|s| s.ready_replicas);
+            let managers: Vec<_> = d
+                .metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .filter(|m| {
+                    m.fields_v1
+                        .as_ref()
+                        .is_some_and(|f| f.0.pointer("/f:spec/f:replicas").is_some())
+                })
+                .filter_map(|m| m.manager.clone())
+                .collect();
+            bail!("replicas {replicas:?} ({managers:?}), ready {ready:?}")
         },
     )
     .await?;

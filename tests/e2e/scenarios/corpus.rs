@@ -79,6 +79,42 @@ pub async fn stage(world: &World, ns: &str) -> Result<usize> {
     Ok(copied)
 }
 
+/// The ConfigMap of the one small document [`stage_notice`] stages.
+const NOTICE: &str = "notice";
+
+/// Stages `ns` for Corpora of one small document: the data claim (a
+/// [`shared_claim`]), the quickstart's IndexProfile and a ConfigMap that
+/// holds the document. The namespace must exist.
+pub async fn stage_notice(world: &World, ns: &str) -> Result<()> {
+    put(world, ns, &shared_claim("trellis-data")).await?;
+    put(
+        world,
+        ns,
+        &serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": NOTICE},
+            "data": {"notice.md": "# Notice\n\nThe notice period is thirty days. \
+                Either party may end the agreement by written notice.\n"},
+        }),
+    )
+    .await?;
+    for profile in quickstart("IndexProfile")? {
+        put(world, ns, &profile).await?;
+    }
+    Ok(())
+}
+
+/// The quickstart's Corpus, named `name`, over the document
+/// [`stage_notice`] stages.
+pub fn notice_corpus(name: &str) -> Result<Value> {
+    let mut corpus = quickstart("Corpus")?
+        .pop()
+        .context("the quickstart has no Corpus")?;
+    corpus["metadata"]["name"] = serde_json::json!(name);
+    corpus["spec"]["sources"] = serde_json::json!([{"configMap": {"name": NOTICE}}]);
+    Ok(corpus)
+}
+
 /// Applies one object given as JSON.
 pub async fn put(world: &World, ns: &str, object: &Value) -> Result<()> {
     support::apply_all(&world.cluster.admin, ns, &serde_yaml::to_string(object)?).await

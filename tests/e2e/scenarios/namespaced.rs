@@ -12,10 +12,9 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use serde_json::json;
 
 use super::chart::{helm_reuse, helm_rollback};
-use super::corpus::{put, quickstart, ready_corpus, shared_claim};
+use super::corpus::{notice_corpus, put, ready_corpus, stage_notice};
 use crate::support::{self, wait_for};
 use crate::{OPERATOR_NAMESPACE, World};
 
@@ -52,31 +51,6 @@ async fn operator_may(
     };
     let answer = reviews.create(&PostParams::default(), &review).await?;
     Ok(answer.status.is_some_and(|s| s.allowed))
-}
-
-/// A namespace with a data claim, the quickstart's profile, one small
-/// document in a ConfigMap and a Corpus over it.
-async fn corpus_in(world: &World, ns: &str) -> Result<()> {
-    put(world, ns, &shared_claim("trellis-data")).await?;
-    put(
-        world,
-        ns,
-        &json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "notice"},
-            "data": {"notice.md": "# Notice\n\nThe notice period is thirty days.\n"},
-        }),
-    )
-    .await?;
-    for profile in quickstart("IndexProfile")? {
-        put(world, ns, &profile).await?;
-    }
-    let mut corpus = quickstart("Corpus")?
-        .pop()
-        .context("the quickstart has no Corpus")?;
-    corpus["metadata"]["name"] = json!(CORPUS);
-    corpus["spec"]["sources"] = json!([{"configMap": {"name": "notice"}}]);
-    put(world, ns, &corpus).await
 }
 
 /// `watchNamespace` set to two namespaces (`helm upgrade --reuse-values`):
@@ -124,8 +98,10 @@ pub async fn namespaced_install(world: &World) -> Result<()> {
         "the operator may list Jobs across every namespace"
     );
 
-    corpus_in(world, WATCHED[0]).await?;
-    corpus_in(world, UNWATCHED).await?;
+    for ns in [WATCHED[0], UNWATCHED] {
+        stage_notice(world, ns).await?;
+        put(world, ns, &notice_corpus(CORPUS)?).await?;
+    }
     ready_corpus(world, WATCHED[0], CORPUS, None, Duration::from_secs(240)).await?;
     // Given the time its neighbour took, and some more: untouched.
     tokio::time::sleep(Duration::from_secs(5)).await;
