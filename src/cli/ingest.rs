@@ -294,7 +294,7 @@ fn ingest_corpus(
             }
         )?;
         outln!(
-            "  documents {} ok ({} flagged, {} pages lost), {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} (≤ {} × sentences: {})",
+            "  documents {} ok ({} flagged, {} pages lost), {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} at {:.2} (budget {})",
             c.documents,
             c.flagged_documents,
             c.lost_pages,
@@ -303,13 +303,12 @@ fn ingest_corpus(
             c.indexed_sentences,
             c.chunks,
             c.related_edges,
-            selected.profile.spec.semantic_links.max_per_sentence,
-            if m.related_edges_within_bound {
-                "yes"
-            } else {
-                "NO"
-            },
+            m.links.threshold,
+            m.links.budget,
         )?;
+        for warning in &m.links.warnings {
+            outln!("  warning: {warning}")?;
+        }
         outln!(
             "  embedded {} new sentences, {} from cache · model {} ({} dims)",
             m.embedded_sentences,

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::links::LinkReport;
+
 /// A document and what the ingest says of it: why it could not be indexed
 /// ([`VersionManifest::failed`]) or why its text is in doubt
 /// ([`VersionManifest::flagged`]).
@@ -54,8 +56,11 @@ pub struct VersionManifest {
     pub model_id: String,
     pub dims: usize,
     pub counts: Counts,
-    /// `related_edges ≤ maxPerSentence × indexed sentences` held.
-    pub related_edges_within_bound: bool,
+    /// How the `RELATED_TO` edges were made: at which threshold, against
+    /// which budget, with what warnings. Absent from versions written
+    /// before it was recorded.
+    #[serde(default)]
+    pub links: LinkReport,
     pub embedded_sentences: usize,
     pub cached_sentences: usize,
     /// Heading paths embedded (not found in the cache) for `headings.f32`.

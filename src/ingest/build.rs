@@ -136,7 +136,13 @@ impl Build<'_> {
         progress("hnsw", 1, 1);
 
         let t = Instant::now();
-        let related = links::build(&profile.semantic_links, &store, &vectors, &rows, &graph);
+        let links::Linked {
+            edges: related,
+            report: links,
+        } = links::link(&profile.semantic_links, &store, &vectors, &rows, &graph);
+        for warning in &links.warnings {
+            tracing::warn!("{warning}");
+        }
         timings.links = t.elapsed().as_secs_f64();
         progress("links", 1, 1);
         write_json(&dir.join(files::RELATED), &related)?;
@@ -145,7 +151,6 @@ impl Build<'_> {
         write_json(&dir.join(files::PROFILE), &recorded)?;
 
         timings.total = self.started.elapsed().as_secs_f64();
-        let bound = profile.semantic_links.max_per_sentence as usize * rows.len();
         let manifest = VersionManifest {
             format_version: FORMAT_VERSION,
             corpus: inputs.corpus_name.to_string(),
@@ -165,7 +170,7 @@ impl Build<'_> {
                 chunks: chunks.len(),
                 related_edges: related.len(),
             },
-            related_edges_within_bound: related.len() <= bound,
+            links,
             embedded_sentences: sentence_stats.embedded,
             cached_sentences: sentence_stats.hits,
             embedded_headings: heading_stats.embedded,
