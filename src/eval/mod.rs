@@ -504,6 +504,7 @@ fn write_answer(
             .collect(),
         context: String::new(),
         common_query: retrieved.common_query,
+        named_documents: retrieved.named_documents.clone(),
         ranking: Vec::new(),
         sentences: Vec::new(),
         rerank: None,

@@ -7,7 +7,7 @@
 //! key's file name (`webhelp-hosting-agreement.txt`), three letters or
 //! more, lower case. Built from the skeleton when a query first asks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::store::DocumentRecord;
 
@@ -15,11 +15,15 @@ use super::store::DocumentRecord;
 pub struct DocumentNames {
     documents: usize,
     by_word: HashMap<String, Vec<u32>>,
+    /// Each document's names, its file name's words and its title's, in
+    /// the singular, distinct.
+    names: Vec<[Vec<String>; 2]>,
 }
 
 impl DocumentNames {
     pub fn new(documents: &[DocumentRecord]) -> Self {
         let mut by_word: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut names = Vec::with_capacity(documents.len());
         for (d, document) in documents.iter().enumerate() {
             let file = document.key.rsplit('/').next().unwrap_or_default();
             let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
@@ -31,10 +35,22 @@ impl DocumentNames {
             for word in words {
                 by_word.entry(word).or_default().push(d as u32);
             }
+            let singular = |text: &str| {
+                let mut words: Vec<String> =
+                    name_words(text).map(|w| singular(&w).to_string()).collect();
+                words.sort_unstable();
+                words.dedup();
+                words
+            };
+            names.push([
+                singular(stem),
+                singular(document.title.as_deref().unwrap_or("")),
+            ]);
         }
         Self {
             documents: documents.len(),
             by_word,
+            names,
         }
     }
 
@@ -47,27 +63,7 @@ impl DocumentNames {
     pub fn named_by(&self, words: &[String]) -> HashMap<u32, f32> {
         let mut scores: HashMap<u32, f32> = HashMap::new();
         let mut total = 0.0;
-        let mut seen: Vec<&str> = Vec::new();
-        for word in words {
-            let word = word
-                .strip_suffix('s')
-                .filter(|w| w.len() >= 3)
-                .unwrap_or(word);
-            if seen.contains(&word) {
-                continue;
-            }
-            seen.push(word);
-            let mut named: Vec<u32> = [word.to_string(), format!("{word}s")]
-                .iter()
-                .filter_map(|w| self.by_word.get(w))
-                .flatten()
-                .copied()
-                .collect();
-            named.sort_unstable();
-            named.dedup();
-            if named.is_empty() || named.len() >= self.documents {
-                continue;
-            }
+        for (_, named) in self.naming(words) {
             let weight = (self.documents as f32 / named.len() as f32).ln();
             total += weight;
             for d in named {
@@ -81,6 +77,90 @@ impl DocumentNames {
         }
         scores
     }
+
+    /// The documents `words` (a query's topic words) name outright: those
+    /// whose name holds every word of the query that names documents, and
+    /// whose title or file name they spell out, all of it but one word at
+    /// most and at least half of it. "the
+    /// hosting agreement" names `webhelp-hosting-agreement.txt` outright,
+    /// though "agreement" alone would also name the endorsement agreement;
+    /// a claim that shares four words with a paper's twelve-word title
+    /// shares its topic, and names nothing. None when no document is
+    /// named so.
+    pub fn named_outright(&self, words: &[String]) -> Option<Outright> {
+        let naming = self.naming(words);
+        let (_, first) = naming.first()?;
+        let mentioned = |name: &[String]| {
+            let held = name
+                .iter()
+                .filter(|w| naming.iter().any(|(n, _)| n == *w))
+                .count();
+            // "webhelp hosting agreement" is named by "the hosting
+            // agreement", "Nikola Tesla" by "Tesla": all of a name but one
+            // word, and at least half of it.
+            held > 0 && held + 1 >= name.len() && 2 * held >= name.len()
+        };
+        let documents: Vec<u32> = first
+            .iter()
+            .copied()
+            .filter(|d| naming.iter().all(|(_, named)| named.contains(d)))
+            .filter(|&d| {
+                self.names
+                    .get(d as usize)
+                    .is_some_and(|names| names.iter().any(|name| mentioned(name)))
+            })
+            .collect();
+        (!documents.is_empty()).then(|| Outright {
+            documents,
+            words: naming
+                .into_iter()
+                .flat_map(|(word, _)| [format!("{word}s"), word])
+                .collect(),
+        })
+    }
+
+    /// Each distinct word of `words` that names some documents but not
+    /// all (singular, as names are matched), with the documents it names,
+    /// sorted.
+    fn naming(&self, words: &[String]) -> Vec<(String, Vec<u32>)> {
+        let mut naming: Vec<(String, Vec<u32>)> = Vec::new();
+        for word in words {
+            let word = singular(word);
+            if naming.iter().any(|(w, _)| w == word) {
+                continue;
+            }
+            let mut named: Vec<u32> = [word.to_string(), format!("{word}s")]
+                .iter()
+                .filter_map(|w| self.by_word.get(w))
+                .flatten()
+                .copied()
+                .collect();
+            named.sort_unstable();
+            named.dedup();
+            if !named.is_empty() && named.len() < self.documents {
+                naming.push((word.to_string(), named));
+            }
+        }
+        naming
+    }
+}
+
+/// Documents a query names outright ([`DocumentNames::named_outright`]).
+#[derive(Debug, PartialEq)]
+pub struct Outright {
+    /// The documents, in order.
+    pub documents: Vec<u32>,
+    /// The query's words that name them, in both numbers ("agreement",
+    /// "agreements").
+    pub words: HashSet<String>,
+}
+
+/// A name word in the singular, as names are matched: a trailing "s"
+/// cut when three letters are left ("normans" → "norman").
+fn singular(word: &str) -> &str {
+    word.strip_suffix('s')
+        .filter(|w| w.len() >= 3)
+        .unwrap_or(word)
 }
 
 /// Lower-case words of three letters or more.
@@ -128,5 +208,54 @@ mod tests {
                 .named_by(&words("what does a turing machine model"))
                 .is_empty()
         );
+
+        // Named outright: one name holds every naming word.
+        let naming = |q: &str| {
+            names.named_outright(&words(q)).map(|o| {
+                let mut w: Vec<String> = o.words.into_iter().collect();
+                w.sort();
+                (o.documents, w)
+            })
+        };
+        assert_eq!(
+            naming("which state law governs the hosting agreement"),
+            Some((
+                vec![0],
+                ["agreement", "agreements", "hosting", "hostings"]
+                    .map(String::from)
+                    .to_vec()
+            ))
+        );
+        assert_eq!(
+            naming("who were the normans"),
+            Some((vec![2], ["norman", "normans"].map(String::from).to_vec()))
+        );
+        // A long title that holds the query's naming words is not named
+        // by them: they are less than half of it.
+        let papers = DocumentNames::new(&[
+            document(
+                "corpus/4983",
+                Some(
+                    "Distinct roles of interleukin signalling in the thymic development \
+                     and peripheral homeostasis of regulatory T cells",
+                ),
+            ),
+            document("corpus/1234", Some("Vitamin D and bone density")),
+        ]);
+        assert!(
+            papers
+                .named_outright(&words("interleukin signalling shapes regulatory cells"))
+                .is_none()
+        );
+        assert_eq!(
+            papers
+                .named_outright(&words("does vitamin intake change bone density"))
+                .map(|o| o.documents),
+            Some(vec![1])
+        );
+        // Two names share the query's naming words only in part: neither
+        // is named outright.
+        assert_eq!(naming("the hosting and the endorsement agreements"), None);
+        assert_eq!(naming("what does a turing machine model"), None);
     }
 }

@@ -28,6 +28,7 @@ mod anchors;
 mod context;
 mod expansion;
 mod filter;
+mod named;
 pub mod rerank;
 mod route;
 mod scoring;
@@ -168,6 +169,11 @@ pub struct Answer {
     /// The query was common to the corpus (`selection.commonQueryShare`):
     /// answered in each of the best documents, which then took turns.
     pub common_query: bool,
+    /// The documents (keys) the query names outright, among those it may
+    /// see (`scoring.namedDocuments`): its sentences were measured by the
+    /// rest of the query.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub named_documents: Vec<String>,
     /// Every scored sentence, best first (for evaluation).
     #[serde(skip)]
     pub ranking: Vec<(u32, f32)>,
@@ -305,7 +311,18 @@ impl<'a> Retriever<'a> {
         } = self.anchors(route, query, query_vector, &allowed, &mut vectors)?;
 
         // Full mode scores with query features; the other modes rank by
-        // their anchor lists alone.
+        // their anchor lists alone. A query that names a document is
+        // measured by the rest of it once the document is picked (see
+        // `named.rs`).
+        let named = match mode == AnchorMode::Full && route.scoring.named_documents {
+            true => named::named(self.index, query, &access.documents),
+            false => None,
+        };
+        let rest = named.as_ref().map(|n| n.rest.as_str());
+        let rest_vector = match (rest, query_vector) {
+            (Some(rest), Some(_)) => Some(self.embedder.embed_query(rest)?),
+            _ => None,
+        };
         let mut features = None;
         let ranking: Vec<(u32, f32)> = match mode {
             AnchorMode::Bm25 => lexical,
@@ -313,7 +330,11 @@ impl<'a> Retriever<'a> {
             AnchorMode::Hybrid => sorted(candidates.iter().map(|(&i, c)| (i, c.fused))),
             AnchorMode::Full => {
                 self.expand(route, &mut candidates, &allowed)?;
-                let q = query_vector.unwrap_or(&[]);
+                if let Some(rest) = rest {
+                    let rest_vector = rest_vector.as_deref();
+                    self.measure_against(route, rest, rest_vector, &mut candidates, &mut vectors)?;
+                }
+                let q = rest_vector.as_deref().or(query_vector).unwrap_or(&[]);
                 if !q.is_empty() {
                     self.read_vectors(&mut vectors, candidates.keys().copied())?;
                 }
@@ -324,8 +345,11 @@ impl<'a> Retriever<'a> {
                 }
                 let f = features.insert(scoring::QueryFeatures::new(
                     self.index,
-                    query,
-                    q,
+                    scoring::Query {
+                        text: query,
+                        rest,
+                        vector: q,
+                    },
                     &route.scoring.weights,
                     &candidates,
                     definitions,
@@ -382,10 +406,16 @@ impl<'a> Retriever<'a> {
         };
         let hits = self.hits(&selected, signals, selection::Display::of(route));
         let context = assemble_context(&hits);
+        let named_documents = named
+            .iter()
+            .flat_map(|n| &n.documents)
+            .map(|&d| self.index.store.documents[d as usize].key.clone())
+            .collect();
         Ok(Answer {
             hits,
             context,
             common_query: common,
+            named_documents,
             ranking,
             sentences: selected.iter().map(|&(i, _)| i).collect(),
             rerank,

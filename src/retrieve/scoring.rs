@@ -15,7 +15,9 @@ const STOP: &[&str] = &[
     "been", "shall", "will", "may", "can", "its", "not", "but", "than", "then", "such", "other",
 ];
 
-fn query_words(query: &str) -> Vec<String> {
+/// A query's topic words: three letters or more, stop words left out,
+/// lower case.
+pub(super) fn query_words(query: &str) -> Vec<String> {
     query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.len() >= 3)
@@ -56,15 +58,29 @@ pub(super) struct QueryFeatures<'q> {
     named: HashMap<u32, f32>,
 }
 
+/// The query as scoring reads it.
+pub(super) struct Query<'q> {
+    /// As asked: it names documents.
+    pub text: &'q str,
+    /// What is left once the words that name a document outright are
+    /// taken out, if they are (`named.rs`): the rest of the signals read
+    /// it.
+    pub rest: Option<&'q str>,
+    /// The vector of the rest, or else of the query (empty in BM25 mode).
+    pub vector: &'q [f32],
+}
+
 impl<'q> QueryFeatures<'q> {
     pub(super) fn new(
         index: &IndexVersion,
-        query: &str,
-        vector: &'q [f32],
+        query: Query<'q>,
         weights: &ScoringWeights,
         candidates: &HashMap<u32, Candidate>,
         definitions: HashMap<u32, f32>,
     ) -> Self {
+        let Query { text, rest, vector } = query;
+        let named = index.document_names().named_by(&query_words(text));
+        let query = rest.unwrap_or(text);
         let lower = query.to_lowercase();
         let wanted: Vec<String> = lower
             .split(|c: char| c.is_whitespace() || ",;?()".contains(c))
@@ -107,7 +123,6 @@ impl<'q> QueryFeatures<'q> {
             .collect();
         let words = query_words(query);
         let asks_date = asks_for_date(&lower, &words);
-        let named = index.document_names().named_by(&words);
         Self {
             named,
             asks_date,

@@ -127,9 +127,13 @@ impl Retriever<'_> {
         for &(i, score) in selected {
             let paragraph = store.sentences[i as usize].paragraph;
             let [from, to] = display.range(self.index, i);
-            let shared = groups
-                .iter_mut()
-                .find(|g| g.paragraph == paragraph && from <= g.range[1] && g.range[0] <= to);
+            // One passage: the same paragraph shown in touching windows,
+            // or displays that overlap (clauses span paragraphs).
+            let shared = groups.iter_mut().find(|g| {
+                let touching = from <= g.range[1] && g.range[0] <= to;
+                let overlapping = from < g.range[1] && g.range[0] < to;
+                (g.paragraph == paragraph && touching) || overlapping
+            });
             match shared {
                 Some(group) => {
                     group.range = [group.range[0].min(from), group.range[1].max(to)];
@@ -206,13 +210,18 @@ pub struct Display {
     pub paragraph: bool,
     /// Sentences either side otherwise (`selection.neighbours`).
     pub neighbours: u32,
+    /// A sentence of a numbered clause shows the clause, up to this many
+    /// characters (`selection.wholeClause`, `clauseMaxChars`).
+    pub clause_chars: Option<u32>,
 }
 
 impl Display {
     pub fn of(route: &RetrievalRouteSpec) -> Self {
+        let selection = &route.selection;
         Display {
             paragraph: route.expansion.paragraph,
-            neighbours: route.selection.neighbours,
+            neighbours: selection.neighbours,
+            clause_chars: selection.whole_clause.then_some(selection.clause_max_chars),
         }
     }
 
@@ -225,8 +234,14 @@ impl Display {
     }
 
     /// The sentences [`Display::text`] shows, as a range of sentence
-    /// numbers; never past the sentence's paragraph.
+    /// numbers: the sentence's clause when the route shows clauses and it
+    /// has one, else never past its paragraph.
     pub fn range(self, index: &IndexVersion, i: u32) -> [u32; 2] {
+        if let Some(chars) = self.clause_chars
+            && let Some(clause) = clause_range(index, i, chars as usize)
+        {
+            return clause;
+        }
         let store = &index.store;
         let s = &store.sentences[i as usize];
         let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
@@ -240,6 +255,39 @@ impl Display {
             ]
         }
     }
+}
+
+/// The run of sentences around `i` that belong to its numbered clause,
+/// within its document, as a range: all of it when its text fits in
+/// `max_chars`, else a sentence before and one after `i` in turn while
+/// they fit (`i` itself always). None for a sentence in no clause.
+fn clause_range(index: &IndexVersion, i: u32, max_chars: usize) -> Option<[u32; 2]> {
+    let store = &index.store;
+    let s = &store.sentences[i as usize];
+    let clause = s.clause.as_ref()?;
+    let [start, end] = store.documents[s.document as usize].sentences;
+    let same = |j: u32| store.sentences[j as usize].clause.as_ref() == Some(clause);
+    let chars = |j: u32| store.sentences[j as usize].text.chars().count() + 1;
+    let (mut from, mut to) = (i, i + 1);
+    let mut used = chars(i);
+    let (mut before, mut after) = (true, true);
+    while before || after {
+        if after {
+            after = to < end && same(to) && used + chars(to) <= max_chars;
+            if after {
+                used += chars(to);
+                to += 1;
+            }
+        }
+        if before {
+            before = from > start && same(from - 1) && used + chars(from - 1) <= max_chars;
+            if before {
+                from -= 1;
+                used += chars(from);
+            }
+        }
+    }
+    Some([from, to])
 }
 
 /// Sentences `from..to`, joined by spaces.

@@ -236,6 +236,11 @@ pub struct RetrieveResponse {
     /// documents): answered in each of the best documents, which then
     /// took turns, rather than from the one that matched best.
     pub common_query: bool,
+    /// The documents (keys) the query names outright, among those it may
+    /// see: its sentences were measured by the rest of the query
+    /// (`scoring.namedDocuments`). Absent when it names none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub named_documents: Vec<String>,
     /// Whether the route's reranker reordered the results; false when it
     /// failed or missed its budget (`reranker.budgetMs`) and stage 3's
     /// order stands. Absent when the route has no reranker.

@@ -542,6 +542,7 @@ async fn retrieve(
                 hits: answer.hits,
                 context: answer.context,
                 common_query: answer.common_query,
+                named_documents: answer.named_documents,
                 reranked: answer.rerank.map(|r| r.reranked),
                 truncated: false,
             };

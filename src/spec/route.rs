@@ -245,6 +245,14 @@ pub struct ScoringSpec {
     /// Sentences whose extraction confidence is below this are dropped.
     /// Default 0.0 (keep all).
     pub confidence_floor: f32,
+    /// Full mode: a query that names a document outright (one document's
+    /// title or file name holds every word of it that names documents,
+    /// and they spell out that name, all but one word at most: "… the
+    /// hosting agreement?") is measured without its naming words once they have
+    /// picked the document: the document signal reads the whole query,
+    /// the dense, lexical, heading and paragraph signals what is left
+    /// ("Which state's law governs"). Default true.
+    pub named_documents: bool,
 }
 
 impl Default for ScoringSpec {
@@ -252,6 +260,7 @@ impl Default for ScoringSpec {
         Self {
             weights: ScoringWeights::default(),
             confidence_floor: 0.0,
+            named_documents: true,
         }
     }
 }
@@ -370,6 +379,15 @@ pub struct SelectionSpec {
     /// MMR trade-off between relevance (1.0) and diversity; 1.0 turns
     /// diversity off. Default 1.0.
     pub mmr_lambda: f32,
+    /// A result inside a numbered clause shows the whole clause (its run
+    /// of sentences, across paragraphs, up to `clauseMaxChars`) instead
+    /// of its paragraph: a clause that runs over several paragraphs is
+    /// not cut where the anchor's paragraph ends. Default false.
+    pub whole_clause: bool,
+    /// The longest clause display, in characters; a longer clause is
+    /// shown around its anchor, a sentence before and after in turn,
+    /// never cutting one. Default 3000.
+    pub clause_max_chars: u32,
 }
 
 impl Default for SelectionSpec {
@@ -384,6 +402,8 @@ impl Default for SelectionSpec {
             common_query_share: 0.55,
             common_query_decay: 0.4,
             mmr_lambda: 1.0,
+            whole_clause: false,
+            clause_max_chars: 3000,
         }
     }
 }

@@ -68,7 +68,7 @@ step("a bad token shows the 401 message", async ({ page }) => {
 // document each is about.
 const QUICKSTART_QUESTIONS = [
   [QUESTION, "documents/webhelp-hosting-agreement.txt"],
-  ["How long does the endorsement agreement last?", "documents/lifeway-endorsement-agreement.txt"],
+  ["What royalty does the endorsement agreement pay?", "documents/lifeway-endorsement-agreement.txt"],
   ["What does a Turing machine model?", "documents/computational-complexity-theory.md"],
   // Last, so that the screenshot shows it.
   ["Who was the Norman leader who conquered England?", "documents/normans.md"],

@@ -293,6 +293,200 @@ fn the_cluster_quickstart_runs_as_its_ingest_pods_do() {
     );
 }
 
+/// The quick start's own questions (`examples/quickstart/queries.txt`),
+/// asked as its demo asks them: the first result of each, with the
+/// quick start's route, is the sentence that answers it, judged as the
+/// person asking would. The first names a document ("the hosting
+/// agreement"), whose opening lines repeat its name: the rest of the
+/// question must pick the clause inside it.
+#[test]
+fn the_quickstart_questions_are_answered_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let manifests = "examples/quickstart/trellis.yaml";
+    let output = run(trellis()
+        .args(["ingest", "-f", manifests, "--data-dir"])
+        .arg(&data));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let questions =
+        std::fs::read_to_string(root().join("examples/quickstart/queries.txt")).unwrap();
+    let answers = [
+        (
+            "Which state's law governs the hosting agreement?",
+            "governed by and construed in accordance with the laws of the State of California",
+        ),
+        (
+            "What royalty does the endorsement agreement pay?",
+            "a royalty (the \"Royalty\") equal to $0.02 for each Lifeway product",
+        ),
+        (
+            "Who was the Norman leader who conquered England?",
+            "Duke William II of Normandy conquered England",
+        ),
+        (
+            "What does a Turing machine model?",
+            "A Turing machine is a mathematical model",
+        ),
+    ];
+    let asked: Vec<&str> = questions.lines().filter(|q| !q.trim().is_empty()).collect();
+    assert_eq!(
+        asked,
+        answers.map(|(q, _)| q),
+        "the quick start's questions changed"
+    );
+    for (question, answer) in answers {
+        let output = run(trellis()
+            .args(["query", "-f", manifests, "--json", "--data-dir"])
+            .arg(&data)
+            .arg(question));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let first = &response["hits"][0];
+        assert!(
+            first["text"].as_str().is_some_and(|t| t.contains(answer)),
+            "{question}: the first result is {}",
+            first["text"]
+        );
+        // The response says which document the question named.
+        let named = &response["named_documents"];
+        match question {
+            q if q.contains("hosting agreement") => assert_eq!(
+                *named,
+                serde_json::json!(["documents/webhelp-hosting-agreement.txt"])
+            ),
+            q if q.contains("Turing") => assert!(named.is_null(), "{named}"),
+            _ => {}
+        }
+    }
+}
+
+/// A clause that runs over several paragraphs is shown whole by a route
+/// with `selection.wholeClause`, the anchor inside it; without it, the
+/// anchor's paragraph alone.
+#[test]
+fn a_route_shows_a_clause_whole_across_its_paragraphs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("services-agreement.txt"),
+        "SERVICES AGREEMENT\n\n\
+         1. Services. Provider shall deliver the services described in Exhibit A.\n\n\
+         2. Termination. Either party may terminate this Agreement upon thirty days \
+         written notice to the other party.\n\n\
+         Upon termination, Customer shall pay all fees accrued through the effective date \
+         of termination. Provider shall return all Customer materials within ten days.\n\n\
+         No termination shall affect the confidentiality obligations, which survive for \
+         five years.\n\n\
+         3. Notices. Notices shall be in writing and delivered to the addresses above.\n",
+    )
+    .unwrap();
+    let manifests = tmp.path().join("trellis.yaml");
+    let write = |whole: bool| {
+        std::fs::write(
+            &manifests,
+            format!(
+                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
+                 spec: {{profileRef: {{name: p}}, sources: [{{path: docs}}]}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: r}}\n\
+                 spec: {{corpusRef: {{name: c}}, selection: {{topK: 1, wholeClause: {whole}}}}}\n"
+            ),
+        )
+        .unwrap();
+    };
+    write(false);
+    let output = run(trellis()
+        .args(["ingest", "-f"])
+        .arg(&manifests)
+        .arg("--data-dir")
+        .arg(tmp.path().join("data")));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let first = |whole: bool| {
+        write(whole);
+        let output = run(trellis()
+            .args(["query", "--json", "-f"])
+            .arg(&manifests)
+            .arg("--data-dir")
+            .arg(tmp.path().join("data"))
+            .arg("What must the customer pay upon termination?"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        response["hits"][0].clone()
+    };
+    let cut = first(false);
+    assert!(
+        cut["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Upon termination, Customer shall pay"),
+        "{cut}"
+    );
+    let display = cut["display"].as_str().unwrap();
+    assert!(!display.contains("thirty days"), "{display}");
+    let whole = first(true);
+    assert_eq!(whole["text"], cut["text"]);
+    let display = whole["display"].as_str().unwrap();
+    for part in [
+        "2. Termination.",
+        "thirty days written notice",
+        "Upon termination, Customer shall pay",
+        "survive for five years.",
+    ] {
+        assert!(display.contains(part), "{part}: {display}");
+    }
+    assert!(!display.contains("Notices shall be"), "{display}");
+}
+
+/// The `RELATED_TO` edge budget is an alarm that fires: a threshold that
+/// links nearly every sentence as far as `maxPerSentence` allows is
+/// reported as too low, and one that no two sentences reach falls back
+/// by 0.05 (the design's 0.90 to 0.85), reported too.
+#[test]
+fn the_edge_budget_alarm_fires_and_a_threshold_nothing_reaches_falls_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let documents = root().join("examples/quickstart/documents");
+    let ingest_at = |threshold: &str| {
+        let manifests = tmp.path().join(format!("trellis-{threshold}.yaml"));
+        std::fs::write(
+            &manifests,
+            format!(
+                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n\
+                 spec: {{semanticLinks: {{threshold: {threshold}, maxPerSentence: 2}}}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
+                 spec: {{profileRef: {{name: p}}, sources: [{{path: {}}}]}}\n",
+                documents.display()
+            ),
+        )
+        .unwrap();
+        let output = run(trellis()
+            .args(["ingest", "--json", "-f"])
+            .arg(&manifests)
+            .arg("--data-dir")
+            .arg(tmp.path().join("data")));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        report["manifest"].clone()
+    };
+
+    let loose = ingest_at("0.10");
+    let edges = loose["counts"]["related_edges"].as_u64().unwrap();
+    let budget = loose["links"]["budget"].as_u64().unwrap();
+    assert!(edges * 10 >= budget * 9, "{edges} of {budget}");
+    let warnings = loose["links"]["warnings"].to_string();
+    assert!(warnings.contains("raise it"), "{warnings}");
+
+    // The quick start's prose never repeats itself that closely.
+    let strict = ingest_at("0.90");
+    let at = strict["links"]["threshold"].as_f64().unwrap();
+    assert!((at - 0.85).abs() < 1e-6, "{at}");
+    let warnings = strict["links"]["warnings"].to_string();
+    assert!(
+        warnings.contains("no two sentences reached semanticLinks.threshold 0.90; linked at 0.85"),
+        "{warnings}"
+    );
+}
+
 /// Two ingests of one corpus at once on one data directory (a retried pod
 /// beside the one it replaces, two Jobs of a namespace) publish exactly
 /// the vectors one ingest alone publishes, and both succeed. One of them
