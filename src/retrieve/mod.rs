@@ -350,7 +350,7 @@ impl<'a> Retriever<'a> {
                         rest,
                         vector: q,
                     },
-                    &route.scoring.weights,
+                    &route.scoring,
                     &candidates,
                     definitions,
                 ));

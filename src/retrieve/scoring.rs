@@ -6,7 +6,7 @@ use super::vectors::QueryVectors;
 use super::{Candidate, Signals};
 use crate::embed::dot;
 use crate::index::IndexVersion;
-use crate::spec::{RetrievalRouteSpec, ScoringWeights, SelectionSpec};
+use crate::spec::{ProvenanceFavours, RetrievalRouteSpec, ScoringSpec, SelectionSpec};
 
 /// Words that carry no topic; left out of the structure and entity signals.
 const STOP: &[&str] = &[
@@ -56,6 +56,8 @@ pub(super) struct QueryFeatures<'q> {
     /// Documents whose names (titles, file names) the query's words name,
     /// and how strongly.
     named: HashMap<u32, f32>,
+    /// Which sections the provenance signal favours.
+    provenance: ProvenanceFavours,
 }
 
 /// The query as scoring reads it.
@@ -74,7 +76,7 @@ impl<'q> QueryFeatures<'q> {
     pub(super) fn new(
         index: &IndexVersion,
         query: Query<'q>,
-        weights: &ScoringWeights,
+        scoring: &ScoringSpec,
         candidates: &HashMap<u32, Candidate>,
         definitions: HashMap<u32, f32>,
     ) -> Self {
@@ -128,7 +130,12 @@ impl<'q> QueryFeatures<'q> {
             asks_date,
             words,
             vector,
-            relevance_weights: [weights.fusion, weights.dense, weights.lexical],
+            relevance_weights: [
+                scoring.weights.fusion,
+                scoring.weights.dense,
+                scoring.weights.lexical,
+            ],
+            provenance: scoring.provenance,
             wanted,
             name_weights,
             name_paragraphs: paragraphs,
@@ -196,12 +203,14 @@ pub(super) fn signals(
         + 0.1 * f32::from(u8::from(definition))
         + 0.1 * f32::from(u8::from(clause_match));
 
-    // Provenance: the body counts more than annexes.
-    let provenance = if store.sections[s.section as usize].is_annex {
-        0.0
-    } else {
-        1.0
+    // Provenance: the body, or the annexes, count more, as the route
+    // says.
+    let annex = store.sections[s.section as usize].is_annex;
+    let favoured = match query.provenance {
+        ProvenanceFavours::Body => !annex,
+        ProvenanceFavours::Annexes => annex,
     };
+    let provenance = f32::from(u8::from(favoured));
 
     // Entity: the numbers, dates, amounts and names the query writes are
     // present.

@@ -245,6 +245,10 @@ pub struct ScoringSpec {
     /// Sentences whose extraction confidence is below this are dropped.
     /// Default 0.0 (keep all).
     pub confidence_floor: f32,
+    /// What the provenance signal favours: the rarer sections, as the
+    /// design draws them (`annexes`: annexes, schedules and exhibits; the
+    /// body scores 0), or the body (`body`). Default `annexes`.
+    pub provenance: ProvenanceFavours,
     /// Full mode: a query that names a document outright (one document's
     /// title or file name holds every word of it that names documents,
     /// and they spell out that name, all but one word at most: "… the
@@ -260,9 +264,25 @@ impl Default for ScoringSpec {
         Self {
             weights: ScoringWeights::default(),
             confidence_floor: 0.0,
+            provenance: ProvenanceFavours::Annexes,
             named_documents: true,
         }
     }
+}
+
+/// Which sections the provenance signal favours.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ProvenanceFavours {
+    /// Annexes, schedules and exhibits, the rarer sections, as the design
+    /// draws them; the body scores 0 (default: on CUAD it finds more of
+    /// the answers, which a contract often puts in an exhibit; SciFact and
+    /// SQuAD have no annexes).
+    #[default]
+    Annexes,
+    /// The body of a document; its annexes, schedules and exhibits score
+    /// 0.
+    Body,
 }
 
 /// Weights of the composite score's signals, each signal in [0, 1].
@@ -302,7 +322,8 @@ pub struct ScoringWeights {
     /// defines ("the date when the contract is effective" → `(the
     /// "Effective Date")`). Default 1.0.
     pub definition: f32,
-    /// Provenance: annex sections count less. Default 0.05.
+    /// Provenance: the sections `scoring.provenance` favours (annexes,
+    /// schedules and exhibits, by default) count more. Default 0.05.
     pub provenance: f32,
     /// Entity: dates, amounts and organisations asked for are present.
     /// Default 0.05.

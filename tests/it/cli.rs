@@ -438,6 +438,135 @@ fn a_route_shows_a_clause_whole_across_its_paragraphs() {
     assert!(!display.contains("Notices shall be"), "{display}");
 }
 
+/// MMR (`selection.mmrLambda` below 1) trades relevance for diversity:
+/// of two near-copies of the best answer, a route with it shows one and
+/// then something else; without it, both.
+#[test]
+fn mmr_shows_one_of_two_near_copies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for (file, text) in [
+        (
+            "order-form.txt",
+            "Fees are due within thirty days of the invoice date.",
+        ),
+        (
+            "master-agreement.txt",
+            "All fees are due within thirty days after the date of the invoice.",
+        ),
+        (
+            "payment-terms.txt",
+            "Late payments accrue interest at one percent per month until paid in full.",
+        ),
+    ] {
+        std::fs::write(docs.join(file), format!("Payment\n\n{text}\n")).unwrap();
+    }
+    let manifests = tmp.path().join("trellis.yaml");
+    let write = |lambda: f32| {
+        std::fs::write(
+            &manifests,
+            format!(
+                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
+                 spec: {{profileRef: {{name: p}}, sources: [{{path: docs}}]}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: r}}\n\
+                 spec: {{corpusRef: {{name: c}}, selection: {{topK: 2, mmrLambda: {lambda}}}}}\n"
+            ),
+        )
+        .unwrap();
+    };
+    write(1.0);
+    let data = tmp.path().join("data");
+    let output = run(trellis()
+        .args(["ingest", "-f"])
+        .arg(&manifests)
+        .arg("--data-dir")
+        .arg(&data));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown = |lambda: f32| {
+        write(lambda);
+        let output = run(trellis()
+            .args(["query", "--json", "-f"])
+            .arg(&manifests)
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("When are fees due?"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        response["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["text"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let due = |text: &String| text.contains("thirty days");
+    let plain = shown(1.0);
+    assert!(plain.len() == 2 && plain.iter().all(due), "{plain:?}");
+    let diverse = shown(0.3);
+    assert_eq!(diverse.len(), 2, "{diverse:?}");
+    assert!(due(&diverse[0]), "{diverse:?}");
+    assert!(diverse[1].contains("Late payments"), "{diverse:?}");
+}
+
+/// `scoring.provenance` decides which of two equally good sentences, one
+/// in the body and one in an exhibit, the provenance signal lifts (its
+/// weight raised here so that it alone decides).
+#[test]
+fn provenance_favours_the_body_or_the_annexes_as_the_route_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("supply-agreement.txt"),
+        "SUPPLY AGREEMENT\n\n\
+         1. Prices. The unit price of each widget is ten dollars.\n\n\
+         EXHIBIT A\n\n\
+         Price List. The unit price of each gadget is twelve dollars.\n",
+    )
+    .unwrap();
+    let manifests = tmp.path().join("trellis.yaml");
+    let write = |favours: &str| {
+        std::fs::write(
+            &manifests,
+            format!(
+                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
+                 spec: {{profileRef: {{name: p}}, sources: [{{path: docs}}]}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: r}}\n\
+                 spec: {{corpusRef: {{name: c}}, selection: {{topK: 1}}, \
+                 scoring: {{provenance: {favours}, weights: {{provenance: 5.0}}}}}}\n"
+            ),
+        )
+        .unwrap();
+    };
+    write("body");
+    let data = tmp.path().join("data");
+    let output = run(trellis()
+        .args(["ingest", "-f"])
+        .arg(&manifests)
+        .arg("--data-dir")
+        .arg(&data));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let first = |favours: &str| {
+        write(favours);
+        let output = run(trellis()
+            .args(["query", "--json", "-f"])
+            .arg(&manifests)
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("What is the unit price?"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        response["hits"][0]["text"].as_str().unwrap().to_string()
+    };
+    let body = first("body");
+    assert!(body.contains("widget"), "{body}");
+    let annexes = first("annexes");
+    assert!(annexes.contains("gadget"), "{annexes}");
+}
+
 /// The `RELATED_TO` edge budget is an alarm that fires: a threshold that
 /// links nearly every sentence as far as `maxPerSentence` allows is
 /// reported as too low, and one that no two sentences reach falls back
