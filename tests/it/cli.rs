@@ -360,16 +360,76 @@ fn the_quickstart_questions_are_answered_first() {
     }
 }
 
+/// Documents in a temporary directory, ingested once with the default
+/// profile, asked questions through routes that differ in their spec.
+struct Asked {
+    tmp: tempfile::TempDir,
+}
+
+impl Asked {
+    /// Writes `documents` (file name, text) and ingests them.
+    fn ingest(documents: &[(&str, &str)]) -> Self {
+        let asked = Asked {
+            tmp: tempfile::tempdir().unwrap(),
+        };
+        let docs = asked.tmp.path().join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        for (file, text) in documents {
+            std::fs::write(docs.join(file), text).unwrap();
+        }
+        let output = run(trellis()
+            .args(["ingest", "-f"])
+            .arg(asked.manifests(""))
+            .arg("--data-dir")
+            .arg(asked.tmp.path().join("data")));
+        assert!(output.status.success(), "{}", stderr(&output));
+        asked
+    }
+
+    /// The manifests, with a route whose spec adds `fields` (flow YAML,
+    /// `selection: {topK: 1}`) to its corpus reference.
+    fn manifests(&self, fields: &str) -> std::path::PathBuf {
+        let manifests = self.tmp.path().join("trellis.yaml");
+        let spec = match fields.is_empty() {
+            true => "{corpusRef: {name: c}}".to_string(),
+            false => format!("{{corpusRef: {{name: c}}, {fields}}}"),
+        };
+        std::fs::write(
+            &manifests,
+            format!(
+                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
+                 spec: {{profileRef: {{name: p}}, sources: [{{path: docs}}]}}\n---\n\
+                 apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: r}}\n\
+                 spec: {spec}\n"
+            ),
+        )
+        .unwrap();
+        manifests
+    }
+
+    /// The hits `trellis query --json` gives `question` through a route
+    /// with `fields` ([`Asked::manifests`]).
+    fn hits(&self, fields: &str, question: &str) -> Vec<serde_json::Value> {
+        let output = run(trellis()
+            .args(["query", "--json", "-f"])
+            .arg(self.manifests(fields))
+            .arg("--data-dir")
+            .arg(self.tmp.path().join("data"))
+            .arg(question));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        response["hits"].as_array().cloned().unwrap_or_default()
+    }
+}
+
 /// A clause that runs over several paragraphs is shown whole by a route
 /// with `selection.wholeClause`, the anchor inside it; without it, the
 /// anchor's paragraph alone.
 #[test]
 fn a_route_shows_a_clause_whole_across_its_paragraphs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    std::fs::write(
-        docs.join("services-agreement.txt"),
+    let asked = Asked::ingest(&[(
+        "services-agreement.txt",
         "SERVICES AGREEMENT\n\n\
          1. Services. Provider shall deliver the services described in Exhibit A.\n\n\
          2. Termination. Either party may terminate this Agreement upon thirty days \
@@ -379,40 +439,10 @@ fn a_route_shows_a_clause_whole_across_its_paragraphs() {
          No termination shall affect the confidentiality obligations, which survive for \
          five years.\n\n\
          3. Notices. Notices shall be in writing and delivered to the addresses above.\n",
-    )
-    .unwrap();
-    let manifests = tmp.path().join("trellis.yaml");
-    let write = |whole: bool| {
-        std::fs::write(
-            &manifests,
-            format!(
-                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n---\n\
-                 apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
-                 spec: {{profileRef: {{name: p}}, sources: [{{path: docs}}]}}\n---\n\
-                 apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: r}}\n\
-                 spec: {{corpusRef: {{name: c}}, selection: {{topK: 1, wholeClause: {whole}}}}}\n"
-            ),
-        )
-        .unwrap();
-    };
-    write(false);
-    let output = run(trellis()
-        .args(["ingest", "-f"])
-        .arg(&manifests)
-        .arg("--data-dir")
-        .arg(tmp.path().join("data")));
-    assert!(output.status.success(), "{}", stderr(&output));
+    )]);
     let first = |whole: bool| {
-        write(whole);
-        let output = run(trellis()
-            .args(["query", "--json", "-f"])
-            .arg(&manifests)
-            .arg("--data-dir")
-            .arg(tmp.path().join("data"))
-            .arg("What must the customer pay upon termination?"));
-        assert!(output.status.success(), "{}", stderr(&output));
-        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        response["hits"][0].clone()
+        let route = format!("selection: {{topK: 1, wholeClause: {whole}}}");
+        asked.hits(&route, "What must the customer pay upon termination?")[0].clone()
     };
     let cut = first(false);
     assert!(
@@ -443,60 +473,24 @@ fn a_route_shows_a_clause_whole_across_its_paragraphs() {
 /// then something else; without it, both.
 #[test]
 fn mmr_shows_one_of_two_near_copies() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    for (file, text) in [
+    let asked = Asked::ingest(&[
         (
             "order-form.txt",
-            "Fees are due within thirty days of the invoice date.",
+            "Payment\n\nFees are due within thirty days of the invoice date.\n",
         ),
         (
             "master-agreement.txt",
-            "All fees are due within thirty days after the date of the invoice.",
+            "Payment\n\nAll fees are due within thirty days after the date of the invoice.\n",
         ),
         (
             "payment-terms.txt",
-            "Late payments accrue interest at one percent per month until paid in full.",
+            "Payment\n\nLate payments accrue interest at one percent per month until paid in full.\n",
         ),
-    ] {
-        std::fs::write(docs.join(file), format!("Payment\n\n{text}\n")).unwrap();
-    }
-    let manifests = tmp.path().join("trellis.yaml");
-    let write = |lambda: f32| {
-        std::fs::write(
-            &manifests,
-            format!(
-                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n---\n\
-                 apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
-                 spec: {{profileRef: {{name: p}}, sources: [{{path: docs}}]}}\n---\n\
-                 apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: r}}\n\
-                 spec: {{corpusRef: {{name: c}}, selection: {{topK: 2, mmrLambda: {lambda}}}}}\n"
-            ),
-        )
-        .unwrap();
-    };
-    write(1.0);
-    let data = tmp.path().join("data");
-    let output = run(trellis()
-        .args(["ingest", "-f"])
-        .arg(&manifests)
-        .arg("--data-dir")
-        .arg(&data));
-    assert!(output.status.success(), "{}", stderr(&output));
+    ]);
     let shown = |lambda: f32| {
-        write(lambda);
-        let output = run(trellis()
-            .args(["query", "--json", "-f"])
-            .arg(&manifests)
-            .arg("--data-dir")
-            .arg(&data)
-            .arg("When are fees due?"));
-        assert!(output.status.success(), "{}", stderr(&output));
-        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        response["hits"]
-            .as_array()
-            .unwrap()
+        let route = format!("selection: {{topK: 2, mmrLambda: {lambda}}}");
+        asked
+            .hits(&route, "When are fees due?")
             .iter()
             .map(|h| h["text"].as_str().unwrap().to_string())
             .collect::<Vec<_>>()
@@ -515,51 +509,19 @@ fn mmr_shows_one_of_two_near_copies() {
 /// weight raised here so that it alone decides).
 #[test]
 fn provenance_favours_the_body_or_the_annexes_as_the_route_says() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    std::fs::write(
-        docs.join("supply-agreement.txt"),
+    let asked = Asked::ingest(&[(
+        "supply-agreement.txt",
         "SUPPLY AGREEMENT\n\n\
          1. Prices. The unit price of each widget is ten dollars.\n\n\
          EXHIBIT A\n\n\
          Price List. The unit price of each gadget is twelve dollars.\n",
-    )
-    .unwrap();
-    let manifests = tmp.path().join("trellis.yaml");
-    let write = |favours: &str| {
-        std::fs::write(
-            &manifests,
-            format!(
-                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n---\n\
-                 apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
-                 spec: {{profileRef: {{name: p}}, sources: [{{path: docs}}]}}\n---\n\
-                 apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: r}}\n\
-                 spec: {{corpusRef: {{name: c}}, selection: {{topK: 1}}, \
-                 scoring: {{provenance: {favours}, weights: {{provenance: 5.0}}}}}}\n"
-            ),
-        )
-        .unwrap();
-    };
-    write("body");
-    let data = tmp.path().join("data");
-    let output = run(trellis()
-        .args(["ingest", "-f"])
-        .arg(&manifests)
-        .arg("--data-dir")
-        .arg(&data));
-    assert!(output.status.success(), "{}", stderr(&output));
+    )]);
     let first = |favours: &str| {
-        write(favours);
-        let output = run(trellis()
-            .args(["query", "--json", "-f"])
-            .arg(&manifests)
-            .arg("--data-dir")
-            .arg(&data)
-            .arg("What is the unit price?"));
-        assert!(output.status.success(), "{}", stderr(&output));
-        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        response["hits"][0]["text"].as_str().unwrap().to_string()
+        let route = format!(
+            "selection: {{topK: 1}}, scoring: {{provenance: {favours}, weights: {{provenance: 5.0}}}}"
+        );
+        let hits = asked.hits(&route, "What is the unit price?");
+        hits[0]["text"].as_str().unwrap().to_string()
     };
     let body = first("body");
     assert!(body.contains("widget"), "{body}");
