@@ -331,8 +331,7 @@ impl<'a> Retriever<'a> {
             AnchorMode::Full => {
                 self.expand(route, &mut candidates, &allowed)?;
                 if let Some(rest) = rest {
-                    let rest_vector = rest_vector.as_deref();
-                    self.measure_against(route, rest, rest_vector, &mut candidates, &mut vectors)?;
+                    self.measure_against(route, rest, &mut candidates)?;
                 }
                 let q = rest_vector.as_deref().or(query_vector).unwrap_or(&[]);
                 if !q.is_empty() {

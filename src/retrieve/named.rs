@@ -15,7 +15,6 @@ use crate::index::IndexVersion;
 use crate::spec::{AnchorSource, RetrievalRouteSpec};
 
 use super::scoring::query_words;
-use super::vectors::QueryVectors;
 use super::{Candidate, RetrieveError, Retriever};
 
 /// A query that names documents outright, and what is left of it.
@@ -72,22 +71,18 @@ pub(super) fn named(index: &IndexVersion, query: &str, visible: &[bool]) -> Opti
 
 impl Retriever<'_> {
     /// Measures `candidates` against the rest of a query that names a
-    /// document: each one's dense similarity to the rest's vector (when
-    /// the mode has one) and its BM25 score for the rest's words among
-    /// the candidates, relative to the best.
+    /// document: its BM25 score for the rest's words among the
+    /// candidates, relative to the best, and no dense similarity yet
+    /// (stage 3 fills it in from the rest's vector, as it does for every
+    /// candidate stage 1 did not score).
     pub(super) fn measure_against(
         &self,
         route: &RetrievalRouteSpec,
         rest: &str,
-        rest_vector: Option<&[f32]>,
         candidates: &mut HashMap<u32, Candidate>,
-        vectors: &mut QueryVectors<'_>,
     ) -> Result<(), RetrieveError> {
-        if let Some(q) = rest_vector {
-            self.read_vectors(vectors, candidates.keys().copied())?;
-            for (&i, c) in candidates.iter_mut() {
-                c.dense = vectors.sentence(i).map(|v| crate::embed::dot(q, v));
-            }
+        for c in candidates.values_mut() {
+            c.dense = None;
         }
         let ids: Vec<u32> = candidates.keys().copied().collect();
         let boost = route.anchors.paragraph_boost;
