@@ -26,7 +26,7 @@ use thiserror::Error;
 use crate::embed::{EmbedError, Embedder, EmbeddingCache};
 use crate::index::{IndexError, IndexVersion};
 use crate::ingest::{self, IngestError, Progress};
-use crate::retrieve::{Display, Filter, LoadedRoute, RetrieveError};
+use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{
     AnchorMode, CorpusSpec, IndexProfileSpec, ObjectRef, RetrievalRouteSpec, SourceSpec,
 };
@@ -265,7 +265,6 @@ impl Evaluation<'_> {
             false => None,
         };
         let baseline_seconds = baseline_started.elapsed().as_secs_f64();
-        let display = Display::of(&route);
         let total = self.set.queries.len() as u64;
         let done = std::sync::atomic::AtomicU64::new(0);
         let outcomes: Vec<QueryOutcome> =
@@ -302,7 +301,7 @@ impl Evaluation<'_> {
                         .hits
                         .iter()
                         .map(|hit| {
-                            let [from, to] = display.range(index, hit.sentence);
+                            let [from, to] = hit.passage;
                             (from..to).collect()
                         })
                         .collect();
@@ -505,6 +504,7 @@ fn write_answer(
         context: String::new(),
         common_query: retrieved.common_query,
         named_documents: retrieved.named_documents.clone(),
+        context_budget: retrieved.context_budget,
         ranking: Vec::new(),
         sentences: Vec::new(),
         rerank: None,

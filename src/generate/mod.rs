@@ -321,7 +321,28 @@ impl Generator {
         answer: &Answer,
         index: &IndexVersion,
     ) -> (Option<Prompt>, Vec<Source>, usize) {
-        let all = sources::from_hits(&answer.hits, index);
+        // The passages are cut down to the budget by selection's
+        // priorities (each result's sentence first, then its paragraph,
+        // its clause, its parent); a source is then never cut, only left
+        // out when the count of the whole prompt still runs over.
+        let budget = (self.spec.max_context_tokens as usize).saturating_sub(Prompt::overhead(
+            question,
+            self.spec.system_prompt.as_deref(),
+            &self.counter,
+        ));
+        let store = &index.store;
+        let cost = |i: u32| {
+            let text = store
+                .sentences
+                .get(i as usize)
+                .map_or("", |s| s.text.as_str());
+            // The space that joins it to the next.
+            self.counter.count(text) + 1
+        };
+        let frame = |hit: &crate::retrieve::Hit| sources::frame_tokens(hit, index, &self.counter);
+        let (hits, spent) =
+            crate::retrieve::fit_hits(index, answer.hits.clone(), budget, &cost, &frame);
+        let all = sources::from_hits(&hits, index);
         let fitted = sources::fit(
             all,
             question,
@@ -337,7 +358,7 @@ impl Generator {
                 &self.counter,
             )
         });
-        (prompt, fitted.sources, fitted.dropped)
+        (prompt, fitted.sources, spent.dropped + fitted.dropped)
     }
 
     /// Writes the answer to `question` from `answer`'s results; `on_text`

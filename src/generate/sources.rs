@@ -1,8 +1,9 @@
 //! The selected results as the model's sources: one source per result,
-//! its whole passage (what the result displays), numbered `[1]..[n]` in
-//! reading order (document, then position), and fitted to the context
-//! budget by dropping whole sources from the lowest score. A source is
-//! never cut: a model that reads half a clause answers half a clause.
+//! its passage (what the result displays, cut down to the context budget
+//! whole sentences at a time by `retrieve::fit_hits`), numbered
+//! `[1]..[n]` in reading order (document, then position); a prompt whose
+//! whole still counts over the budget drops whole sources from the lowest
+//! score.
 
 use crate::index::IndexVersion;
 use crate::retrieve::Hit;
@@ -75,6 +76,17 @@ pub(super) fn from_hits(hits: &[Hit], index: &IndexVersion) -> Vec<Source> {
         });
     }
     sources
+}
+
+/// The tokens `hit`'s source takes beyond its passage: its delimiters,
+/// document and section.
+pub(super) fn frame_tokens(hit: &Hit, index: &IndexVersion, counter: &TokenCounter) -> usize {
+    from_hits(std::slice::from_ref(hit), index)
+        .first_mut()
+        .map_or(0, |source| {
+            source.text.clear();
+            Prompt::source_tokens(source, counter)
+        })
 }
 
 /// Sources that fit, and how many were left out.

@@ -6,12 +6,7 @@ use std::path::Path;
 
 use super::GenerateError;
 
-/// Characters per token of the estimate. English text runs at about four
-/// characters per token in the tokenizers of current models (GPT-4o,
-/// Llama 3, Gemma 3, Claude); three over-counts it by about a third,
-/// which leaves room for numbers, names and other scripts that tokenize
-/// worse.
-pub const ESTIMATE_CHARS_PER_TOKEN: usize = 3;
+use crate::retrieve::estimate_tokens as estimate;
 
 /// Tokens a chat message costs beyond its text (role markers and turn
 /// delimiters of the chat template), in either count.
@@ -21,7 +16,8 @@ pub const MESSAGE_OVERHEAD: usize = 8;
 pub enum TokenCounter {
     /// The model's tokenizer.
     Tokenizer(Box<tokenizers::Tokenizer>),
-    /// [`ESTIMATE_CHARS_PER_TOKEN`] characters to a token, rounded up.
+    /// [`crate::retrieve::ESTIMATE_CHARS_PER_TOKEN`] characters to a token,
+    /// rounded up.
     Estimate,
 }
 
@@ -53,10 +49,6 @@ impl TokenCounter {
             TokenCounter::Estimate => estimate(text),
         }
     }
-}
-
-fn estimate(text: &str) -> usize {
-    text.chars().count().div_ceil(ESTIMATE_CHARS_PER_TOKEN)
 }
 
 #[cfg(test)]

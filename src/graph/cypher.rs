@@ -259,6 +259,18 @@ MATCH (a)-[:IN_SECTION]->(s:Section)
 OPTIONAL MATCH (a)-[:PART_OF]->(c:TextChunk)
 RETURN anchor, p.id AS paragraph, s.id AS section, collect(c.id) AS chunks";
 
+/// Stage 2, climbing to chunks: every sentence `PART_OF` each of the text
+/// chunks `$parents`.
+pub const CHUNK_MEMBERS: &str = "UNWIND $parents AS parent
+MATCH (s:Sentence)-[:PART_OF]->(c:TextChunk {id: parent, index_version: $version})
+RETURN parent, s.id AS id";
+
+/// Stage 2, climbing to sections: every sentence `IN_SECTION` each of the
+/// sections `$parents` (their own sentences, not their subsections').
+pub const SECTION_MEMBERS: &str = "UNWIND $parents AS parent
+MATCH (s:Sentence)-[:IN_SECTION]->(h:Section {id: parent, index_version: $version})
+RETURN parent, s.id AS id";
+
 /// Neo4j 5 only: uniqueness of `(id, index_version)` per label, an index
 /// on `index_version` for deletes, the cosine vector index over the
 /// sentence embeddings (unquantised, 5.23+: quantised vectors move

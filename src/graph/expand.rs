@@ -7,11 +7,21 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{GraphError, GraphStore, Statement, Value, cypher, reply_error, run_with_retries};
 use crate::index::IndexVersion;
-use crate::spec::ExpansionSpec;
+use crate::spec::{ExpansionSpec, ParentLevel};
 
 /// How far past an anchor a numbered clause is followed (the embedded
 /// expansion's bound).
 pub const CLAUSE_REACH: u32 = 8;
+
+/// The `max` members of an anchor's parent nearest it in reading order,
+/// the earlier first between two as near: the sentences a climb to the
+/// parent brings in, the same whichever store lists the members.
+pub fn nearest_of_parent(anchor: u32, members: impl Iterator<Item = u32>, max: usize) -> Vec<u32> {
+    let mut members: Vec<u32> = members.collect();
+    members.sort_unstable_by_key(|&j| (j.abs_diff(anchor), j));
+    members.truncate(max);
+    members
+}
 
 /// An anchor's place in the skeleton, as the graph holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,6 +111,59 @@ pub fn expand(
                 added.insert(id);
             }
         }
+    }
+    added.extend(parents(store, index, anchors, spec, retries)?);
+    Ok(added)
+}
+
+/// The sentences each anchor's parent brings in, as the embedded
+/// expansion finds them: its parent's id read by [`context`], then every
+/// member of those parents in one statement.
+fn parents(
+    store: &mut dyn GraphStore,
+    index: &IndexVersion,
+    anchors: &[u32],
+    spec: &ExpansionSpec,
+    retries: u32,
+) -> Result<Vec<u32>, GraphError> {
+    let (name, text) = match spec.parent {
+        ParentLevel::None => return Ok(Vec::new()),
+        ParentLevel::Chunk => ("expand chunk", cypher::CHUNK_MEMBERS),
+        ParentLevel::Section => ("expand section", cypher::SECTION_MEMBERS),
+    };
+    let parent_of: Vec<(u32, String)> = context(store, index, anchors, retries)?
+        .into_iter()
+        .filter_map(|(anchor, found)| match spec.parent {
+            ParentLevel::Chunk => found.chunk.map(|c| (anchor, c)),
+            _ => Some((anchor, found.section)),
+        })
+        .collect();
+    let wanted: BTreeSet<&str> = parent_of.iter().map(|(_, p)| p.as_str()).collect();
+    let statement = Statement::new(name, text)
+        .param("version", index.manifest.version.as_str())
+        .param(
+            "parents",
+            Value::List(wanted.into_iter().map(Value::from).collect()),
+        );
+    let numbers = index.ids();
+    let mut members: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for row in run_with_retries(store, &statement, retries)? {
+        let [parent, id] = row.as_slice() else {
+            return Err(reply_error(store, name, format!("{row:?}")));
+        };
+        let (Some(parent), Some(id)) = (
+            parent.as_str(),
+            id.as_str().and_then(|i| numbers.sentence(i)),
+        ) else {
+            return Err(reply_error(store, name, format!("{row:?}")));
+        };
+        members.entry(parent.to_string()).or_default().push(id);
+    }
+    let max = spec.parent_sentences as usize;
+    let mut added = Vec::new();
+    for (anchor, parent) in parent_of {
+        let of = members.get(&parent).into_iter().flatten().copied();
+        added.extend(nearest_of_parent(anchor, of, max));
     }
     Ok(added)
 }

@@ -102,6 +102,78 @@ impl ChunkIndex {
     }
 }
 
+/// Every sentence of every chunk, indexed or not: the members stage 2
+/// reaches when it climbs from a sentence to its text chunk.
+pub struct ChunkMembers {
+    /// Per document, the position in `sentences` of its first chunk.
+    first: Vec<u32>,
+    /// Per chunk, in `chunks.json` order, its sentences in reading order.
+    sentences: Vec<Vec<u32>>,
+}
+
+/// A chunk record as the members read it: its place and sentences.
+#[derive(Deserialize)]
+struct ChunkPlace {
+    document: u32,
+    index: u32,
+    sentences: Vec<u32>,
+}
+
+impl ChunkMembers {
+    /// Reads `chunks.json` of the version in `dir`, checking that its
+    /// chunks come in document order, numbered from 0 in each, and hold
+    /// sentences of their own document.
+    pub fn read(dir: &Path, store: &SkeletonStore) -> Result<Self, IndexError> {
+        let path = dir.join(files::CHUNKS);
+        let records: Vec<ChunkPlace> = read_json(&path)?;
+        let corrupt = |what: String| IndexError::Corrupt(format!("{}: {what}", path.display()));
+        let mut first = Vec::with_capacity(store.documents.len());
+        let mut sentences = Vec::with_capacity(records.len());
+        for (n, record) in records.into_iter().enumerate() {
+            let document = record.document as usize;
+            if document >= store.documents.len() || document + 1 < first.len() {
+                return Err(corrupt(format!(
+                    "chunk {n} of document {document}, out of order"
+                )));
+            }
+            while first.len() <= document {
+                first.push(n as u32);
+            }
+            if record.index as usize != n - first[document] as usize {
+                return Err(corrupt(format!(
+                    "chunk {n} is numbered {} in document {document}",
+                    record.index
+                )));
+            }
+            let [start, end] = store.documents[document].sentences;
+            if let Some(i) = record.sentences.iter().find(|&&i| i < start || i >= end) {
+                return Err(corrupt(format!(
+                    "chunk {n} holds sentence {i}, outside its document's {start}..{end}"
+                )));
+            }
+            sentences.push(record.sentences);
+        }
+        first.resize(store.documents.len(), sentences.len() as u32);
+        Ok(Self { first, sentences })
+    }
+
+    /// The sentences of `document`'s chunk numbered `chunk` (from 0);
+    /// empty when it has none such.
+    pub fn of(&self, document: u32, chunk: u32) -> &[u32] {
+        let Some(&first) = self.first.get(document as usize) else {
+            return &[];
+        };
+        let end = self
+            .first
+            .get(document as usize + 1)
+            .map_or(self.sentences.len() as u32, |&f| f);
+        match first.checked_add(chunk).filter(|&c| c < end) {
+            Some(c) => &self.sentences[c as usize],
+            None => &[],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use chunks::ChunkIndex;
+pub use chunks::{ChunkIndex, ChunkMembers};
 pub use current::current_version;
 pub use files::{CACHE_DIR, FORMAT_VERSION, READABLE_FORMATS, corpus_dir};
 pub use hnsw::HnswGraph;

@@ -10,8 +10,8 @@ use super::lexical::LexicalStats;
 use super::names::DocumentNames;
 use super::vectors::Paging;
 use super::{
-    ChunkIndex, ChunkRecord, HnswGraph, IndexError, Quantized, READABLE_FORMATS, RelatedEdge,
-    SkeletonStore, Vectors, VersionManifest, bm25, checksums, current_version,
+    ChunkIndex, ChunkMembers, ChunkRecord, HnswGraph, IndexError, Quantized, READABLE_FORMATS,
+    RelatedEdge, SkeletonStore, Vectors, VersionManifest, bm25, checksums, current_version,
 };
 use crate::spec::{IndexProfileSpec, Quantization};
 
@@ -43,6 +43,8 @@ pub struct IndexVersion {
     /// Its chunk vectors and the sentences of each, read when a route
     /// that takes chunk candidates opens it.
     chunk_index: OnceLock<ChunkIndex>,
+    /// Every chunk's sentences, read when a route first climbs to chunks.
+    chunk_members: OnceLock<ChunkMembers>,
 }
 
 /// What a version searches with: its own files, or, opened
@@ -333,6 +335,7 @@ impl IndexVersion {
             ids: OnceLock::new(),
             names: OnceLock::new(),
             chunk_index: OnceLock::new(),
+            chunk_members: OnceLock::new(),
         })
     }
 
@@ -356,6 +359,16 @@ impl IndexVersion {
         }
         let index = ChunkIndex::read(&self.dir, self.manifest.dims, &self.store)?;
         Ok(self.chunk_index.get_or_init(|| index))
+    }
+
+    /// Every chunk's sentences, indexed or not, read from disk the first
+    /// time a route climbs from a sentence to its chunk.
+    pub fn chunk_members(&self) -> Result<&ChunkMembers, IndexError> {
+        if let Some(members) = self.chunk_members.get() {
+            return Ok(members);
+        }
+        let members = ChunkMembers::read(&self.dir, &self.store)?;
+        Ok(self.chunk_members.get_or_init(|| members))
     }
 
     /// The version's chunks (`chunks.json`) with their text, read on

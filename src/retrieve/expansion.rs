@@ -1,11 +1,13 @@
 //! Stage 2, expansion: around the best anchors, the NEXT/PREV window, the
-//! `RELATED_TO` links and the continuation of the same clause become
-//! candidates too, found in the embedded index or in the graph store.
+//! `RELATED_TO` links, the continuation of the same clause and, when the
+//! route climbs, the anchor's parent chunk or section become candidates
+//! too, found in the embedded index or in the graph store.
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::index::IndexVersion;
-use crate::spec::{ExpansionSource, ExpansionSpec, RetrievalRouteSpec};
+use crate::graph::expand::{CLAUSE_REACH, nearest_of_parent};
+use crate::index::{IndexError, IndexVersion};
+use crate::spec::{ExpansionSource, ExpansionSpec, ParentLevel, RetrievalRouteSpec};
 
 use super::{Candidate, RetrieveError, Retriever, sorted};
 
@@ -26,7 +28,7 @@ impl Retriever<'_> {
             .map(|(i, _)| i)
             .collect();
         let added = match spec.source {
-            ExpansionSource::Embedded => expansion(self.index, &anchors, spec),
+            ExpansionSource::Embedded => expansion(self.index, &anchors, spec)?,
             ExpansionSource::Graph => {
                 let graph = self.graph_store()?;
                 let mut store = graph.connection()?;
@@ -50,11 +52,16 @@ impl Retriever<'_> {
 
 /// Stage 2 on the embedded index: each anchor, its window of `window`
 /// sentences either side within its document, its `RELATED_TO` targets
-/// (with `related`), and the following sentences of its numbered clause
-/// past the window, up to 8 sentences after the anchor (with
-/// `sameClause`). [`crate::graph::expand::expand`] finds the same in a
-/// graph store.
-pub fn expansion(index: &IndexVersion, anchors: &[u32], spec: &ExpansionSpec) -> BTreeSet<u32> {
+/// (with `related`), the following sentences of its numbered clause past
+/// the window, up to 8 sentences after the anchor (with `sameClause`),
+/// and the sentences of its parent chunk or section nearest it (with
+/// `parent`). [`crate::graph::expand::expand`] finds the same in a graph
+/// store.
+pub fn expansion(
+    index: &IndexVersion,
+    anchors: &[u32],
+    spec: &ExpansionSpec,
+) -> Result<BTreeSet<u32>, IndexError> {
     let store = &index.store;
     let mut added = BTreeSet::new();
     for &a in anchors {
@@ -70,9 +77,8 @@ pub fn expansion(index: &IndexVersion, anchors: &[u32], spec: &ExpansionSpec) ->
         {
             // The clause continues past the window: its next sentences
             // up to the next clause, within the document.
-            let reach = crate::graph::expand::CLAUSE_REACH;
             let mut j = a + w + 1;
-            while j < end && j <= a + reach {
+            while j < end && j <= a + CLAUSE_REACH {
                 if store.sentences[j as usize].clause.as_ref() != Some(clause) {
                     break;
                 }
@@ -81,5 +87,41 @@ pub fn expansion(index: &IndexVersion, anchors: &[u32], spec: &ExpansionSpec) ->
             }
         }
     }
-    added
+    added.extend(parents(index, anchors, spec)?);
+    Ok(added)
+}
+
+/// The sentences each anchor's parent (`spec.parent`) brings in: its
+/// chunk's or its section's, nearest the anchor first, at most
+/// `spec.parentSentences` each.
+fn parents(
+    index: &IndexVersion,
+    anchors: &[u32],
+    spec: &ExpansionSpec,
+) -> Result<Vec<u32>, IndexError> {
+    let store = &index.store;
+    let max = spec.parent_sentences as usize;
+    let mut added = Vec::new();
+    match spec.parent {
+        ParentLevel::None => {}
+        ParentLevel::Chunk => {
+            let members = index.chunk_members()?;
+            for &a in anchors {
+                let s = &store.sentences[a as usize];
+                if let Some(chunk) = s.chunk {
+                    let of = members.of(s.document, chunk).iter().copied();
+                    added.extend(nearest_of_parent(a, of, max));
+                }
+            }
+        }
+        ParentLevel::Section => {
+            for &a in anchors {
+                let s = &store.sentences[a as usize];
+                let [start, end] = store.documents[s.document as usize].sentences;
+                let of = (start..end).filter(|&j| store.sentences[j as usize].section == s.section);
+                added.extend(nearest_of_parent(a, of, max));
+            }
+        }
+    }
+    Ok(added)
 }

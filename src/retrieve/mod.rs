@@ -25,6 +25,7 @@
 //! (the answer's context text).
 
 mod anchors;
+mod budget;
 mod context;
 mod expansion;
 mod filter;
@@ -45,14 +46,15 @@ use crate::graph::anchors::VersionSearch;
 use crate::graph::{GraphError, Pool, Pooled};
 use crate::index::{IndexError, IndexVersion};
 use crate::skeleton::PageBox;
-use crate::spec::{AnchorMode, RerankerKind, RetrievalRouteSpec};
+use crate::spec::{AnchorMode, ParentLevel, RerankerKind, RetrievalRouteSpec};
 
+pub use budget::{BudgetUse, ESTIMATE_CHARS_PER_TOKEN, Reach, estimate_tokens};
 pub use context::assemble_context;
 pub use expansion::expansion;
 pub use filter::Filter;
 pub use rerank::{RerankError, RerankOutcome, Reranker};
 pub use route::{LoadedRoute, opening};
-pub use selection::Display;
+pub use selection::{Display, fit_hits};
 
 #[derive(Debug, Error)]
 pub enum RetrieveError {
@@ -139,6 +141,10 @@ pub struct Hit {
     /// numbers (the generation stage's sources).
     #[serde(skip)]
     pub passage: [u32; 2],
+    /// What the passage may show, step by step, for a context budget to
+    /// fill (the generation stage's own budget reads it).
+    #[serde(skip)]
+    pub reach: Reach,
     /// Other selected sentences that this display shows, in reading
     /// order: each would have been a result of its own, showing the same
     /// passage again.
@@ -174,6 +180,10 @@ pub struct Answer {
     /// rest of the query.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub named_documents: Vec<String>,
+    /// How the route's context budget (`selection.contextTokens`) was
+    /// spent; `None` without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_budget: Option<BudgetUse>,
     /// Every scored sentence, best first (for evaluation).
     #[serde(skip)]
     pub ranking: Vec<(u32, f32)>,
@@ -403,7 +413,20 @@ impl<'a> Retriever<'a> {
             signals.rerank = rerank_scores.get(&i).copied().unwrap_or(0.0);
             signals
         };
+        if route.expansion.parent == ParentLevel::Chunk {
+            // Displays climb to the chunk: its members, read here once.
+            self.index.chunk_members()?;
+        }
         let hits = self.hits(&selected, signals, selection::Display::of(route));
+        let (hits, context_budget) = match route.selection.context_tokens {
+            0 => (hits, None),
+            budget => {
+                let store = &self.index.store;
+                let cost = |i: u32| estimate_tokens(&store.sentences[i as usize].text);
+                let (hits, spent) = fit_hits(self.index, hits, budget as usize, &cost, &|_| 0);
+                (hits, Some(spent))
+            }
+        };
         let context = assemble_context(&hits);
         let named_documents = named
             .iter()
@@ -415,6 +438,7 @@ impl<'a> Retriever<'a> {
             context,
             common_query: common,
             named_documents,
+            context_budget,
             ranking,
             sentences: selected.iter().map(|&(i, _)| i).collect(),
             rerank,

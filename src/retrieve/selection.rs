@@ -7,8 +7,9 @@
 //! sentences highlighted.
 
 use crate::index::IndexVersion;
-use crate::spec::RetrievalRouteSpec;
+use crate::spec::{ParentLevel, RetrievalRouteSpec};
 
+use super::budget::{self, BudgetUse, Reach};
 use super::{Citation, Filter, Highlight, Hit, RetrieveError, Retriever, Signals, sorted};
 
 /// The places of the corpus-wide ranking in which one document must not
@@ -119,14 +120,17 @@ impl Retriever<'_> {
         let store = &self.index.store;
         struct Group {
             lead: (u32, f32),
+            reach: Reach,
             paragraph: u32,
             range: [u32; 2],
             also: Vec<(u32, f32)>,
         }
+        let hull = |[a, b]: [u32; 2], [c, d]: [u32; 2]| [a.min(c), b.max(d)];
         let mut groups: Vec<Group> = Vec::new();
         for &(i, score) in selected {
             let paragraph = store.sentences[i as usize].paragraph;
-            let [from, to] = display.range(self.index, i);
+            let reach = display.reach(self.index, i);
+            let [from, to] = reach.full();
             // One passage: the same paragraph shown in touching windows,
             // or displays that overlap (clauses span paragraphs).
             let shared = groups.iter_mut().find(|g| {
@@ -136,11 +140,14 @@ impl Retriever<'_> {
             });
             match shared {
                 Some(group) => {
-                    group.range = [group.range[0].min(from), group.range[1].max(to)];
+                    group.range = hull(group.range, [from, to]);
+                    group.reach.display = hull(group.reach.display, reach.display);
+                    group.reach.parent = hull(group.reach.parent, group.range);
                     group.also.push((i, score));
                 }
                 None => groups.push(Group {
                     lead: (i, score),
+                    reach,
                     paragraph,
                     range: [from, to],
                     also: Vec::new(),
@@ -166,7 +173,7 @@ impl Retriever<'_> {
                         }
                     })
                     .collect();
-                self.hit(i, score, signals(i), group.range, highlights)
+                self.hit(i, score, signals(i), group.reach, highlights)
             })
             .collect()
     }
@@ -176,9 +183,10 @@ impl Retriever<'_> {
         i: u32,
         score: f32,
         signals: Signals,
-        [from, to]: [u32; 2],
+        reach: Reach,
         highlights: Vec<Highlight>,
     ) -> Hit {
+        let [from, to] = reach.full();
         let store = &self.index.store;
         let s = &store.sentences[i as usize];
         let doc = &store.documents[s.document as usize];
@@ -189,6 +197,7 @@ impl Retriever<'_> {
             text: s.text.clone(),
             display: joined(self.index, from, to),
             passage: [from, to],
+            reach,
             highlights,
             citation: Citation {
                 document: doc.key.clone(),
@@ -213,15 +222,22 @@ pub struct Display {
     /// A sentence of a numbered clause shows the clause, up to this many
     /// characters (`selection.wholeClause`, `clauseMaxChars`).
     pub clause_chars: Option<u32>,
+    /// The display goes on into the sentence's parent chunk or section,
+    /// at most this many sentences more (`expansion.parent`,
+    /// `parentSentences`).
+    pub parent: Option<(ParentLevel, u32)>,
 }
 
 impl Display {
     pub fn of(route: &RetrievalRouteSpec) -> Self {
         let selection = &route.selection;
+        let expansion = &route.expansion;
         Display {
-            paragraph: route.expansion.paragraph,
+            paragraph: expansion.paragraph,
             neighbours: selection.neighbours,
             clause_chars: selection.whole_clause.then_some(selection.clause_max_chars),
+            parent: (expansion.parent != ParentLevel::None)
+                .then_some((expansion.parent, expansion.parent_sentences)),
         }
     }
 
@@ -235,26 +251,86 @@ impl Display {
 
     /// The sentences [`Display::text`] shows, as a range of sentence
     /// numbers: the sentence's clause when the route shows clauses and it
-    /// has one, else never past its paragraph.
+    /// has one, else never past its paragraph; then its parent's
+    /// sentences around that when the route climbs.
     pub fn range(self, index: &IndexVersion, i: u32) -> [u32; 2] {
-        if let Some(chars) = self.clause_chars
-            && let Some(clause) = clause_range(index, i, chars as usize)
-        {
-            return clause;
-        }
+        self.reach(index, i).full()
+    }
+
+    /// What a result at sentence `i` shows, step by step, for a budget to
+    /// fill ([`budget::fill`](super::budget::fill)).
+    pub fn reach(self, index: &IndexVersion, i: u32) -> Reach {
         let store = &index.store;
         let s = &store.sentences[i as usize];
         let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
         let neighbours = self.neighbours;
-        if self.paragraph && p_end - p_start <= 2 * neighbours + 1 + 4 {
-            [p_start, p_end]
-        } else {
-            [
+        let display = match self
+            .clause_chars
+            .and_then(|c| clause_range(index, i, c as usize))
+        {
+            Some(clause) => clause,
+            None if self.paragraph && p_end - p_start <= 2 * neighbours + 1 + 4 => [p_start, p_end],
+            None => [
                 i.saturating_sub(neighbours).max(p_start),
                 (i + neighbours + 1).min(p_end),
-            ]
+            ],
+        };
+        let parent = match self.parent {
+            Some((level, max)) => parent_range(index, i, display, level, max),
+            None => display,
+        };
+        Reach {
+            lead: i,
+            paragraph: [display[0].max(p_start), display[1].min(p_end)],
+            display,
+            parent,
         }
     }
+}
+
+/// `display` grown into the parent of sentence `i` (its own section, or
+/// the first chunk holding it), a sentence after and one before in turn,
+/// by at most `max` sentences and never past a sentence of another
+/// parent: the parent's sentences nearest the display, in one run.
+fn parent_range(
+    index: &IndexVersion,
+    i: u32,
+    [mut from, mut to]: [u32; 2],
+    level: ParentLevel,
+    max: u32,
+) -> [u32; 2] {
+    let store = &index.store;
+    let s = &store.sentences[i as usize];
+    let [start, end] = store.documents[s.document as usize].sentences;
+    // The chunk members were read when the query's expansion climbed.
+    let chunk: &[u32] = match (level, s.chunk, index.chunk_members()) {
+        (ParentLevel::Chunk, Some(c), Ok(members)) => members.of(s.document, c),
+        _ => &[],
+    };
+    let member = |j: u32| match level {
+        ParentLevel::None => false,
+        ParentLevel::Section => store.sentences[j as usize].section == s.section,
+        ParentLevel::Chunk => chunk.binary_search(&j).is_ok(),
+    };
+    let mut added = 0;
+    let (mut after, mut before) = (true, true);
+    while (after || before) && added < max {
+        if after {
+            after = to < end && member(to);
+            if after {
+                to += 1;
+                added += 1;
+            }
+        }
+        if before && added < max {
+            before = from > start && member(from - 1);
+            if before {
+                from -= 1;
+                added += 1;
+            }
+        }
+    }
+    [from, to]
 }
 
 /// The run of sentences around `i` that belong to its numbered clause,
@@ -288,6 +364,34 @@ fn clause_range(index: &IndexVersion, i: u32, max_chars: usize) -> Option<[u32; 
         }
     }
     Some([from, to])
+}
+
+/// `hits` (best first) shortened to what `budget` tokens hold, by the
+/// priorities of [`budget::fill`]: `cost` counts a sentence's tokens and
+/// `frame` a result's beyond its sentences. A result that keeps nothing is
+/// left out; a highlight outside what its result keeps is dropped.
+pub fn fit_hits(
+    index: &IndexVersion,
+    hits: Vec<Hit>,
+    budget: usize,
+    cost: &dyn Fn(u32) -> usize,
+    frame: &dyn Fn(&Hit) -> usize,
+) -> (Vec<Hit>, BudgetUse) {
+    let reaches: Vec<Reach> = hits.iter().map(|h| h.reach).collect();
+    let (ranges, spent) = budget::fill(&reaches, budget, cost, &|n| frame(&hits[n]));
+    let hits = hits
+        .into_iter()
+        .zip(ranges)
+        .filter_map(|(mut hit, range)| {
+            let [from, to] = range?;
+            hit.passage = [from, to];
+            hit.display = joined(index, from, to);
+            hit.reach = hit.reach.within([from, to]);
+            hit.highlights.retain(|h| (from..to).contains(&h.sentence));
+            Some(hit)
+        })
+        .collect();
+    (hits, spent)
 }
 
 /// Sentences `from..to`, joined by spaces.

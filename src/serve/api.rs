@@ -241,6 +241,11 @@ pub struct RetrieveResponse {
     /// (`scoring.namedDocuments`). Absent when it names none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub named_documents: Vec<String>,
+    /// How the route's context budget (`selection.contextTokens`) was
+    /// spent: the budget, the tokens the passages take, the results shown
+    /// shorter than their display and those left out. Absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_budget: Option<crate::retrieve::BudgetUse>,
     /// Whether the route's reranker reordered the results; false when it
     /// failed or missed its budget (`reranker.budgetMs`) and stage 3's
     /// order stands. Absent when the route has no reranker.

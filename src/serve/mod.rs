@@ -543,6 +543,7 @@ async fn retrieve(
                 context: answer.context,
                 common_query: answer.common_query,
                 named_documents: answer.named_documents,
+                context_budget: answer.context_budget,
                 reranked: answer.rerank.map(|r| r.reranked),
                 truncated: false,
             };

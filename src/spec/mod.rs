@@ -28,9 +28,9 @@ pub use profile::{
 };
 pub use route::{
     AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec,
-    GenerationProvider, GenerationSpec, ProvenanceFavours, RerankPassage, RerankerKind,
-    RerankerSpec, RetrievalRoute, RetrievalRouteSpec, ScoringSpec, ScoringWeights, SelectionSpec,
-    ServingSpec, UnsupportedPolicy,
+    GenerationProvider, GenerationSpec, ParentLevel, ProvenanceFavours, RerankPassage,
+    RerankerKind, RerankerSpec, RetrievalRoute, RetrievalRouteSpec, ScoringSpec, ScoringWeights,
+    SelectionSpec, ServingSpec, UnsupportedPolicy,
 };
 pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,

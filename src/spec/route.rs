@@ -204,11 +204,36 @@ pub struct ExpansionSpec {
     /// Continue a clause across a chunk or paragraph boundary when the
     /// next paragraph belongs to the same numbered clause. Default true.
     pub same_clause: bool,
+    /// Climb from each expanded anchor to its parent and bring the
+    /// parent's sentences in as candidates, nearest the anchor first, at
+    /// most `parentSentences` of them: `none` (default), `chunk` (the text
+    /// chunk that first holds the anchor, `PART_OF`) or `section` (the
+    /// sentences of the anchor's own section, `IN_SECTION`). An answer
+    /// that shares no word with the question but sits in the chunk or
+    /// section of one that does becomes a candidate.
+    pub parent: ParentLevel,
+    /// Most sentences one anchor's parent brings in. Default 12.
+    pub parent_sentences: u32,
     /// Where stage 2 runs: `embedded` (default; array lookups in the index
     /// version) or `graph` (Cypher against the index profile's graph
     /// store, which must hold the served version). Both add the same
     /// sentences.
     pub source: ExpansionSource,
+}
+
+/// The parent stage 2 climbs to from an anchor.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, utoipa::ToSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum ParentLevel {
+    /// No climb.
+    #[default]
+    None,
+    /// The first text chunk holding the anchor.
+    Chunk,
+    /// The anchor's own section (not its subsections).
+    Section,
 }
 
 /// Where stage 2 (expansion) runs.
@@ -232,6 +257,8 @@ impl Default for ExpansionSpec {
             window: 2,
             related: true,
             same_clause: true,
+            parent: ParentLevel::None,
+            parent_sentences: 12,
             source: ExpansionSource::Embedded,
         }
     }
@@ -409,6 +436,15 @@ pub struct SelectionSpec {
     /// shown around its anchor, a sentence before and after in turn,
     /// never cutting one. Default 3000.
     pub clause_max_chars: u32,
+    /// Tokens the results' passages may take together (the context a
+    /// generator reads), counted at three characters to a token; 0 for no
+    /// limit. Passages are cut down whole sentences at a time: every
+    /// result's own sentence first, best result first, then each one's
+    /// paragraph, then what its display adds past it (a clause), then its
+    /// parent (`expansion.parent`); a result whose sentence does not fit is
+    /// left out. The generation stage fills `generation.maxContextTokens`
+    /// by the same priorities. Default 0.
+    pub context_tokens: u32,
 }
 
 impl Default for SelectionSpec {
@@ -425,6 +461,7 @@ impl Default for SelectionSpec {
             mmr_lambda: 1.0,
             whole_clause: false,
             clause_max_chars: 3000,
+            context_tokens: 0,
         }
     }
 }

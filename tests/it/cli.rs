@@ -504,6 +504,102 @@ fn mmr_shows_one_of_two_near_copies() {
     assert!(diverse[1].contains("Late payments"), "{diverse:?}");
 }
 
+/// `expansion.parent` brings the sentences of an anchor's section or
+/// chunk in as candidates and shows them around it: with one anchor from
+/// each list and no window, the climb is the only way the section's other
+/// paragraphs are shown.
+#[test]
+fn a_route_climbs_from_an_anchor_to_its_section_or_chunk() {
+    let asked = Asked::ingest(&[(
+        "services-agreement.md",
+        "# Termination\n\n\
+         Either party may terminate this agreement on ninety days written notice.\n\n\
+         Notice must be delivered by registered mail to the address on file.\n\n\
+         All unpaid invoices become due immediately.\n\n\
+         # Confidentiality\n\n\
+         Each party keeps the other's information secret.\n\n\
+         The duty survives for five years.\n",
+    )]);
+    let shown = |parent: &str| {
+        let route = format!(
+            "anchors: {{candidates: 1}}, \
+             expansion: {{window: 0, related: false, sameClause: false, parent: {parent}}}, \
+             selection: {{topK: 10}}"
+        );
+        asked
+            .hits(&route, "Can either party terminate the agreement?")
+            .iter()
+            .map(|h| h["display"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let has = |texts: &[String], words: &str| texts.iter().any(|t| t.contains(words));
+    let alone = shown("none");
+    assert!(has(&alone, "may terminate"), "{alone:?}");
+    assert!(!has(&alone, "registered mail"), "{alone:?}");
+    for parent in ["section", "chunk"] {
+        let climbed = shown(parent);
+        for words in ["may terminate", "registered mail", "unpaid invoices"] {
+            assert!(has(&climbed, words), "{parent}: {climbed:?}");
+        }
+        if parent == "section" {
+            assert!(!has(&climbed, "secret"), "{parent}: {climbed:?}");
+        }
+    }
+}
+
+/// `selection.contextTokens` cuts a result's passage down to what the
+/// budget holds, whole sentences at a time, its own sentence first, and
+/// says how the budget was spent.
+#[test]
+fn a_context_budget_keeps_the_results_sentence_and_cuts_its_paragraph() {
+    let asked = Asked::ingest(&[(
+        "lease.txt",
+        "Rent\n\n\
+         The tenant pays the rent monthly. Rent is due on the first day of each month. \
+         Payments go to the landlord's bank account. A receipt is issued for each payment.\n",
+    )]);
+    let ask = |budget: u32| {
+        let output = run(trellis()
+            .args(["query", "--json", "-f"])
+            .arg(asked.manifests(&format!("selection: {{topK: 1, contextTokens: {budget}}}")))
+            .arg("--data-dir")
+            .arg(asked.tmp.path().join("data"))
+            .arg("When is the rent due?"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let whole = ask(0);
+    let hit = &whole["hits"][0];
+    assert!(
+        hit["text"].as_str().unwrap().contains("first day"),
+        "{whole}"
+    );
+    assert!(
+        hit["display"].as_str().unwrap().contains("receipt"),
+        "{whole}"
+    );
+    assert!(whole.get("context_budget").is_none(), "{whole}");
+    // The sentence (43 characters, 15 tokens at three characters to a
+    // token) and the one after it (15 too) fit 34; the one before (11)
+    // and the last (13) do not.
+    let tight = ask(34);
+    let display = tight["hits"][0]["display"].as_str().unwrap();
+    assert_eq!(
+        display,
+        "Rent is due on the first day of each month. Payments go to the landlord's bank account.",
+        "{tight}"
+    );
+    assert_eq!(tight["context"].as_str().unwrap(), display);
+    let spent = &tight["context_budget"];
+    assert_eq!(spent["budget"], 34, "{tight}");
+    assert_eq!(spent["shortened"], 1, "{tight}");
+    assert_eq!(spent["dropped"], 0, "{tight}");
+    // A budget that does not hold the sentence shows nothing.
+    let none = ask(5);
+    assert!(none["hits"].as_array().unwrap().is_empty(), "{none}");
+    assert_eq!(none["context_budget"]["dropped"], 1, "{none}");
+}
+
 /// `scoring.provenance` decides which of two equally good sentences, one
 /// in the body and one in an exhibit, the provenance signal lifts (its
 /// weight raised here so that it alone decides).

@@ -353,7 +353,7 @@ fn a_real_server_writes_a_cited_answer_within_the_budget() {
 }
 
 #[test]
-fn the_budget_drops_whole_sources_from_the_lowest_score() {
+fn the_budget_keeps_every_results_sentence_and_shortens_the_lowest_passages() {
     let tmp = tempfile::tempdir().unwrap();
     let route = index(tmp.path());
     let model = ModelServer::start();
@@ -365,7 +365,6 @@ fn the_budget_drops_whole_sources_from_the_lowest_score() {
         .unwrap()
         .retrieve(&route, question, None, &Filter::default())
         .unwrap();
-    // Room for the instructions, the question and the best source only.
     let wide = Generator::from_spec(&openai(&relay.url())).unwrap();
     let (prompt, sources, _) = wide.prompt(question, &retrieved, &loaded.index);
     assert!(
@@ -378,9 +377,15 @@ fn the_budget_drops_whole_sources_from_the_lowest_score() {
         .unwrap()
         .text
         .clone();
-    let full = prompt.unwrap().tokens;
-    let smallest = sources.iter().map(|s| s.text.len()).min().unwrap();
-    let budget = full - (smallest / 3) - 4;
+    let selected: Vec<&String> = sources.iter().flat_map(|s| &s.selected).collect();
+    let words = |sources: &[trellis::generate::Source]| -> usize {
+        sources
+            .iter()
+            .map(|s| s.text.split_whitespace().count())
+            .sum()
+    };
+    // A budget a little under the whole prompt: some sentence must go.
+    let budget = prompt.unwrap().tokens - 4;
     let spec = GenerationSpec {
         max_context_tokens: budget as u32,
         ..openai(&relay.url())
@@ -395,16 +400,34 @@ fn the_budget_drops_whole_sources_from_the_lowest_score() {
             &mut |_| {},
         )
         .unwrap();
-    assert!(answer.dropped_sources >= 1, "{answer:?}");
-    assert_eq!(answer.sources.len() + answer.dropped_sources, sources.len());
+    // No result is left out: each selected sentence is still read.
+    assert_eq!(answer.dropped_sources, 0, "{answer:?}");
+    for id in selected {
+        assert!(
+            answer
+                .sources
+                .iter()
+                .any(|s| s.sentences.iter().any(|x| &x.sentence_id == id)),
+            "{id} was left out"
+        );
+    }
     assert!(
         answer.sources.iter().any(|s| s.text == best),
-        "the best source stays"
+        "the best source stays whole"
     );
+    assert!(
+        words(&answer.sources) < words(&sources),
+        "nothing was shortened"
+    );
+    // Passages are cut whole sentences at a time.
+    for source in &answer.sources {
+        let sentences: Vec<&str> = source.sentences.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(source.text, sentences.join(" "));
+    }
     assert!(answer.usage.context_tokens <= budget);
     let prompt_tokens = answer.usage.prompt_tokens.unwrap() as usize;
     assert!(prompt_tokens <= budget, "{prompt_tokens} > {budget}");
-    // The server got exactly the kept sources, each whole.
+    // The server got exactly the kept sources.
     let prompts = relay.prompts();
     let sent = &prompts[0];
     // Sources open on a line of their own; the instructions name the

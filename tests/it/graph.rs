@@ -21,7 +21,7 @@ use trellis::index::lexical::query_words;
 use trellis::retrieve::{self, Filter, LoadedRoute, Retriever};
 use trellis::spec::{
     self, AnchorSource, ExpansionSource, ExpansionSpec, FalkorDbSpec, GraphSpec, GraphStoreKind,
-    Neo4jSpec,
+    Neo4jSpec, ParentLevel,
 };
 
 /// A FalkorDB server on a free port, stopped on drop.
@@ -478,25 +478,44 @@ fn expansion_suite(spec: &GraphSpec) {
             .collect(),
     ];
     assert!(!anchor_sets[3].is_empty(), "the corpus should have clauses");
-    for window in [0, 1, 2, 7, 9] {
-        for (related, same_clause) in [(true, true), (false, true), (true, false)] {
-            let expansion = ExpansionSpec {
-                window,
-                related,
-                same_clause,
-                ..ExpansionSpec::default()
-            };
-            for anchors in &anchor_sets {
-                let embedded = retrieve::expansion(&index, anchors, &expansion);
-                let graph =
-                    graph::expand::expand(store.as_mut(), &index, anchors, &expansion, 0).unwrap();
-                assert_eq!(
-                    graph, embedded,
-                    "window {window}, related {related}, same clause {same_clause}"
-                );
+    let climbs = [ParentLevel::Chunk, ParentLevel::Section].map(|parent| (1, true, true, parent));
+    let settings = [0, 1, 2, 7, 9]
+        .into_iter()
+        .flat_map(|window| {
+            [(true, true), (false, true), (true, false)]
+                .map(|(related, same_clause)| (window, related, same_clause, ParentLevel::None))
+        })
+        .chain(climbs);
+    let mut climbed = [false; 2];
+    for (window, related, same_clause, parent) in settings {
+        let expansion = ExpansionSpec {
+            window,
+            related,
+            same_clause,
+            parent,
+            parent_sentences: 3,
+            ..ExpansionSpec::default()
+        };
+        for anchors in &anchor_sets {
+            let embedded = retrieve::expansion(&index, anchors, &expansion).unwrap();
+            let graph =
+                graph::expand::expand(store.as_mut(), &index, anchors, &expansion, 0).unwrap();
+            assert_eq!(
+                graph, embedded,
+                "window {window}, related {related}, same clause {same_clause}, parent {parent:?}"
+            );
+            if parent != ParentLevel::None {
+                let without = ExpansionSpec {
+                    parent: ParentLevel::None,
+                    ..expansion.clone()
+                };
+                let plain = retrieve::expansion(&index, anchors, &without).unwrap();
+                assert!(embedded.is_superset(&plain));
+                climbed[parent as usize - 1] |= embedded.len() > plain.len();
             }
         }
     }
+    assert_eq!(climbed, [true, true], "each climb should add sentences");
     // Each anchor's paragraph, section and first chunk.
     let all: Vec<u32> = (0..n).collect();
     let context = graph::expand::context(store.as_mut(), &index, &all, 0).unwrap();
