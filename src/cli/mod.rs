@@ -125,6 +125,7 @@ enum ModeArg {
     Dense,
     Hybrid,
     Full,
+    Auto,
 }
 
 impl From<ModeArg> for AnchorMode {
@@ -134,6 +135,7 @@ impl From<ModeArg> for AnchorMode {
             ModeArg::Dense => AnchorMode::Dense,
             ModeArg::Hybrid => AnchorMode::Hybrid,
             ModeArg::Full => AnchorMode::Full,
+            ModeArg::Auto => AnchorMode::Auto,
         }
     }
 }

@@ -166,6 +166,9 @@ pub struct QueryResult {
     /// CUAD: relevant sentences among the top ten over all contracts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found_unfiltered: Option<usize>,
+    /// What `anchors.mode: auto` answered the query from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routed: Option<crate::retrieve::Granularity>,
 }
 
 /// Runs an evaluation set through a profile and route.
@@ -337,6 +340,7 @@ impl Evaluation<'_> {
                         unfiltered: unfiltered.map(|a| a.sentences),
                         baseline,
                         written,
+                        routed: answer.routing.as_ref().map(|r| r.granularity),
                     })
                 })
                 .collect::<Result<_, EvalError>>()?;
@@ -380,6 +384,7 @@ impl Evaluation<'_> {
                         .unfiltered
                         .as_ref()
                         .map(|ranked| metrics::found(ranked, &judged.sentences, RESULTS)),
+                    routed: outcome.routed,
                 });
             }
             if self.set.document_level {
@@ -477,6 +482,8 @@ struct QueryOutcome {
     /// The sentences each result displays, best result first.
     passages: Vec<Vec<u32>>,
     unfiltered: Option<Vec<u32>>,
+    /// What `anchors.mode: auto` chose.
+    routed: Option<crate::retrieve::Granularity>,
     /// The chunk baseline's chunks, best first.
     baseline: Option<Vec<u32>>,
     /// The answer written from the route's top-k results, and the text of
@@ -505,6 +512,7 @@ fn write_answer(
         common_query: retrieved.common_query,
         named_documents: retrieved.named_documents.clone(),
         context_budget: retrieved.context_budget,
+        routing: retrieved.routing.clone(),
         ranking: Vec::new(),
         sentences: Vec::new(),
         rerank: None,

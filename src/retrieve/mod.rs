@@ -32,6 +32,7 @@ mod filter;
 mod named;
 pub mod rerank;
 mod route;
+mod routing;
 mod scoring;
 mod selection;
 mod vectors;
@@ -54,6 +55,7 @@ pub use expansion::expansion;
 pub use filter::Filter;
 pub use rerank::{RerankError, RerankOutcome, Reranker};
 pub use route::{LoadedRoute, opening};
+pub use routing::{Granularity, Routing, route_query};
 pub use selection::{Display, fit_hits};
 
 #[derive(Debug, Error)]
@@ -184,6 +186,10 @@ pub struct Answer {
     /// spent; `None` without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_budget: Option<BudgetUse>,
+    /// What `anchors.mode: auto` chose for the query, and why; `None` for
+    /// a fixed mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing: Option<Routing>,
     /// Every scored sentence, best first (for evaluation).
     #[serde(skip)]
     pub ranking: Vec<(u32, f32)>,
@@ -300,6 +306,18 @@ impl<'a> Retriever<'a> {
         let _span = tracing::info_span!("query", mode = ?route.anchors.mode).entered();
         let access = filter::Access::new(self.index, filter, route.scoring.confidence_floor);
         let allowed = |i: u32| access.admits(i);
+        // Auto mode decides once per query, then runs as `full`.
+        let decided;
+        let (route, routing) = match route.anchors.mode {
+            AnchorMode::Auto => {
+                let names = route.scoring.named_documents
+                    && named::named(self.index, query, &access.documents).is_some();
+                let routing = route_query(query, names);
+                decided = routing::decided(route, routing.granularity);
+                (&decided, Some(routing))
+            }
+            _ => (route, None),
+        };
         let mode = route.anchors.mode;
 
         // Stage 1: anchors.
@@ -338,7 +356,8 @@ impl<'a> Retriever<'a> {
             AnchorMode::Bm25 => lexical,
             AnchorMode::Dense => dense,
             AnchorMode::Hybrid => sorted(candidates.iter().map(|(&i, c)| (i, c.fused))),
-            AnchorMode::Full => {
+            // Auto was decided above, into `full`.
+            AnchorMode::Full | AnchorMode::Auto => {
                 self.expand(route, &mut candidates, &allowed)?;
                 if let Some(rest) = rest {
                     self.measure_against(route, rest, &mut candidates)?;
@@ -439,6 +458,7 @@ impl<'a> Retriever<'a> {
             common_query: common,
             named_documents,
             context_budget,
+            routing,
             ranking,
             sentences: selected.iter().map(|&(i, _)| i).collect(),
             rerank,

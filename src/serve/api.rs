@@ -42,7 +42,7 @@ pub struct RetrieveRequest {
     #[serde(default, deserialize_with = "object")]
     pub selection: SelectionOverrides,
     /// Which signals produce anchors for this request (`bm25`, `dense`,
-    /// `hybrid` or `full`); the route's `anchors.mode` when absent. Lets a
+    /// `hybrid`, `full` or `auto`); the route's `anchors.mode` when absent. Lets a
     /// caller compare modes on one index without a second route.
     #[serde(default, deserialize_with = "present")]
     #[schema(nullable = false)]
@@ -246,6 +246,10 @@ pub struct RetrieveResponse {
     /// shorter than their display and those left out. Absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_budget: Option<crate::retrieve::BudgetUse>,
+    /// What `anchors.mode: auto` chose for the query (`sentences` or
+    /// `chunks`) and the cues it read. Absent for a fixed mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing: Option<crate::retrieve::Routing>,
     /// Whether the route's reranker reordered the results; false when it
     /// failed or missed its budget (`reranker.budgetMs`) and stage 3's
     /// order stands. Absent when the route has no reranker.

@@ -544,6 +544,7 @@ async fn retrieve(
                 common_query: answer.common_query,
                 named_documents: answer.named_documents,
                 context_budget: answer.context_budget,
+                routing: answer.routing,
                 reranked: answer.rerank.map(|r| r.reranked),
                 truncated: false,
             };

@@ -88,13 +88,20 @@ pub enum AnchorMode {
     /// Both, fused, then expansion and composite scoring (default).
     #[default]
     Full,
+    /// `full`, answered from sentences or, for a broad question, through
+    /// the chunks nearest it as well (`anchors.chunks`, or 10 when that is
+    /// 0), decided per query by cues the response reports: a number, a
+    /// proper name, a clause or a document named, or a question for one
+    /// fact read as precise; a question for an explanation or of fifteen
+    /// words or more as broad.
+    Auto,
 }
 
 /// Stage 1 settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AnchorSpec {
-    /// `bm25`, `dense`, `hybrid` or `full` (default).
+    /// `bm25`, `dense`, `hybrid`, `full` (default) or `auto`.
     pub mode: AnchorMode,
     /// Sentences taken from each of HNSW and BM25. Default 200.
     pub candidates: u32,

@@ -408,9 +408,9 @@ impl Asked {
         manifests
     }
 
-    /// The hits `trellis query --json` gives `question` through a route
+    /// What `trellis query --json` answers `question` through a route
     /// with `fields` ([`Asked::manifests`]).
-    fn hits(&self, fields: &str, question: &str) -> Vec<serde_json::Value> {
+    fn response(&self, fields: &str, question: &str) -> serde_json::Value {
         let output = run(trellis()
             .args(["query", "--json", "-f"])
             .arg(self.manifests(fields))
@@ -418,7 +418,12 @@ impl Asked {
             .arg(self.tmp.path().join("data"))
             .arg(question));
         assert!(output.status.success(), "{}", stderr(&output));
-        let response: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    /// The hits of [`Asked::response`].
+    fn hits(&self, fields: &str, question: &str) -> Vec<serde_json::Value> {
+        let response = self.response(fields, question);
         response["hits"].as_array().cloned().unwrap_or_default()
     }
 }
@@ -559,14 +564,8 @@ fn a_context_budget_keeps_the_results_sentence_and_cuts_its_paragraph() {
          Payments go to the landlord's bank account. A receipt is issued for each payment.\n",
     )]);
     let ask = |budget: u32| {
-        let output = run(trellis()
-            .args(["query", "--json", "-f"])
-            .arg(asked.manifests(&format!("selection: {{topK: 1, contextTokens: {budget}}}")))
-            .arg("--data-dir")
-            .arg(asked.tmp.path().join("data"))
-            .arg("When is the rent due?"));
-        assert!(output.status.success(), "{}", stderr(&output));
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+        let route = format!("selection: {{topK: 1, contextTokens: {budget}}}");
+        asked.response(&route, "When is the rent due?")
     };
     let whole = ask(0);
     let hit = &whole["hits"][0];
@@ -598,6 +597,55 @@ fn a_context_budget_keeps_the_results_sentence_and_cuts_its_paragraph() {
     let none = ask(5);
     assert!(none["hits"].as_array().unwrap().is_empty(), "{none}");
     assert_eq!(none["context_budget"]["dropped"], 1, "{none}");
+}
+
+/// `anchors.mode: auto` answers a question for one fact from sentences
+/// and a question for an explanation through the chunks as well, as the
+/// fixed `full` route with and without chunks would, and says which and
+/// why.
+#[test]
+fn auto_mode_routes_precise_questions_to_sentences_and_broad_ones_to_chunks() {
+    let asked = Asked::ingest(&[
+        (
+            "lease.txt",
+            "Rent\n\nThe tenant pays the rent monthly. Rent is due on the first day of each month.\n\n\
+             Deposit\n\nThe landlord holds a deposit of two months' rent. The landlord may keep \
+             the deposit to repair damage beyond normal wear.\n",
+        ),
+        (
+            "parking.txt",
+            "Parking\n\nEach tenant has one parking space. Visitors park on the street.\n",
+        ),
+    ]);
+    let texts = |response: &serde_json::Value| -> Vec<(String, String)> {
+        response["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h["text"].to_string(), h["score"].to_string()))
+            .collect()
+    };
+    for (question, granularity, reason, fixed) in [
+        (
+            "When is the rent due?",
+            "sentences",
+            "asks for one fact",
+            "anchors: {mode: full}",
+        ),
+        (
+            "Why might the landlord keep the deposit?",
+            "chunks",
+            "asks for an explanation or an overview",
+            "anchors: {mode: full, chunks: 10}",
+        ),
+    ] {
+        let auto = asked.response("anchors: {mode: auto}", question);
+        assert_eq!(auto["routing"]["granularity"], granularity, "{auto}");
+        assert_eq!(auto["routing"]["reasons"][0], reason, "{auto}");
+        let fixed = asked.response(fixed, question);
+        assert!(fixed.get("routing").is_none(), "{fixed}");
+        assert_eq!(texts(&auto), texts(&fixed), "{question}");
+    }
 }
 
 /// `scoring.provenance` decides which of two equally good sentences, one
