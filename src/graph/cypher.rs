@@ -47,9 +47,11 @@ pub const CHUNK_IN_DOCUMENT: Link = link(CHUNK, "IN_DOCUMENT", DOCUMENT);
 pub const SENTENCE_NEXT: Link = link(SENTENCE, "NEXT", SENTENCE);
 pub const PARAGRAPH_NEXT: Link = link(PARAGRAPH, "NEXT", PARAGRAPH);
 pub const RELATED_TO: Link = link(SENTENCE, "RELATED_TO", SENTENCE);
+pub const REFERS_TO_SECTION: Link = link(SENTENCE, "REFERS_TO", SECTION);
+pub const REFERS_TO_PARAGRAPH: Link = link(SENTENCE, "REFERS_TO", PARAGRAPH);
 
 /// Every relationship Trellis writes, in the order they are written.
-pub const LINKS: [Link; 12] = [
+pub const LINKS: [Link; 14] = [
     HAS_SECTION,
     SUBSECTION_OF,
     SENTENCE_IN_PARAGRAPH,
@@ -62,6 +64,8 @@ pub const LINKS: [Link; 12] = [
     SENTENCE_NEXT,
     PARAGRAPH_NEXT,
     RELATED_TO,
+    REFERS_TO_SECTION,
+    REFERS_TO_PARAGRAPH,
 ];
 
 /// Writes `$rows` of documents of `$corpus`.
@@ -150,14 +154,19 @@ pub const VERSIONS: &str =
 UNION
 MATCH (n:IndexVersion {corpus: $corpus}) RETURN DISTINCT n.index_version AS version";
 
-/// Writes `$rows` of `{from, to}` ids as `link` relationships.
-pub fn upsert_links(link: Link) -> String {
+/// Writes `$rows` of `{from, to}` ids as `link` relationships, each of
+/// `properties` set from the row's field of that name.
+pub fn upsert_links(link: Link, properties: &[&str]) -> String {
     let Link { from, kind, to } = link;
+    let set: String = properties
+        .iter()
+        .map(|p| format!("\nSET r.{p} = row.{p}"))
+        .collect();
     format!(
         "UNWIND $rows AS row
 MATCH (a:{from} {{id: row.from, index_version: $version}})
 MATCH (b:{to} {{id: row.to, index_version: $version}})
-MERGE (a)-[:{kind}]->(b)"
+MERGE (a)-[r:{kind}]->(b){set}"
     )
 }
 
@@ -172,8 +181,11 @@ SET r.similarity = row.similarity, r.source = 'knn_sentence'";
 pub fn upsert_statement(link: Link) -> String {
     if link == RELATED_TO {
         UPSERT_RELATED.to_string()
+    } else if link == REFERS_TO_SECTION || link == REFERS_TO_PARAGRAPH {
+        // The reference as written ("Section 1.4").
+        upsert_links(link, &["label"])
     } else {
-        upsert_links(link)
+        upsert_links(link, &[])
     }
 }
 
@@ -270,6 +282,20 @@ RETURN parent, s.id AS id";
 pub const SECTION_MEMBERS: &str = "UNWIND $parents AS parent
 MATCH (s:Sentence)-[:IN_SECTION]->(h:Section {id: parent, index_version: $version})
 RETURN parent, s.id AS id";
+
+/// Stage 2, following references: the sentences of each paragraph one of
+/// `$anchors` `REFERS_TO`, with the anchor and the target.
+pub const REFERENCED_PARAGRAPHS: &str = "UNWIND $anchors AS anchor
+MATCH (a:Sentence {id: anchor, index_version: $version})-[:REFERS_TO]->(t:Paragraph)
+MATCH (s:Sentence)-[:PART_OF]->(t)
+RETURN anchor, t.id AS target, s.id AS id";
+
+/// Stage 2, following references: the sentences of each section one of
+/// `$anchors` `REFERS_TO` (its own, not its subsections').
+pub const REFERENCED_SECTIONS: &str = "UNWIND $anchors AS anchor
+MATCH (a:Sentence {id: anchor, index_version: $version})-[:REFERS_TO]->(t:Section)
+MATCH (s:Sentence)-[:IN_SECTION]->(t)
+RETURN anchor, t.id AS target, s.id AS id";
 
 /// Neo4j 5 only: uniqueness of `(id, index_version)` per label, an index
 /// on `index_version` for deletes, the cosine vector index over the
@@ -383,8 +409,12 @@ mod tests {
         let text = upsert_statement(SENTENCE_IN_PARAGRAPH);
         assert!(text.contains("MATCH (a:Sentence {id: row.from, index_version: $version})"));
         assert!(text.contains("MATCH (b:Paragraph {id: row.to, index_version: $version})"));
-        assert!(text.contains("MERGE (a)-[:PART_OF]->(b)"));
+        assert!(text.ends_with("MERGE (a)-[r:PART_OF]->(b)"));
         assert!(upsert_statement(RELATED_TO).contains("r.source = 'knn_sentence'"));
+        assert!(upsert_statement(REFERS_TO_SECTION).ends_with(
+            "MATCH (b:Section {id: row.to, index_version: $version})\n\
+             MERGE (a)-[r:REFERS_TO]->(b)\nSET r.label = row.label"
+        ));
     }
 
     #[test]

@@ -113,6 +113,59 @@ pub fn expand(
         }
     }
     added.extend(parents(store, index, anchors, spec, retries)?);
+    if spec.references {
+        added.extend(referenced(store, index, anchors, spec, retries)?);
+    }
+    Ok(added)
+}
+
+/// The opening sentences of what `anchors`' references point to, as the
+/// embedded expansion finds them: each target's sentences in reading
+/// order, the first `spec.referenceSentences` of each.
+fn referenced(
+    store: &mut dyn GraphStore,
+    index: &IndexVersion,
+    anchors: &[u32],
+    spec: &ExpansionSpec,
+    retries: u32,
+) -> Result<Vec<u32>, GraphError> {
+    let numbers = index.ids();
+    let ids = anchor_ids(index, anchors);
+    // (anchor, target) → its sentences.
+    let mut targets: BTreeMap<(String, String), Vec<u32>> = BTreeMap::new();
+    for (name, text) in [
+        (
+            "expand references to paragraphs",
+            cypher::REFERENCED_PARAGRAPHS,
+        ),
+        ("expand references to sections", cypher::REFERENCED_SECTIONS),
+    ] {
+        let statement = Statement::new(name, text)
+            .param("version", index.manifest.version.as_str())
+            .param("anchors", ids.clone());
+        for row in run_with_retries(store, &statement, retries)? {
+            let [anchor, target, id] = row.as_slice() else {
+                return Err(reply_error(store, name, format!("{row:?}")));
+            };
+            let (Some(anchor), Some(target), Some(id)) = (
+                anchor.as_str(),
+                target.as_str(),
+                id.as_str().and_then(|i| numbers.sentence(i)),
+            ) else {
+                return Err(reply_error(store, name, format!("{row:?}")));
+            };
+            targets
+                .entry((anchor.to_string(), target.to_string()))
+                .or_default()
+                .push(id);
+        }
+    }
+    let max = spec.reference_sentences as usize;
+    let mut added = Vec::new();
+    for mut sentences in targets.into_values() {
+        sentences.sort_unstable();
+        added.extend(sentences.into_iter().take(max));
+    }
     Ok(added)
 }
 

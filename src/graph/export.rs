@@ -8,12 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use super::cypher::{self, Link};
 use super::{GraphError, GraphStore, Statement, Value, run_with_retries};
-use crate::index::{ChunkRecord, IndexVersion, SkeletonStore};
+use crate::index::{ChunkRecord, IndexVersion, ReferenceTarget, SkeletonStore};
 
 /// What an export writes, numbered: 2 added the version's serving files
 /// ([`super::version_files`]) and the paragraphs' centroids to the nodes
-/// and links of 1. Recorded on the version's marker.
-pub const EXPORT_FORMAT: i64 = 2;
+/// and links of 1; 3 added the sentences' `REFERS_TO` links. Recorded on
+/// the version's marker.
+pub const EXPORT_FORMAT: i64 = 3;
 
 /// How an export writes.
 #[derive(Clone, Copy, Debug)]
@@ -375,6 +376,31 @@ pub fn rows<'a>(
         })
         .collect();
 
+    // A reference's label rides on its link: two references of one
+    // sentence to the same target are one link, labelled by the first.
+    let mut refers_to_section = Vec::new();
+    let mut refers_to_paragraph = Vec::new();
+    let mut linked = std::collections::HashSet::new();
+    for (i, sentence) in store.sentences.iter().enumerate() {
+        for reference in &sentence.references {
+            let Some(target) = reference.target else {
+                continue;
+            };
+            if !linked.insert((i, target)) {
+                continue;
+            }
+            let (rows, to) = match target {
+                ReferenceTarget::Section(h) => (&mut refers_to_section, ids.section(h)),
+                ReferenceTarget::Paragraph(p) => (&mut refers_to_paragraph, ids.paragraph(p)),
+            };
+            rows.push(Value::map([
+                ("from", sentence.id.as_str().into()),
+                ("to", to.into()),
+                ("label", reference.label.as_str().into()),
+            ]));
+        }
+    }
+
     Ok(GraphRows {
         ids,
         nodes: vec![
@@ -447,6 +473,8 @@ pub fn rows<'a>(
             ),
             (cypher::PARAGRAPH_NEXT, Rows::Made(paragraph_next)),
             (cypher::RELATED_TO, Rows::Made(related)),
+            (cypher::REFERS_TO_SECTION, Rows::Made(refers_to_section)),
+            (cypher::REFERS_TO_PARAGRAPH, Rows::Made(refers_to_paragraph)),
         ],
     })
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::enrich::Enrichment;
+use crate::enrich::{Enrichment, Target};
 use crate::pipeline::ProcessedDocument;
 use crate::skeleton::{PageBox, SourceTag};
 
@@ -49,6 +49,10 @@ pub struct SectionRecord {
     pub numbering: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_annex: bool,
+    /// Sentences whose references point here (global numbers), in reading
+    /// order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inbound: Vec<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -56,6 +60,28 @@ pub struct ParagraphRecord {
     pub section: u32,
     /// Global sentence numbers, `[start, end)`.
     pub sentences: [u32; 2],
+    /// Sentences whose references point here (a caption, a title line, a
+    /// numbered clause), in reading order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inbound: Vec<u32>,
+}
+
+/// A reference a sentence makes ("as defined in Section 1.4", "Exhibit
+/// B"), with what it points to in the same document when that was found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReferenceRecord {
+    /// The reference as written ("Section 1.4").
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<ReferenceTarget>,
+}
+
+/// What a reference points to, by global number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", content = "id", rename_all = "snake_case")]
+pub enum ReferenceTarget {
+    Section(u32),
+    Paragraph(u32),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -92,6 +118,9 @@ pub struct SentenceRecord {
     /// lower-cased, for the entity signal.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<String>,
+    /// The references it makes, each with its target when found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<ReferenceRecord>,
 }
 
 /// A chunk of a document, kept in `chunks.json` for the graph export
@@ -205,6 +234,25 @@ impl SkeletonStore {
             if !sentence.confidence.is_finite() {
                 return Err(format!("sentence {i}: confidence is not a number"));
             }
+            for reference in &sentence.references {
+                let document = match reference.target {
+                    None => continue,
+                    Some(ReferenceTarget::Section(t)) => {
+                        self.sections.get(t as usize).map(|s| s.document)
+                    }
+                    Some(ReferenceTarget::Paragraph(t)) => self
+                        .paragraphs
+                        .get(t as usize)
+                        .and_then(|p| self.sections.get(p.section as usize))
+                        .map(|s| s.document),
+                };
+                if document != Some(sentence.document) {
+                    return Err(format!(
+                        "sentence {i}: reference {:?} points outside its document",
+                        reference.label
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -230,15 +278,21 @@ impl SkeletonStore {
                 path: section.path.0.clone(),
                 numbering: section.numbering.clone(),
                 is_annex: enrichment.sections.get(i).is_some_and(|a| a.is_annex),
+                inbound: enrichment.sections.get(i).map_or_else(Vec::new, |a| {
+                    a.inbound.iter().map(|s| sentence_base + s.0).collect()
+                }),
             });
         }
-        for paragraph in &skeleton.paragraphs {
+        for (i, paragraph) in skeleton.paragraphs.iter().enumerate() {
             self.paragraphs.push(ParagraphRecord {
                 section: section_base + paragraph.section.0,
                 sentences: [
                     sentence_base + paragraph.sentences.start,
                     sentence_base + paragraph.sentences.end,
                 ],
+                inbound: enrichment.paragraphs.get(i).map_or_else(Vec::new, |a| {
+                    a.inbound.iter().map(|s| sentence_base + s.0).collect()
+                }),
             });
         }
         let mut chunk_of = vec![None; skeleton.sentences.len()];
@@ -276,6 +330,19 @@ impl SkeletonStore {
                 definition: notes.definition.is_some(),
                 terms: notes.defined_terms.clone(),
                 entities,
+                references: notes
+                    .references
+                    .iter()
+                    .map(|r| ReferenceRecord {
+                        label: r.label.clone(),
+                        target: r.target.map(|t| match t {
+                            Target::Section(id) => ReferenceTarget::Section(section_base + id.0),
+                            Target::Paragraph(id) => {
+                                ReferenceTarget::Paragraph(paragraph_base + id.0)
+                            }
+                        }),
+                    })
+                    .collect(),
             });
         }
         let mut metadata = labels.clone();
@@ -315,6 +382,27 @@ impl SkeletonStore {
             }
         }
         text
+    }
+
+    /// The sentences a reference's target holds, in reading order: a
+    /// paragraph's, or a section's own (not its subsections'). Empty for a
+    /// target outside the store.
+    pub fn target_sentences(&self, target: ReferenceTarget) -> Vec<u32> {
+        match target {
+            ReferenceTarget::Paragraph(p) => self
+                .paragraphs
+                .get(p as usize)
+                .map_or(Vec::new(), |p| (p.sentences[0]..p.sentences[1]).collect()),
+            ReferenceTarget::Section(h) => {
+                let Some(section) = self.sections.get(h as usize) else {
+                    return Vec::new();
+                };
+                let [start, end] = self.documents[section.document as usize].sentences;
+                (start..end)
+                    .filter(|&i| self.sentences[i as usize].section == h)
+                    .collect()
+            }
+        }
     }
 
     pub fn section_path(&self, sentence: u32) -> &[String] {

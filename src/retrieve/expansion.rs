@@ -1,7 +1,8 @@
 //! Stage 2, expansion: around the best anchors, the NEXT/PREV window, the
-//! `RELATED_TO` links, the continuation of the same clause and, when the
-//! route climbs, the anchor's parent chunk or section become candidates
-//! too, found in the embedded index or in the graph store.
+//! `RELATED_TO` links, the continuation of the same clause, what the
+//! anchor's references point to ("as defined in Section 1.4") and, when
+//! the route climbs, the anchor's parent chunk or section become
+//! candidates too, found in the embedded index or in the graph store.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -54,9 +55,10 @@ impl Retriever<'_> {
 /// sentences either side within its document, its `RELATED_TO` targets
 /// (with `related`), the following sentences of its numbered clause past
 /// the window, up to 8 sentences after the anchor (with `sameClause`),
-/// and the sentences of its parent chunk or section nearest it (with
-/// `parent`). [`crate::graph::expand::expand`] finds the same in a graph
-/// store.
+/// the sentences of its parent chunk or section nearest it (with
+/// `parent`), and the opening sentences of what its references point to
+/// (with `references`). [`crate::graph::expand::expand`] finds the same in
+/// a graph store.
 pub fn expansion(
     index: &IndexVersion,
     anchors: &[u32],
@@ -88,6 +90,18 @@ pub fn expansion(
         }
     }
     added.extend(parents(index, anchors, spec)?);
+    if spec.references {
+        let max = spec.reference_sentences as usize;
+        for &a in anchors {
+            for target in store.sentences[a as usize]
+                .references
+                .iter()
+                .filter_map(|r| r.target)
+            {
+                added.extend(store.target_sentences(target).into_iter().take(max));
+            }
+        }
+    }
     Ok(added)
 }
 

@@ -127,6 +127,33 @@ pub struct Citation {
     /// Where the sentence stands on its pages, one box per line (PDF).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub boxes: Vec<PageBox>,
+    /// The references the sentence makes ("Section 1.4"), each with
+    /// where it points in the same document when that was found.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<CitedReference>,
+    /// Sentences whose references point to this sentence's paragraph or
+    /// section, in reading order (their ids; at most
+    /// [`REFERENCED_BY_SHOWN`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub referenced_by: Vec<String>,
+}
+
+/// Most referring sentences a citation lists: a definitions section can be
+/// referred to from every page.
+pub const REFERENCED_BY_SHOWN: usize = 10;
+
+/// A reference a cited sentence makes.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct CitedReference {
+    /// As written ("Section 1.4", "Exhibit B").
+    pub label: String,
+    /// The section path of what it points to; absent when the document
+    /// has no such part (or the reference points outside it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub section_path: Option<Vec<String>>,
+    /// The first sentence of what it points to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sentence_id: Option<String>,
 }
 
 /// One result: an anchor sentence shown inside its paragraph.

@@ -10,7 +10,10 @@ use crate::index::IndexVersion;
 use crate::spec::{ParentLevel, RetrievalRouteSpec};
 
 use super::budget::{self, BudgetUse, Reach};
-use super::{Citation, Filter, Highlight, Hit, RetrieveError, Retriever, Signals, sorted};
+use super::{
+    Citation, CitedReference, Filter, Highlight, Hit, REFERENCED_BY_SHOWN, RetrieveError,
+    Retriever, Signals, sorted,
+};
 
 /// The places of the corpus-wide ranking in which one document must not
 /// hold more than half for a query to count as common.
@@ -207,6 +210,21 @@ impl Retriever<'_> {
                 page: s.page,
                 char_span: s.span,
                 boxes: s.boxes.clone(),
+                references: s
+                    .references
+                    .iter()
+                    .map(|r| {
+                        let first = r
+                            .target
+                            .and_then(|t| store.target_sentences(t).first().copied());
+                        CitedReference {
+                            label: r.label.clone(),
+                            section_path: first.map(|f| store.section_path(f).to_vec()),
+                            sentence_id: first.map(|f| store.sentences[f as usize].id.clone()),
+                        }
+                    })
+                    .collect(),
+                referenced_by: referenced_by(self.index, i),
             },
         }
     }
@@ -364,6 +382,26 @@ fn clause_range(index: &IndexVersion, i: u32, max_chars: usize) -> Option<[u32; 
         }
     }
     Some([from, to])
+}
+
+/// The ids of the sentences whose references point to sentence `i`'s
+/// paragraph or section, in reading order, each once, at most
+/// [`REFERENCED_BY_SHOWN`].
+fn referenced_by(index: &IndexVersion, i: u32) -> Vec<String> {
+    let store = &index.store;
+    let s = &store.sentences[i as usize];
+    let mut from: Vec<u32> = store.paragraphs[s.paragraph as usize]
+        .inbound
+        .iter()
+        .chain(&store.sections[s.section as usize].inbound)
+        .copied()
+        .collect();
+    from.sort_unstable();
+    from.dedup();
+    from.into_iter()
+        .take(REFERENCED_BY_SHOWN)
+        .map(|j| store.sentences[j as usize].id.clone())
+        .collect()
 }
 
 /// `hits` (best first) shortened to what `budget` tokens hold, by the

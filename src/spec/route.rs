@@ -221,6 +221,15 @@ pub struct ExpansionSpec {
     pub parent: ParentLevel,
     /// Most sentences one anchor's parent brings in. Default 12.
     pub parent_sentences: u32,
+    /// Follow the references an anchor makes ("as defined in Section
+    /// 1.4", "set out in Exhibit B", found at ingest with the profile's
+    /// `enrichment.references`) to their targets in the same document: the
+    /// target's opening sentences become candidates, at most
+    /// `referenceSentences` per reference. Default true.
+    pub references: bool,
+    /// Most sentences one reference brings in, from its target's start.
+    /// Default 4.
+    pub reference_sentences: u32,
     /// Where stage 2 runs: `embedded` (default; array lookups in the index
     /// version) or `graph` (Cypher against the index profile's graph
     /// store, which must hold the served version). Both add the same
@@ -266,6 +275,8 @@ impl Default for ExpansionSpec {
             same_clause: true,
             parent: ParentLevel::None,
             parent_sentences: 12,
+            references: true,
+            reference_sentences: 4,
             source: ExpansionSource::Embedded,
         }
     }

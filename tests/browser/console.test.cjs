@@ -96,6 +96,10 @@ step("the quick-start questions: expected first document, anchor marked, screens
     }
     const cite = await first.locator("cite").textContent();
     assert.ok(cite.includes(expected.hits[0].citation.section_path.join(" › ")), cite);
+    // Each reference the sentence makes is named in its citation.
+    for (const reference of expected.hits[0].citation.references || []) {
+      assert.ok(cite.includes(`refers to ${reference.label}`), cite);
+    }
   }
   await page.screenshot({ path: process.env.SCREENSHOT, fullPage: false });
 });
@@ -105,6 +109,10 @@ step("route options reach the request", async ({ page }) => {
   await search(page, QUESTION, { mode: "bm25", k: 1 });
   assert.equal(await page.locator("#search-results > li").count(), 1);
   assert.match(await page.textContent("#search-summary"), /^1 result, bm25,/);
+  // Auto mode says what it answered from, and why.
+  await search(page, QUESTION, { mode: "auto", k: 1 });
+  assert.match(await page.textContent("#search-summary"),
+    /^1 result, auto, .*; answered from sentences \(.*names a document/);
   const expected = await retrieve(QUICKSTART, { query: QUESTION, mode: "bm25", k: 1 });
   assert.equal(await page.locator("#search-results mark.anchor").first().textContent(), expected.hits[0].text);
   // A filter to one document keeps every result in it.

@@ -648,6 +648,66 @@ fn auto_mode_routes_precise_questions_to_sentences_and_broad_ones_to_chunks() {
     }
 }
 
+/// A result that says "as defined in Section 1.4" brings 1.4's definition
+/// in as a candidate (`expansion.references`), and its citation names the
+/// reference and where it points; the definition's own citation says who
+/// refers to it.
+#[test]
+fn a_reference_is_followed_to_its_target_and_cited() {
+    let asked = Asked::ingest(&[(
+        "services-agreement.md",
+        "# Services Agreement\n\n## 1. Definitions\n\n\
+         1.4 \"Confidential Information\" means any data the discloser marks as secret \
+         before sharing it.\n\n\
+         ## 7. Obligations\n\n\
+         7.2 The recipient shall protect and return Confidential Information as defined in \
+         Section 1.4 on request.\n\n\
+         ## 9. Term\n\nThis agreement lasts three years.\n",
+    )]);
+    let question = "What must the recipient protect and return?";
+    let hits = |references: bool| {
+        let route = format!(
+            "anchors: {{candidates: 1, definitionSimilarity: 2.0}}, \
+             expansion: {{window: 0, related: false, sameClause: false, references: {references}}}, \
+             selection: {{topK: 10}}"
+        );
+        asked.hits(&route, question)
+    };
+    let defines = |h: &&serde_json::Value| h["text"].as_str().unwrap().contains("means any data");
+    let without = hits(false);
+    assert!(
+        without[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("shall protect"),
+        "{without:?}"
+    );
+    assert!(!without.iter().any(|h| defines(&h)), "{without:?}");
+    let with = hits(true);
+    let obligation = &with[0];
+    assert!(
+        obligation["text"]
+            .as_str()
+            .unwrap()
+            .contains("shall protect"),
+        "{with:?}"
+    );
+    let definition = with
+        .iter()
+        .find(defines)
+        .expect("the definition is a result");
+    let reference = &obligation["citation"]["references"][0];
+    assert_eq!(reference["label"], "Section 1.4", "{obligation}");
+    assert_eq!(
+        reference["sentence_id"], definition["citation"]["sentence_id"],
+        "{with:?}"
+    );
+    assert_eq!(
+        definition["citation"]["referenced_by"][0], obligation["citation"]["sentence_id"],
+        "{definition}"
+    );
+}
+
 /// `scoring.provenance` decides which of two equally good sentences, one
 /// in the body and one in an exhibit, the provenance signal lifts (its
 /// weight raised here so that it alone decides).

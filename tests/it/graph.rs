@@ -516,6 +516,32 @@ fn expansion_suite(spec: &GraphSpec) {
         }
     }
     assert_eq!(climbed, [true, true], "each climb should add sentences");
+    // References are followed alike (the loop above follows them too: on
+    // by default), and the corpus has references they add sentences for.
+    let referring = ExpansionSpec {
+        window: 0,
+        related: false,
+        same_clause: false,
+        reference_sentences: 2,
+        ..ExpansionSpec::default()
+    };
+    let unreferring = ExpansionSpec {
+        references: false,
+        ..referring.clone()
+    };
+    let referrers: Vec<u32> = (0..n)
+        .filter(|&i| {
+            let references = &index.store.sentences[i as usize].references;
+            references.iter().any(|r| r.target.is_some())
+        })
+        .collect();
+    assert!(!referrers.is_empty(), "the corpus should have references");
+    let followed = retrieve::expansion(&index, &referrers, &referring).unwrap();
+    assert!(followed != retrieve::expansion(&index, &referrers, &unreferring).unwrap());
+    assert_eq!(
+        graph::expand::expand(store.as_mut(), &index, &referrers, &referring, 0).unwrap(),
+        followed
+    );
     // Each anchor's paragraph, section and first chunk.
     let all: Vec<u32> = (0..n).collect();
     let context = graph::expand::context(store.as_mut(), &index, &all, 0).unwrap();

@@ -8,7 +8,7 @@
 // calls (never innerHTML), so text from documents is never read as markup.
 "use strict";
 
-const MODES = ["bm25", "dense", "hybrid", "full"];
+const MODES = ["bm25", "dense", "hybrid", "full", "auto"];
 
 // The request options each form offers: where each goes in the request
 // body, and how its text is read.
@@ -231,8 +231,26 @@ function citation(hit) {
   if (c.section_path && c.section_path.length) {
     cite.append(" · ", el("span", { class: "section", text: c.section_path.join(" › ") }));
   }
-  if (c.page) cite.append(` · p. ${c.page}`);
   cite.title = `${c.sentence_id}, characters ${c.char_span[0]}–${c.char_span[0] + c.char_span[1]}`;
+  // What the sentence refers to ("as defined in Section 1.4"), and where
+  // that is in the document; how many sentences refer here.
+  for (const reference of c.references || []) {
+    const item = el("span", { class: "reference", text: `refers to ${reference.label}` });
+    if (reference.section_path && reference.section_path.length) {
+      item.append(` (${reference.section_path.join(" › ")})`);
+    } else if (!reference.sentence_id) {
+      item.append(" (not found in this document)");
+    }
+    if (reference.sentence_id) item.title = reference.sentence_id;
+    cite.append(" · ", item);
+  }
+  if (c.referenced_by && c.referenced_by.length) {
+    const n = c.referenced_by.length;
+    const item = el("span", { class: "referenced-by", text: `referred to by ${n} sentence${n === 1 ? "" : "s"}` });
+    item.title = c.referenced_by.join(", ");
+    cite.append(" · ", item);
+  }
+  if (c.page) cite.append(` · p. ${c.page}`);
   return cite;
 }
 
@@ -313,6 +331,15 @@ function describe(request, answer) {
   const mode = request.mode || routeMode || "the route's mode";
   const results = answer.hits.length === 1 ? "1 result" : `${answer.hits.length} results`;
   let text = `${results}, ${mode}, index ${answer.index_version}`;
+  if (answer.routing) {
+    text += `; answered from ${answer.routing.granularity} (${answer.routing.reasons.join(", ")})`;
+  }
+  if (answer.context_budget) {
+    const b = answer.context_budget;
+    text += `; context ${b.used} of ${b.budget} tokens`;
+    if (b.shortened) text += `, ${b.shortened} shortened`;
+    if (b.dropped) text += `, ${b.dropped} left out`;
+  }
   if (answer.common_query) text += "; a query common to the corpus, answered per document";
   if (answer.reranked !== undefined) text += answer.reranked ? "; reranked" : "; reranker skipped";
   return text;
