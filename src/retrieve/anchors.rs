@@ -68,9 +68,13 @@ impl Retriever<'_> {
                     None => Vec::new(),
                 };
                 let lexical = match wants_lexical {
-                    true => search
-                        .bm25
-                        .search(query, c, route.anchors.paragraph_boost, allowed)?,
+                    true => search.bm25.search_phrases(
+                        query,
+                        c,
+                        route.anchors.paragraph_boost,
+                        route.anchors.phrase_boost,
+                        allowed,
+                    )?,
                     false => Vec::new(),
                 };
                 (dense, lexical)

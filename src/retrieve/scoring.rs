@@ -434,7 +434,7 @@ pub(super) fn score(
 }
 
 /// Picks `k` results from a ranking: threshold, per-document limits and
-/// decay, MMR diversity (when `mmrLambda` < 1).
+/// decay, per-section decay, MMR diversity (when `mmrLambda` < 1).
 pub(super) fn select(
     index: &IndexVersion,
     vectors: &QueryVectors<'_>,
@@ -456,19 +456,20 @@ pub(super) fn select(
     let lambda = spec.mmr_lambda.clamp(0.0, 1.0);
     let mmr = lambda < 1.0 && query.is_some();
     let keep = 1.0 - spec.document_decay.clamp(0.0, 1.0);
+    let keep_section = 1.0 - spec.section_decay.clamp(0.0, 1.0);
+    let mut per_section: HashMap<u32, u32> = HashMap::new();
     while chosen.len() < k && !pool.is_empty() {
-        let pick = if mmr || keep < 1.0 {
+        let pick = if mmr || keep < 1.0 || keep_section < 1.0 {
             let best = pool
                 .iter()
                 .enumerate()
                 .map(|(n, &(i, s))| {
-                    // Each result already taken from the same document
-                    // discounts this one.
-                    let taken = per_doc
-                        .get(&store.sentences[i as usize].document)
-                        .copied()
-                        .unwrap_or(0);
-                    let s = s * keep.powi(taken as i32);
+                    // Each result already taken from the same document, or
+                    // the same section of it, discounts this one.
+                    let sentence = &store.sentences[i as usize];
+                    let taken = per_doc.get(&sentence.document).copied().unwrap_or(0);
+                    let in_section = per_section.get(&sentence.section).copied().unwrap_or(0);
+                    let s = s * keep.powi(taken as i32) * keep_section.powi(in_section as i32);
                     if !mmr {
                         return (n, s);
                     }
@@ -505,6 +506,7 @@ pub(super) fn select(
             continue;
         }
         *n += 1;
+        *per_section.entry(sentence.section).or_default() += 1;
         chosen.push((i, s));
     }
     for (i, s) in deferred {

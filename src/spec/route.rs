@@ -111,6 +111,12 @@ pub struct AnchorSpec {
     /// the sentence itself (0 to match the sentence alone; needs the
     /// profile's `index.bm25Paragraph`). Default 1.5.
     pub paragraph_boost: f32,
+    /// BM25: weight of a phrase match, each two neighbouring words of the
+    /// query found together in the sentence as the query writes them
+    /// ("governing law", "governed by the laws"), added to the word
+    /// matches. Embedded anchors only: a graph store's full-text index
+    /// matches words. 0 for none. Default 0.
+    pub phrase_boost: f32,
     /// Dense: share of a candidate's dense score that comes from the
     /// query's similarity to its paragraph (the normalised mean of the
     /// paragraph's sentence vectors) rather than to the sentence alone;
@@ -160,6 +166,7 @@ impl Default for AnchorSpec {
             candidates: 200,
             ef_search: 200,
             paragraph_boost: 1.5,
+            phrase_boost: 0.0,
             paragraph_mix: 0.4,
             definition_similarity: 0.5,
             chunks: 0,
@@ -429,6 +436,12 @@ pub struct SelectionSpec {
     /// for other documents that gives way when one document is clearly
     /// better. 0 for off. Default 0.
     pub document_decay: f32,
+    /// Each result already taken from a section multiplies the scores of
+    /// that section's other sentences by (1 − this): results spread over a
+    /// document's regions (its clauses, its annexes) rather than gather in
+    /// one, and come back to it when it is clearly better. 0 for off.
+    /// Default 0.
+    pub section_decay: f32,
     /// A query whose words are, on average, used by at least this share
     /// of the corpus' documents names no document in particular ("Which
     /// law governs the contract?" over a folder of contracts): any
@@ -474,6 +487,7 @@ impl Default for SelectionSpec {
             max_per_document: 0,
             spread_per_document: 0,
             document_decay: 0.0,
+            section_decay: 0.0,
             common_query_share: 0.55,
             common_query_decay: 0.4,
             mmr_lambda: 1.0,

@@ -708,6 +708,52 @@ fn a_reference_is_followed_to_its_target_and_cited() {
     );
 }
 
+/// `anchors.phraseBoost` lifts a sentence that holds the query's words as
+/// the query writes them over a shorter one that holds them apart (BM25
+/// alone, so that the lexical list decides).
+#[test]
+fn a_phrase_match_lifts_the_sentence_that_says_it_as_the_query_does() {
+    let asked = Asked::ingest(&[(
+        "terms.txt",
+        "Old laws governed.\n\n\
+         This agreement is governed by the laws of the State of California, without regard \
+         to its conflict of law provisions.\n",
+    )]);
+    let first = |boost: f32| {
+        let route = format!("anchors: {{mode: bm25, phraseBoost: {boost}}}");
+        let hits = asked.hits(&route, "governed by the laws");
+        hits[0]["text"].as_str().unwrap().to_string()
+    };
+    assert_eq!(first(0.0), "Old laws governed.");
+    assert!(first(2.0).starts_with("This agreement is governed"));
+}
+
+/// `selection.sectionDecay` spreads results over a document's sections:
+/// the second result comes from another section once one is taken.
+#[test]
+fn section_decay_spreads_results_over_a_documents_sections() {
+    let asked = Asked::ingest(&[(
+        "contract.md",
+        "# Fees\n\nFees are due within thirty days of the invoice.\n\n\
+         Late fees are due with the next invoice.\n\n\
+         # Termination\n\nUnpaid fees allow termination after notice.\n",
+    )]);
+    let sections = |decay: f32| {
+        let route = format!("selection: {{topK: 2, sectionDecay: {decay}}}");
+        asked
+            .hits(&route, "When are fees due?")
+            .iter()
+            .map(|h| h["citation"]["section_path"].to_string())
+            .collect::<Vec<_>>()
+    };
+    let gathered = sections(0.0);
+    assert_eq!(gathered.len(), 2);
+    assert_eq!(gathered[0], gathered[1], "{gathered:?}");
+    let spread = sections(0.9);
+    assert_eq!(spread[0], gathered[0]);
+    assert_ne!(spread[0], spread[1], "{spread:?}");
+}
+
 /// `scoring.provenance` decides which of two equally good sentences, one
 /// in the body and one in an exhibit, the provenance signal lifts (its
 /// weight raised here so that it alone decides).
