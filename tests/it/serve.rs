@@ -390,18 +390,6 @@ fn limits_and_bad_requests_get_json_errors() {
     server.stop();
 }
 
-#[test]
-fn a_retrieval_over_its_time_limit_is_a_504() {
-    let (_dir, server) = start_with(Limits {
-        timeout: Duration::ZERO,
-        ..Limits::default()
-    });
-    let (status, body) = post(&server, &json!({"query": "When are fees due?"}));
-    assert_eq!(status, 504, "{body}");
-    assert_eq!(body["error"]["code"], "timeout");
-    server.stop();
-}
-
 /// The real embedder, except that a query containing "hold" waits for the
 /// test to release it: a request kept in flight on purpose.
 struct GatedEmbedder {
@@ -429,15 +417,19 @@ impl embed::Embedder for GatedEmbedder {
     }
 }
 
-#[test]
-fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
+/// A service over the test index whose embedder holds every query that
+/// contains "hold": `entered` hears when one arrives, `release` lets it go.
+struct Gated {
+    _dir: tempfile::TempDir,
+    server: Server,
+    entered: std::sync::mpsc::Receiver<()>,
+    release: std::sync::mpsc::Sender<()>,
+}
+
+fn start_gated(limits: Limits) -> Gated {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let route = index(dir);
-    let limits = Limits {
-        concurrency: 1,
-        ..Limits::default()
-    };
     let service = Arc::new(Service::new("contracts", route.spec, limits, None));
     let (entered_tx, entered) = std::sync::mpsc::channel();
     let (release, release_rx) = std::sync::mpsc::channel();
@@ -456,7 +448,41 @@ fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
             reranker: None,
         })
         .unwrap();
-    let server = Server::start(service);
+    Gated {
+        _dir: tmp,
+        server: Server::start(service),
+        entered,
+        release,
+    }
+}
+
+/// A retrieval held past the limit is answered 504 at the limit, without
+/// waiting for it (the query's embedding is held until the answer is in).
+#[test]
+fn a_retrieval_over_its_time_limit_is_a_504() {
+    let gated = start_gated(Limits {
+        timeout: Duration::from_millis(200),
+        ..Limits::default()
+    });
+    let (status, body) = post(&gated.server, &json!({"query": "hold: when are fees due?"}));
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["code"], "timeout");
+    gated.entered.recv_timeout(Duration::from_secs(30)).unwrap();
+    gated.release.send(()).unwrap();
+    gated.server.stop();
+}
+
+#[test]
+fn saturation_is_a_503_and_shutdown_drains_requests_in_flight() {
+    let Gated {
+        _dir,
+        server,
+        entered,
+        release,
+    } = start_gated(Limits {
+        concurrency: 1,
+        ..Limits::default()
+    });
 
     // One request holds the only slot.
     let url = server.url("/v1/retrieve");
