@@ -8,13 +8,13 @@ use crate::enrich::{self, Enrichment};
 use crate::parse::{self, DocumentTree, Format, ParseError, ParseFailure};
 use crate::segment::{Segmenter, SentenceFilter};
 use crate::skeleton::Skeleton;
-use crate::spec::IndexProfileSpec;
+use crate::spec::{ChunkStrategy, IndexProfileSpec};
 
 /// Revision of how bytes become a skeleton (parsing, segmentation, chunking,
 /// enrichment). Part of every index version hash: bump it whenever the same
 /// input and profile yield a different skeleton, so that an index built by
 /// an older build is rebuilt rather than reused as if it were current.
-pub const SKELETON_REVISION: u32 = 7;
+pub const SKELETON_REVISION: u32 = 8;
 
 /// Everything Trellis derives from one document.
 #[derive(Clone, Debug)]
@@ -102,6 +102,20 @@ impl Pipeline {
         Skeleton::build(key, tree, &self.segmenter, &self.filter)
     }
 
+    /// Cuts `skeleton` with the `semantic` strategy at the topic shifts
+    /// its sentence vectors give (`chunking.semantic`); `vector(i)` is
+    /// sentence `i`'s unit vector, `None` when it is not indexed.
+    pub fn chunk_at_shifts<'v>(
+        &self,
+        skeleton: &Skeleton,
+        vector: impl Fn(usize) -> Option<&'v [f32]>,
+    ) -> Vec<Chunk> {
+        let spec = &self.spec.chunking;
+        let shifts =
+            chunk::TopicShifts::from_vectors(skeleton, vector, spec.semantic.breakpoint_percentile);
+        chunk::chunk_at_shifts(skeleton, spec, self.tokens.as_ref(), &shifts)
+    }
+
     /// Runs the steps after parsing.
     pub fn process_tree(&self, key: &str, mut tree: DocumentTree) -> ProcessedDocument {
         let warnings = std::mem::take(&mut tree.warnings);
@@ -117,7 +131,13 @@ impl Pipeline {
         warnings: Vec<String>,
         doubts: Doubts,
     ) -> ProcessedDocument {
-        let chunks = chunk::chunk_skeleton(&skeleton, &self.spec.chunking, self.tokens.as_ref());
+        // The semantic strategy cuts once the sentence vectors are known
+        // (`chunk_at_shifts`); until then the document has no chunks.
+        let chunks = if self.spec.chunking.strategy == ChunkStrategy::Semantic {
+            Vec::new()
+        } else {
+            chunk::chunk_skeleton(&skeleton, &self.spec.chunking, self.tokens.as_ref())
+        };
         let enrichment = enrich::enrich(&skeleton, &self.spec.enrichment);
         ProcessedDocument {
             skeleton,

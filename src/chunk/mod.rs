@@ -11,8 +11,13 @@
 //!   overlap (LangChain's recursive splitter, measured in tokens).
 //! * `fixed`: windows of `fixed.sizeTokens` tokens over the document's
 //!   sentence stream with `fixed.overlapTokens` of overlap.
+//! * `semantic`: `structure`'s sections and sentences, each chunk closed
+//!   at a topic shift (a drop in the similarity of consecutive sentence
+//!   vectors) once it holds `semantic.minTokens` (module `semantic`). It
+//!   needs the vectors, so the ingest cuts with it after embedding
+//!   ([`chunk_at_shifts`]).
 //!
-//! In all three, each table becomes table chunks (module `table`), and
+//! In all four, each table becomes table chunks (module `table`), and
 //! tiny text chunks are then merged (module `merge`). Every sentence of the
 //! skeleton lands in at least one chunk; no chunk's text counts more than
 //! `maxTokens` tokens.
@@ -66,6 +71,7 @@ mod fragment;
 mod merge;
 mod pack;
 mod recursive;
+pub mod semantic;
 mod structure;
 mod table;
 pub mod tokens;
@@ -77,6 +83,7 @@ use crate::skeleton::{ParagraphKind, ParagraphNode, SectionNode, Sentence, Sente
 use crate::spec::{ChunkStrategy, ChunkingSpec};
 use draft::{Draft, Drafts, Fragments, Piece, Start};
 use merge::MergeRules;
+pub use semantic::TopicShifts;
 pub use tokens::{TokenCounter, WordCounter};
 
 /// What a chunk holds.
@@ -119,11 +126,29 @@ pub struct Chunk {
     pub pages: Option<[u32; 2]>,
 }
 
-/// Cuts a skeleton into chunks with the configured strategy.
+/// Cuts a skeleton into chunks with the configured strategy; `semantic`
+/// without its vectors finds no topic shift and closes chunks at
+/// `maxTokens` only ([`chunk_at_shifts`] gives it the shifts).
 pub fn chunk_skeleton(
     skeleton: &Skeleton,
     spec: &ChunkingSpec,
     tokens: &dyn TokenCounter,
+) -> Vec<Chunk> {
+    chunk_at_shifts(
+        skeleton,
+        spec,
+        tokens,
+        &TopicShifts::none(skeleton.sentences.len()),
+    )
+}
+
+/// Cuts a skeleton into chunks with the configured strategy, `semantic`
+/// at the topic shifts `shifts`.
+pub fn chunk_at_shifts(
+    skeleton: &Skeleton,
+    spec: &ChunkingSpec,
+    tokens: &dyn TokenCounter,
+    shifts: &TopicShifts,
 ) -> Vec<Chunk> {
     let ctx = Context::new(skeleton, spec, tokens);
     let mut drafts = Drafts::default();
@@ -131,6 +156,7 @@ pub fn chunk_skeleton(
         ChunkStrategy::Structure => structure::build(&ctx, &mut drafts),
         ChunkStrategy::Recursive => recursive::build(&ctx, &mut drafts),
         ChunkStrategy::Fixed => fixed::build(&ctx, &mut drafts),
+        ChunkStrategy::Semantic => semantic::build(&ctx, shifts, &mut drafts),
     }
     let rules = MergeRules {
         below: spec.merge_below_tokens,

@@ -1,12 +1,13 @@
 //! Greedy packing of atoms into chunks under one heading path, with
-//! overlap: the shared engine of the `structure` and `recursive`
-//! strategies.
+//! overlap: the shared engine of the `structure`, `semantic` and
+//! `recursive` strategies.
 //!
 //! An atom is a run of pieces that is never split here (a sentence for
 //! `structure`; a paragraph, line, sentence or word run for `recursive`);
 //! strategies cut atoms to fit a chunk beforehand. A chunk is closed before
 //! an atom that would take it over the limit, and, with `min_close`, at a
-//! paragraph boundary once it holds that many tokens. The next chunk starts
+//! boundary once it holds that many tokens (a paragraph's start; for
+//! `semantic`, a topic shift). The next chunk starts
 //! with the closed chunk's trailing whole atoms that fit in the overlap
 //! budget; with `fragment_overlap`, when not even the last atom fits, with
 //! that atom's last words instead. Overlap atoms are dropped, oldest first,
@@ -81,17 +82,17 @@ impl<'c> Packer<'c> {
         self.heading.tokens() + self.tokens
     }
 
-    /// Adds an atom of `tokens` tokens (at most [`budget`](Self::budget)).
+    /// Adds an atom of `tokens` tokens (at most [`budget`](Self::budget));
+    /// `boundary` when the chunk may close before it.
     pub fn push(
         &mut self,
         tokens: u32,
-        paragraph_start: bool,
+        boundary: bool,
         pieces: impl IntoIterator<Item = Piece<'c>>,
         drafts: &mut Drafts<'c>,
     ) {
         if self.has_content() {
-            let reached_min =
-                paragraph_start && self.min_close.is_some_and(|min| self.total() >= min);
+            let reached_min = boundary && self.min_close.is_some_and(|min| self.total() >= min);
             if reached_min || self.total() + tokens > self.ctx.max {
                 self.close(true, drafts);
             }

@@ -12,12 +12,30 @@
 //! with its last words up to `overlapTokens`. Tables end the current chunk
 //! and become table chunks; no overlap crosses them.
 
-use super::draft::Drafts;
+use super::draft::{Drafts, Piece};
 use super::pack::Packer;
 use super::{Block, Context, table};
 
 pub(super) fn build<'c>(ctx: &'c Context<'c>, drafts: &mut Drafts<'c>) {
-    let mut packer = Packer::new(ctx, Some(ctx.spec.min_tokens), true);
+    walk(
+        ctx,
+        ctx.spec.min_tokens,
+        |_, paragraph_start| paragraph_start,
+        drafts,
+    );
+}
+
+/// Packs each section's sentences whole, closing a chunk before a
+/// sentence where `closes_before(piece, paragraph_start)` holds once it
+/// has `min_tokens` tokens; tables become table chunks. The walk the
+/// `semantic` strategy shares, with topic shifts for paragraph starts.
+pub(super) fn walk<'c>(
+    ctx: &'c Context<'c>,
+    min_tokens: u32,
+    closes_before: impl Fn(&Piece<'c>, bool) -> bool,
+    drafts: &mut Drafts<'c>,
+) {
+    let mut packer = Packer::new(ctx, Some(min_tokens), true);
     for section in &ctx.skeleton.sections {
         let heading = ctx.heading(section);
         packer.begin(heading.clone(), drafts);
@@ -26,13 +44,13 @@ pub(super) fn build<'c>(ctx: &'c Context<'c>, drafts: &mut Drafts<'c>) {
                 Block::Prose(paragraph) => {
                     let budget = packer.budget();
                     for (k, piece) in ctx.sentence_pieces(paragraph, budget).enumerate() {
-                        let paragraph_start = k == 0;
+                        let boundary = closes_before(&piece, k == 0);
                         if piece.tokens <= budget {
-                            packer.push(piece.tokens, paragraph_start, [piece], drafts);
+                            packer.push(piece.tokens, boundary, [piece], drafts);
                             continue;
                         }
                         for (f, fragment) in ctx.cut(&piece, budget).into_iter().enumerate() {
-                            let starts = paragraph_start && f == 0;
+                            let starts = boundary && f == 0;
                             packer.push(fragment.tokens, starts, [fragment], drafts);
                         }
                     }

@@ -617,3 +617,38 @@ fn non_additive_counters_still_respect_max() {
         check(&s, &chunks, 12, &LineWordCounter);
     }
 }
+
+/// `semantic` closes a chunk at a topic shift once it holds
+/// `semantic.minTokens`, not before, and never across headings.
+#[test]
+fn semantic_chunks_close_at_topic_shifts_past_their_minimum() {
+    let skeleton = skeleton(|b| {
+        b.heading(1, "Notes");
+        b.paragraph("One two. Three four. Five six. Seven eight. Nine ten. Eleven twelve.");
+        b.heading(1, "More");
+        b.paragraph("Alpha beta. Gamma delta.");
+    });
+    let spec = ChunkingSpec {
+        semantic: crate::spec::SemanticChunkingSpec {
+            min_tokens: 5,
+            ..Default::default()
+        },
+        heading_prefix: false,
+        ..spec(ChunkStrategy::Semantic, 100)
+    };
+    // Shifts before sentences 1 (under the minimum: no cut), 3 and 7 (the
+    // first of the second section: cut by the heading anyway).
+    let shifts = TopicShifts::at(
+        (0..skeleton.sentences.len())
+            .map(|i| [1, 3, 7].contains(&i))
+            .collect(),
+    );
+    let chunks = chunk_at_shifts(&skeleton, &spec, &WordCounter, &shifts);
+    check(&skeleton, &chunks, 100, &WordCounter);
+    let cut: Vec<Vec<u32>> = chunks.iter().map(ids).collect();
+    assert_eq!(cut, vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7]]);
+    // Without shifts, one chunk per section, as the limit allows.
+    let none = chunk_skeleton(&skeleton, &spec, &WordCounter);
+    let cut: Vec<Vec<u32>> = none.iter().map(ids).collect();
+    assert_eq!(cut, vec![vec![0, 1, 2, 3, 4, 5], vec![6, 7]]);
+}

@@ -13,6 +13,7 @@ use trellis::chunk::ChunkKind;
 use trellis::parse::TextSpan;
 use trellis::pipeline::ProcessedDocument;
 use trellis::skeleton::Skeleton;
+use trellis::spec::ChunkStrategy;
 
 use super::{EXIT_PARTIAL, ProfileArgs};
 
@@ -51,6 +52,11 @@ struct ChunkRecord<'a> {
     metadata: trellis::enrich::ChunkMetadata,
 }
 
+/// The key a document was read under.
+fn document_key(document: &ProcessedDocument) -> &str {
+    &document.skeleton.document.source
+}
+
 /// Documents processed per parallel batch: bounds memory on large corpora
 /// while keeping the output in input order.
 const BATCH: usize = 64;
@@ -58,6 +64,16 @@ const BATCH: usize = 64;
 impl ChunkArgs {
     pub fn run(&self) -> Result<ExitCode> {
         let pipeline = self.profile.pipeline()?;
+        // The semantic strategy cuts where the sentence vectors say the
+        // topic shifts: the profile's model embeds each document.
+        let (profile, base) = self.profile.profile()?;
+        let embedder = match profile.chunking.strategy {
+            ChunkStrategy::Semantic => Some(
+                trellis::embed::from_spec(&profile.embedding, base.as_deref())
+                    .context("loading the embedding model (chunking.strategy: semantic)")?,
+            ),
+            _ => None,
+        };
         if let Some(jobs) = self.jobs {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(jobs.max(1))
@@ -92,6 +108,20 @@ impl ChunkArgs {
                 })
                 .collect();
             for result in results {
+                let result = match (result, &embedder) {
+                    (Ok(mut document), Some(embedder)) => {
+                        match trellis::ingest::chunk_semantic(
+                            &pipeline,
+                            &mut document,
+                            profile.embedding.context,
+                            embedder.as_ref(),
+                        ) {
+                            Ok(()) => Ok(document),
+                            Err(e) => Err(format!("{}: {e}", document_key(&document))),
+                        }
+                    }
+                    (result, _) => result.map_err(|e| e.to_string()),
+                };
                 match result {
                     Ok(document) => {
                         report.add(&document);
@@ -99,7 +129,7 @@ impl ChunkArgs {
                     }
                     Err(e) => {
                         tracing::error!("{e}");
-                        report.failed.push(e.to_string());
+                        report.failed.push(e);
                     }
                 }
             }

@@ -153,15 +153,20 @@ struct ProfileArgs {
 
 impl ProfileArgs {
     fn pipeline(&self) -> Result<Pipeline> {
-        let (spec, base) = match &self.manifest {
+        let (spec, base) = self.profile()?;
+        Pipeline::new(&spec, base.as_deref()).context("preparing the profile")
+    }
+
+    /// The profile, and the directory its relative paths resolve against.
+    fn profile(&self) -> Result<(IndexProfileSpec, Option<PathBuf>)> {
+        Ok(match &self.manifest {
             Some(path) => {
                 let manifests = spec::load_path(path)?;
                 let (profile, _) = spec::select_profile(&manifests, self.profile.as_deref(), path)?;
                 (profile.spec.clone(), Some(manifest_dir(path)))
             }
             None => (IndexProfileSpec::default(), None),
-        };
-        Pipeline::new(&spec, base.as_deref()).context("preparing the profile")
+        })
     }
 }
 

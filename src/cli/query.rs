@@ -11,6 +11,11 @@ use trellis::retrieve::{Filter, LoadedRoute, opening};
 use trellis::spec;
 
 use super::{ModeArg, parse_key_value};
+use trellis::parse::DateRange;
+
+fn parse_dates(text: &str) -> Result<DateRange, String> {
+    text.parse()
+}
 use trellis::locations::data_dir;
 
 #[derive(clap::Args)]
@@ -46,6 +51,19 @@ pub struct QueryArgs {
     /// hold.
     #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     metadata: Vec<(String, String)>,
+    /// Only documents under this path of the source ("this folder").
+    #[arg(long, value_name = "PATH")]
+    under: Option<String>,
+    /// Only documents whose author names this (ignoring case).
+    #[arg(long, value_name = "NAME")]
+    author: Option<String>,
+    /// Only documents dated within: `2023`, `2023-04`, `2022-07..2023-06`,
+    /// `2023..` or `..2023-06`.
+    #[arg(long, value_name = "DATES", value_parser = parse_dates)]
+    dated: Option<DateRange>,
+    /// Only documents in this language (`en` takes `en-GB` too).
+    #[arg(long, value_name = "TAG")]
+    language: Option<String>,
     /// Print results, signals, context and citations as JSON.
     #[arg(long)]
     json: bool,
@@ -64,6 +82,10 @@ impl QueryArgs {
                     .filter(|heading| !heading.is_empty())
                     .collect()
             }),
+            path_prefix: self.under.clone(),
+            author: self.author.clone(),
+            dated: self.dated.clone(),
+            language: self.language.clone(),
             ..Filter::default()
         }
     }

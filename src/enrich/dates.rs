@@ -337,17 +337,7 @@ fn ordinal_number(word: &str) -> Option<u32> {
 /// Whether a year, month and day name a real calendar day (Gregorian, years
 /// 1000–2999).
 pub fn is_valid(year: u32, month: u32, day: u32) -> bool {
-    (1000..=2999).contains(&year) && (1..=12).contains(&month) && {
-        let leap =
-            (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400);
-        let days = match month {
-            2 if leap => 29,
-            2 => 28,
-            4 | 6 | 9 | 11 => 30,
-            _ => 31,
-        };
-        (1..=days).contains(&day)
-    }
+    crate::parse::info::is_calendar_day(year, month, day)
 }
 
 #[cfg(test)]

@@ -71,7 +71,9 @@ pub const LINKS: [Link; 14] = [
 /// Writes `$rows` of documents of `$corpus`.
 pub const UPSERT_DOCUMENTS: &str = "UNWIND $rows AS row
 MERGE (n:Document {id: row.id, index_version: $version})
-SET n.key = row.key, n.title = row.title, n.format = row.format, n.corpus = $corpus";
+SET n.key = row.key, n.title = row.title, n.format = row.format, n.corpus = $corpus,
+    n.author = row.author, n.date = row.date, n.version = row.version,
+    n.language = row.language";
 
 /// Writes `$rows` of sections.
 pub const UPSERT_SECTIONS: &str = "UNWIND $rows AS row
@@ -109,6 +111,7 @@ SET n.text = row.text, n.embedding = {embedding}, n.source = row.source,
     n.page = row.page, n.confidence = row.confidence,
     n.char_offset = row.char_offset, n.char_length = row.char_length,
     n.section_path = row.section_path, n.parent_paragraph_id = row.parent_paragraph_id,
+    n.paragraph_text = row.paragraph_text, n.box_pages = row.box_pages, n.boxes = row.boxes,
     n.prev_sentence_id = row.prev_sentence_id, n.next_sentence_id = row.next_sentence_id,
     n.clause = row.clause, n.indexed = row.indexed, n.position = row.position,
     n.document_id = row.document_id"

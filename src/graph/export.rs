@@ -14,7 +14,7 @@ use crate::index::{ChunkRecord, IndexVersion, ReferenceTarget, SkeletonStore};
 /// ([`super::version_files`]) and the paragraphs' centroids to the nodes
 /// and links of 1; 3 added the sentences' `REFERS_TO` links. Recorded on
 /// the version's marker.
-pub const EXPORT_FORMAT: i64 = 3;
+pub const EXPORT_FORMAT: i64 = 4;
 
 /// How an export writes.
 #[derive(Clone, Copy, Debug)]
@@ -61,6 +61,9 @@ pub struct Ids<'a> {
     /// arrays are appended document by document.
     section_base: Vec<u32>,
     paragraph_base: Vec<u32>,
+    /// Each paragraph's text, made once: the paragraph node and each of
+    /// its sentences' nodes carry it.
+    paragraph_text: Vec<String>,
 }
 
 impl<'a> Ids<'a> {
@@ -79,6 +82,11 @@ impl<'a> Ids<'a> {
             vectors: &index.search()?.vectors,
             section_base,
             paragraph_base,
+            paragraph_text: store
+                .paragraphs
+                .iter()
+                .map(|p| store.paragraph_text(p))
+                .collect(),
         })
     }
 
@@ -207,7 +215,10 @@ impl GraphRows<'_> {
 }
 
 /// The sentence node: everything stage 2 needs, and the embedding (null
-/// for sentences the index filters leave out).
+/// for sentences the index filters leave out). Its boxes on the page are
+/// two lists, as a store's properties hold only lists of plain values:
+/// `box_pages` (one page per box) and `boxes` (`x0, y0, x1, y1` per box,
+/// in PDF points), empty where the format has no pages.
 fn sentence_row(ids: &Ids<'_>, i: u32) -> Option<Value> {
     let store = ids.store();
     let s = &store.sentences[i as usize];
@@ -228,6 +239,24 @@ fn sentence_row(ids: &Ids<'_>, i: u32) -> Option<Value> {
         ("char_length", s.span[1].into()),
         ("section_path", store.section_path(i).to_vec().into()),
         ("parent_paragraph_id", ids.paragraph(s.paragraph).into()),
+        (
+            "paragraph_text",
+            ids.paragraph_text[s.paragraph as usize].as_str().into(),
+        ),
+        (
+            "box_pages",
+            Value::List(s.boxes.iter().map(|b| b.page.into()).collect()),
+        ),
+        (
+            "boxes",
+            Value::List(
+                s.boxes
+                    .iter()
+                    .flat_map(|b| b.bbox)
+                    .map(Value::from)
+                    .collect(),
+            ),
+        ),
         (
             "prev_sentence_id",
             ids.prev(i).map(|j| ids.sentence(j)).into(),
@@ -283,6 +312,10 @@ pub fn rows<'a>(
                 ("key", d.key.as_str().into()),
                 ("title", d.title.clone().into()),
                 ("format", d.metadata.get("format").cloned().into()),
+                ("author", d.info.author.clone().into()),
+                ("date", d.info.date.clone().into()),
+                ("version", d.info.version.clone().into()),
+                ("language", d.info.language.clone().into()),
             ])
         })
         .collect();
@@ -325,7 +358,7 @@ pub fn rows<'a>(
             }
             Value::map([
                 ("id", ids.paragraph(i).into()),
-                ("text", store.paragraph_text(p).into()),
+                ("text", ids.paragraph_text[i as usize].as_str().into()),
                 (
                     "position",
                     (i - ids.paragraph_base[document as usize]).into(),

@@ -179,6 +179,7 @@ mod tests {
             id: key.into(),
             key: key.into(),
             title: title.map(str::to_string),
+            info: Default::default(),
             acl: Vec::new(),
             metadata: Default::default(),
             sentences: [0, 0],

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::chunk::Chunk;
 use crate::enrich::{Enrichment, Target};
+use crate::parse::DocumentInfo;
 use crate::pipeline::ProcessedDocument;
-use crate::skeleton::{PageBox, SourceTag};
+use crate::skeleton::{PageBox, Skeleton, SourceTag};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SkeletonStore {
@@ -30,6 +32,9 @@ pub struct DocumentRecord {
     pub key: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Author, date, version and language, as the document records them.
+    #[serde(default, skip_serializing_if = "DocumentInfo::is_empty")]
+    pub info: DocumentInfo,
     pub acl: Vec<String>,
     /// Labels for exact-match filters: the source's, and `format`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -143,11 +148,24 @@ impl ChunkRecord {
     /// The chunks of `doc`, numbered as if it were appended to `store` next.
     pub fn of(doc: &ProcessedDocument, store: &SkeletonStore) -> Vec<ChunkRecord> {
         let document = store.documents.len() as u32;
-        let sentence_base = store.sentences.len() as u32;
-        doc.chunks
+        Self::of_document(&doc.skeleton, &doc.chunks, document, store)
+    }
+
+    /// The `chunks` of `skeleton`, document `document` of `store`.
+    pub fn of_document(
+        skeleton: &Skeleton,
+        chunks: &[Chunk],
+        document: u32,
+        store: &SkeletonStore,
+    ) -> Vec<ChunkRecord> {
+        let sentence_base = store
+            .documents
+            .get(document as usize)
+            .map_or(store.sentences.len() as u32, |d| d.sentences[0]);
+        chunks
             .iter()
             .map(|chunk| ChunkRecord {
-                id: format!("{}:c{}", doc.skeleton.document.id, chunk.index),
+                id: format!("{}:c{}", skeleton.document.id, chunk.index),
                 document,
                 index: chunk.index,
                 text: chunk.text.clone(),
@@ -161,6 +179,21 @@ impl ChunkRecord {
             })
             .collect()
     }
+}
+
+/// Per sentence of a document, the first of its `chunks` that holds it.
+fn first_chunks(chunks: &[Chunk], sentences: usize) -> Vec<Option<u32>> {
+    let mut first = vec![None; sentences];
+    for chunk in chunks {
+        for s in &chunk.sentences {
+            if let Some(slot) = first.get_mut(s.index())
+                && slot.is_none()
+            {
+                *slot = Some(chunk.index);
+            }
+        }
+    }
+    first
 }
 
 impl SkeletonStore {
@@ -257,6 +290,26 @@ impl SkeletonStore {
         Ok(())
     }
 
+    /// Points each sentence of `document` at the first of `chunks` that
+    /// holds it: for chunks cut after the document was added (the
+    /// `semantic` strategy cuts once the vectors are known).
+    pub fn set_chunks(&mut self, document: u32, chunks: &[Chunk]) {
+        let Some(&DocumentRecord {
+            sentences: [start, end],
+            ..
+        }) = self.documents.get(document as usize)
+        else {
+            return;
+        };
+        let first = first_chunks(chunks, (end - start) as usize);
+        for (sentence, chunk) in self.sentences[start as usize..end as usize]
+            .iter_mut()
+            .zip(first)
+        {
+            sentence.chunk = chunk;
+        }
+    }
+
     /// Appends one processed document.
     pub fn add(
         &mut self,
@@ -295,16 +348,7 @@ impl SkeletonStore {
                 }),
             });
         }
-        let mut chunk_of = vec![None; skeleton.sentences.len()];
-        for chunk in &doc.chunks {
-            for s in &chunk.sentences {
-                if let Some(slot) = chunk_of.get_mut(s.index())
-                    && slot.is_none()
-                {
-                    *slot = Some(chunk.index);
-                }
-            }
-        }
+        let chunk_of = first_chunks(&doc.chunks, skeleton.sentences.len());
         for sentence in &skeleton.sentences {
             let notes = enrichment.sentence(sentence.id);
             let mut entities = Vec::new();
@@ -354,6 +398,7 @@ impl SkeletonStore {
             id: skeleton.document.id.to_string(),
             key: skeleton.document.source.clone(),
             title: skeleton.document.title.clone(),
+            info: skeleton.document.info.clone(),
             acl: acl.to_vec(),
             metadata,
             sentences: [sentence_base, self.sentences.len() as u32],

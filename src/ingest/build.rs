@@ -8,15 +8,17 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::chunk::Chunk;
 use crate::embed::{self, Embedder, EmbeddingCache};
 use crate::index::files::{self, write_json};
 use crate::index::{
     ChunkRecord, Counts, DocumentNote, FORMAT_VERSION, HnswGraph, Quantized, SkeletonStore,
-    Timings, VersionManifest, bm25, checksums, links,
+    Timings, Vectors, VersionManifest, bm25, checksums, links,
 };
 use crate::pipeline::Pipeline;
+use crate::skeleton::Skeleton;
 use crate::source::{CorpusDocument, Fetched, Printable};
-use crate::spec::{ChunkVectors, EmbeddingProvider, IndexProfileSpec, Quantization};
+use crate::spec::{ChunkStrategy, ChunkVectors, EmbeddingProvider, IndexProfileSpec, Quantization};
 
 use super::embedding::{Embedded, embed_chunks, embed_store};
 use super::{IngestError, Inputs, Progress, profile_hash};
@@ -57,11 +59,12 @@ impl Build<'_> {
         // Parse, segment, chunk and enrich every document in parallel.
         let t = Instant::now();
         let Processed {
-            store,
+            mut store,
             failed,
             flagged,
             lost_pages,
             chunks,
+            unchunked,
         } = process_documents(&pipeline, documents, contents, progress);
         timings.parse = t.elapsed().as_secs_f64();
 
@@ -102,6 +105,13 @@ impl Build<'_> {
             embedder.as_ref(),
             progress,
         )?;
+        // The semantic strategy cuts where the vectors say the topic shifts.
+        let chunks = if unchunked.is_empty() {
+            chunks
+        } else {
+            chunk_semantic(&pipeline, &unchunked, &mut store, &vectors)
+        };
+        drop(unchunked);
         let chunk_vectors = match profile.embedding.chunks {
             ChunkVectors::Mean => crate::index::chunks::mean_vectors(&chunks, &store, &vectors),
             ChunkVectors::Whole => {
@@ -287,6 +297,10 @@ pub(super) struct Processed {
     /// Pages the indexed documents promise that could not be read.
     pub(super) lost_pages: usize,
     pub(super) chunks: Vec<ChunkRecord>,
+    /// For the `semantic` strategy, each indexed document's skeleton, by
+    /// document number, to be chunked once the vectors are known
+    /// ([`chunk_semantic`]); empty otherwise.
+    pub(super) unchunked: Vec<(u32, Skeleton)>,
 }
 
 /// Parses, segments, chunks and enriches `documents` in parallel; a
@@ -324,6 +338,8 @@ pub(super) fn process_documents(
     let mut flagged = Vec::new();
     let mut lost_pages = 0;
     let mut chunks = Vec::new();
+    let mut unchunked = Vec::new();
+    let semantic = pipeline.spec().chunking.strategy == ChunkStrategy::Semantic;
     for (doc, result) in documents.iter().zip(processed) {
         match result {
             Ok(p) => {
@@ -346,6 +362,9 @@ pub(super) fn process_documents(
                 lost_pages += p.lost_pages.len();
                 chunks.extend(ChunkRecord::of(&p, &store));
                 store.add(&p, &doc.acl, &doc.metadata);
+                if semantic {
+                    unchunked.push((store.documents.len() as u32 - 1, p.skeleton));
+                }
             }
             Err(reason) => {
                 tracing::warn!(key = %Printable(&doc.key), %reason, "document failed");
@@ -362,7 +381,41 @@ pub(super) fn process_documents(
         flagged,
         lost_pages,
         chunks,
+        unchunked,
     }
+}
+
+/// Chunks each of `unchunked` with the `semantic` strategy at the topic
+/// shifts of its sentence `vectors`, and points the store's sentences at
+/// their chunks.
+pub(super) fn chunk_semantic(
+    pipeline: &Pipeline,
+    unchunked: &[(u32, Skeleton)],
+    store: &mut SkeletonStore,
+    vectors: &Vectors,
+) -> Vec<ChunkRecord> {
+    let cut: Vec<Vec<Chunk>> = unchunked
+        .par_iter()
+        .map(|(document, skeleton)| {
+            let [start, _] = store.documents[*document as usize].sentences;
+            pipeline.chunk_at_shifts(skeleton, |i| {
+                let row = start + i as u32;
+                store
+                    .sentences
+                    .get(row as usize)
+                    .filter(|s| s.indexed)
+                    .map(|_| vectors.row(row))
+            })
+        })
+        .collect();
+    let mut records = Vec::new();
+    for ((document, skeleton), chunks) in unchunked.iter().zip(cut) {
+        records.extend(ChunkRecord::of_document(
+            skeleton, &chunks, *document, store,
+        ));
+        store.set_chunks(*document, &chunks);
+    }
+    records
 }
 
 /// The rows of the sentences that are indexed (embedded and searched).

@@ -34,24 +34,8 @@ pub(super) fn embed_store(
     progress: Progress<'_>,
 ) -> Result<Embedded, IngestError> {
     let report = |done, total| progress("embed", done, total);
-    let (vectors, sentence_stats) = match context {
-        EmbeddingContext::Sentence => {
-            let sentence_texts: Vec<(usize, &str)> = rows
-                .iter()
-                .map(|&i| (i as usize, store.sentences[i as usize].text.as_str()))
-                .collect();
-            embed_rows(
-                cache,
-                embedder,
-                &sentence_texts,
-                store.sentences.len(),
-                &report,
-            )?
-        }
-        EmbeddingContext::Paragraph | EmbeddingContext::Window => {
-            embed_in_context(store, rows, context, cache, embedder, &report)?
-        }
-    };
+    let (vectors, sentence_stats) =
+        embed_sentences(store, rows, context, cache, embedder, &report)?;
     // Each section's heading path, embedded once: the heading signal of
     // scoring compares queries with the headings a sentence sits under.
     let heading_texts: Vec<String> = store
@@ -90,6 +74,37 @@ pub(super) fn embed_store(
         heading_stats,
         term_stats,
     })
+}
+
+/// Embeds, through `cache`, the sentences `rows` of `store` alone or in
+/// their `context`: one row per sentence of the store, zeros for those
+/// not in `rows`.
+pub(super) fn embed_sentences(
+    store: &SkeletonStore,
+    rows: &[u32],
+    context: EmbeddingContext,
+    cache: &mut EmbeddingCache,
+    embedder: &dyn Embedder,
+    report: &dyn Fn(u64, u64),
+) -> Result<(Vectors, CacheStats), IngestError> {
+    match context {
+        EmbeddingContext::Sentence => {
+            let sentence_texts: Vec<(usize, &str)> = rows
+                .iter()
+                .map(|&i| (i as usize, store.sentences[i as usize].text.as_str()))
+                .collect();
+            embed_rows(
+                cache,
+                embedder,
+                &sentence_texts,
+                store.sentences.len(),
+                report,
+            )
+        }
+        EmbeddingContext::Paragraph | EmbeddingContext::Window => {
+            embed_in_context(store, rows, context, cache, embedder, report)
+        }
+    }
 }
 
 /// Embeds each chunk's text whole through the cache (`embedding.chunks:

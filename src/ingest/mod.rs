@@ -41,6 +41,43 @@ use crate::source::{self, CorpusDocument, Fetched, SourceContext, SourceError};
 use crate::spec::{CorpusSpec, IndexProfileSpec};
 
 pub(crate) use embedding::embed_chunks;
+
+/// Chunks `doc` with the `semantic` strategy as an ingest does, its
+/// indexed sentences embedded alone or in `context` as the index would
+/// hold them: for `trellis chunk`, which has no index and no cache to
+/// read them from (they are embedded through a cache that lives as long as
+/// the call).
+pub fn chunk_semantic(
+    pipeline: &crate::pipeline::Pipeline,
+    doc: &mut crate::pipeline::ProcessedDocument,
+    context: crate::spec::EmbeddingContext,
+    embedder: &dyn crate::embed::Embedder,
+) -> Result<(), IngestError> {
+    let mut store = crate::index::SkeletonStore::default();
+    store.add(doc, &[], &Default::default());
+    let rows = build::indexed_rows(&store);
+    let dir = tempfile::tempdir().map_err(|e| {
+        IngestError::Index(IndexError::Io {
+            path: std::env::temp_dir(),
+            source: e,
+        })
+    })?;
+    let mut cache = crate::embed::EmbeddingCache::open(
+        dir.path(),
+        &embedder.cache_id(),
+        embedder.dimensions(),
+    )?;
+    let (vectors, _) =
+        embedding::embed_sentences(&store, &rows, context, &mut cache, embedder, &|_, _| {})?;
+    doc.chunks = pipeline.chunk_at_shifts(&doc.skeleton, |i| {
+        store
+            .sentences
+            .get(i)
+            .filter(|s| s.indexed)
+            .map(|_| vectors.row(i as u32))
+    });
+    Ok(())
+}
 pub use hash::profile_hash;
 pub use shard::{Shard, ShardReport, embed_shard};
 

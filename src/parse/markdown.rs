@@ -30,14 +30,15 @@
 //!   ([`super::html::parse_fragment_into`]); HTML comments are dropped, and
 //!   inline HTML tags are dropped while the text between them is kept;
 //! * thematic breaks are dropped; YAML (`---`) or TOML (`+++`) front matter
-//!   is not content, but its `title` becomes the document's title.
+//!   is not content, but its `title` becomes the document's title and its
+//!   `author`, `date`, `version` and `lang` the document's metadata.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use super::{DocumentTree, Format, ParseFailure, Table, TreeBuilder, html};
+use super::{DocumentTree, Field, Format, InfoReader, ParseFailure, Table, TreeBuilder, html};
 use crate::spec::ParsingSpec;
 
 /// Parses a Markdown document. The caller runs the shared passes
@@ -524,11 +525,25 @@ impl<'b, 's> Walker<'b, 's> {
     }
 
     fn end_front_matter(&mut self) {
-        if let Some(front_matter) = self.front_matter.take()
-            && let Some(title) = front_matter_title(&front_matter)
-        {
-            self.builder.set_title(title);
+        let Some(front_matter) = self.front_matter.take() else {
+            return;
+        };
+        let mut info = InfoReader::default();
+        for (key, value) in front_matter_fields(&front_matter) {
+            let field = match key.to_ascii_lowercase().as_str() {
+                "title" => {
+                    self.builder.set_title(&value);
+                    continue;
+                }
+                "author" | "authors" | "creator" => Field::Author,
+                "date" | "created" | "published" => Field::Date,
+                "version" => Field::Version,
+                "lang" | "language" => Field::Language,
+                _ => continue,
+            };
+            info.set(field, &value);
         }
+        self.builder.set_info(info);
     }
 
     /// Hands the raw HTML read so far to the HTML parser, comments removed.
@@ -604,18 +619,70 @@ fn strip_html_comments(html: &str) -> String {
 
 /// The `title` of YAML (`title: …`) or TOML (`title = "…"`) front matter,
 /// read from its top-level lines.
-fn front_matter_title(front_matter: &str) -> Option<&str> {
-    front_matter.lines().find_map(|line| {
-        let rest = line.strip_prefix("title")?.trim_start();
-        let value = rest.strip_prefix(':').or_else(|| rest.strip_prefix('='))?;
+/// The top-level `key: value` (YAML) or `key = value` (TOML) pairs of
+/// front matter, quotes removed. A list value, inline (`[a, b]`) or as the
+/// `- item` lines after its key, is joined by `; `. Nested tables and
+/// multi-line strings are not metadata Trellis reads, and are skipped.
+fn front_matter_fields(front_matter: &str) -> Vec<(String, String)> {
+    let mut fields: Vec<(String, String)> = Vec::new();
+    // The key whose value is the `- item` lines that follow.
+    let mut list: Option<(String, Vec<String>)> = None;
+    for line in front_matter.lines() {
+        if let Some(item) = line.trim_start().strip_prefix("- ")
+            && line.starts_with([' ', '-'])
+            && let Some((_, items)) = &mut list
+        {
+            items.push(unquote(item.trim()).to_string());
+            continue;
+        }
+        if let Some((key, items)) = list.take()
+            && !items.is_empty()
+        {
+            fields.push((key, items.join("; ")));
+        }
+        if line.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let Some((key, value)) = line
+            .split_once(':')
+            .filter(|(key, _)| !key.contains('='))
+            .or_else(|| line.split_once('='))
+        else {
+            continue;
+        };
+        let key = key.trim().to_string();
         let value = value.trim();
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-            .unwrap_or(value);
-        (!value.is_empty()).then_some(value)
-    })
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            continue;
+        }
+        if value.is_empty() {
+            list = Some((key, Vec::new()));
+        } else if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+            let items: Vec<&str> = inner
+                .split(',')
+                .map(|item| unquote(item.trim()))
+                .filter(|item| !item.is_empty())
+                .collect();
+            fields.push((key, items.join("; ")));
+        } else {
+            fields.push((key, unquote(value).to_string()));
+        }
+    }
+    if let Some((key, items)) = list
+        && !items.is_empty()
+    {
+        fields.push((key, items.join("; ")));
+    }
+    fields
+}
+
+/// `value` without the quotes around it, if it has them.
+fn unquote(value: &str) -> &str {
+    value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+        .unwrap_or(value)
 }
 
 #[cfg(test)]
@@ -790,6 +857,25 @@ mod tests {
         assert_eq!(blocks(&tree), vec![paragraph("Body.")]);
         let toml = parse_md("+++\ntitle = 'Handbook'\n+++\n\nBody.\n");
         assert_eq!(toml.title.as_deref(), Some("Handbook"));
+    }
+
+    #[test]
+    fn front_matter_gives_author_date_version_and_language() {
+        let tree = parse_md(
+            "---\ntitle: Handbook\nauthors:\n  - Jane Doe\n  - John Roe\ndate: 2023-04-15\n\
+             version: \"2.1\"\nlang: en-GB\ntags: [a, b]\n---\n\nBody.\n",
+        );
+        assert_eq!(tree.info.author.as_deref(), Some("Jane Doe; John Roe"));
+        assert_eq!(tree.info.date.as_deref(), Some("2023-04-15"));
+        assert_eq!(tree.info.version.as_deref(), Some("2.1"));
+        assert_eq!(tree.info.language.as_deref(), Some("en-GB"));
+        let toml = parse_md("+++\nauthor = ['Ann', 'Bo']\ndate = 2021-11\n+++\n\nBody.\n");
+        assert_eq!(toml.info.author.as_deref(), Some("Ann; Bo"));
+        assert_eq!(toml.info.date.as_deref(), Some("2021-11"));
+        // A date in a form not read is a warning, not a guess.
+        let spoken = parse_md("---\ndate: April 2023\n---\n\nBody.\n");
+        assert_eq!(spoken.info.date, None);
+        assert!(spoken.warnings.iter().any(|w| w.contains("April 2023")));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod clean;
 pub mod decode;
 pub mod docx;
 pub mod html;
+pub mod info;
 pub mod legibility;
 pub mod markdown;
 pub mod numerals;
@@ -23,12 +24,32 @@ mod tree;
 
 use std::path::Path;
 
+pub use info::{DateRange, DocumentInfo, Field, InfoReader};
 pub use tree::{
     Block, BlockKind, DocumentTree, Format, PageLine, Section, SectionIdx, Table, TextSpan,
     TocEntry, TreeBuilder, collapse_whitespace, split_heading_numbering,
 };
 
 use crate::spec::ParsingSpec;
+
+/// The character an XML entity reference stands for: a character
+/// reference (`&#233;`) or one of the five predefined entities. `None`
+/// for any other entity (the formats read here declare none).
+pub(crate) fn xml_reference(
+    reference: &quick_xml::events::BytesRef<'_>,
+) -> Result<Option<char>, quick_xml::Error> {
+    if let Some(ch) = reference.resolve_char_ref()? {
+        return Ok(Some(ch));
+    }
+    Ok(match &**reference {
+        "amp" => Some('&'),
+        "lt" => Some('<'),
+        "gt" => Some('>'),
+        "quot" => Some('"'),
+        "apos" => Some('\''),
+        _ => None,
+    })
+}
 
 /// Why a document could not be parsed.
 #[derive(Debug, thiserror::Error)]

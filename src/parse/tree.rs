@@ -11,6 +11,7 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 
+use super::info::{DocumentInfo, InfoReader};
 use crate::byteset::{BLOCK, count_chars, scan_blocks};
 
 /// Input formats Trellis reads.
@@ -108,6 +109,9 @@ pub struct DocumentTree {
     /// The document's title (HTML `<title>`, DOCX core properties, or the
     /// first level-1 heading), if it has one.
     pub title: Option<String>,
+    /// Its author, date, version and language, as its metadata gives them.
+    #[serde(skip_serializing_if = "DocumentInfo::is_empty")]
+    pub info: DocumentInfo,
     /// Sections in reading order. `sections[0]` is the root (level 0, no
     /// title): it holds what comes before the first heading.
     pub sections: Vec<Section>,
@@ -548,6 +552,7 @@ impl TreeBuilder {
             tree: DocumentTree {
                 format,
                 title: None,
+                info: DocumentInfo::default(),
                 sections: vec![Section {
                     level: 0,
                     title: String::new(),
@@ -585,6 +590,16 @@ impl TreeBuilder {
         let title = collapse_whitespace(title);
         if !title.is_empty() {
             self.tree.title = Some(title);
+        }
+    }
+
+    /// Records the metadata `reader` read, with a warning for a date it
+    /// could not read.
+    pub fn set_info(&mut self, reader: InfoReader) {
+        let (info, warning) = reader.finish();
+        self.tree.info = info;
+        if let Some(warning) = warning {
+            self.warn(warning);
         }
     }
 

@@ -3,7 +3,8 @@
 //! sentences, stage 2 drops the neighbours it may not show), so nothing
 //! outside them is ever scored or shown.
 
-use crate::index::IndexVersion;
+use crate::index::{DocumentRecord, IndexVersion};
+use crate::parse::DateRange;
 
 /// Which sentences a caller may see and wants.
 #[derive(Clone, Debug, Default)]
@@ -16,6 +17,14 @@ pub struct Filter {
     pub section_prefix: Option<Vec<String>>,
     /// Only documents whose metadata has every one of these values.
     pub metadata: Option<std::collections::BTreeMap<String, String>>,
+    /// Only documents whose key lies under this path ("this folder").
+    pub path_prefix: Option<String>,
+    /// Only documents whose author names this, ignoring case.
+    pub author: Option<String>,
+    /// Only documents dated within this range.
+    pub dated: Option<DateRange>,
+    /// Only documents in this language; "en" takes "en-GB" too.
+    pub language: Option<String>,
 }
 
 /// What one query may see: its documents (ACL tags, keys, metadata), its
@@ -77,10 +86,61 @@ impl<'a> Access<'a> {
                         .iter()
                         .all(|(key, value)| d.metadata.get(key) == Some(value))
                 });
-                acl_ok && doc_ok && metadata_ok
+                acl_ok && doc_ok && metadata_ok && described(d, filter)
             })
             .collect()
     }
+}
+
+/// Whether a document's key and own metadata pass the filter's path,
+/// author, date and language conditions. A document without the field
+/// asked about does not.
+fn described(d: &DocumentRecord, filter: &Filter) -> bool {
+    let info = &d.info;
+    filter
+        .path_prefix
+        .as_deref()
+        .is_none_or(|prefix| path_under(&d.key, prefix))
+        && filter.author.as_deref().is_none_or(|wanted| {
+            info.author.as_deref().is_some_and(|author| {
+                author
+                    .to_lowercase()
+                    .contains(&wanted.trim().to_lowercase())
+            })
+        })
+        && filter.dated.as_ref().is_none_or(|range| {
+            info.date
+                .as_deref()
+                .is_some_and(|date| range.contains(date))
+        })
+        && filter.language.as_deref().is_none_or(|wanted| {
+            info.language
+                .as_deref()
+                .is_some_and(|language| language_matches(language, wanted))
+        })
+}
+
+/// Whether `key` lies under `prefix`, a whole path component at a time:
+/// "contracts/2023" takes "contracts/2023/msa.pdf" and not
+/// "contracts/2023-old/msa.pdf".
+fn path_under(key: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim_end_matches('/');
+    if prefix.is_empty() {
+        return true;
+    }
+    key.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// Whether a language tag is `wanted` or a variant of it ("en-GB" of
+/// "en"), ignoring case and `_` for `-`.
+fn language_matches(language: &str, wanted: &str) -> bool {
+    let norm = |tag: &str| tag.trim().replace('_', "-").to_ascii_lowercase();
+    let (language, wanted) = (norm(language), norm(wanted));
+    language == wanted
+        || language
+            .strip_prefix(&wanted)
+            .is_some_and(|rest| rest.starts_with('-'))
 }
 
 /// Whether a section with heading path `path` lies under `prefix`. Each
@@ -127,7 +187,18 @@ fn heading_matches(heading: &str, wanted: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::section_under;
+    use super::{language_matches, path_under, section_under};
+
+    #[test]
+    fn a_path_prefix_takes_whole_components_and_a_language_its_variants() {
+        assert!(path_under("contracts/2023/msa.pdf", "contracts/2023"));
+        assert!(path_under("contracts/2023/msa.pdf", "contracts/2023/"));
+        assert!(path_under("contracts/2023/msa.pdf", ""));
+        assert!(!path_under("contracts/2023-old/msa.pdf", "contracts/2023"));
+        assert!(language_matches("en-GB", "en"));
+        assert!(language_matches("en_gb", "EN-gb"));
+        assert!(!language_matches("eng", "en"));
+    }
 
     fn path(headings: &[&str]) -> Vec<String> {
         headings.iter().map(|h| h.to_string()).collect()

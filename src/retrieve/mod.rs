@@ -46,6 +46,7 @@ use crate::embed::{EmbedError, Embedder};
 use crate::graph::anchors::VersionSearch;
 use crate::graph::{GraphError, Pool, Pooled};
 use crate::index::{IndexError, IndexVersion};
+use crate::parse::DocumentInfo;
 use crate::skeleton::PageBox;
 use crate::spec::{AnchorMode, ParentLevel, RerankerKind, RetrievalRouteSpec};
 
@@ -118,6 +119,13 @@ pub struct Signals {
 pub struct Citation {
     pub document: String,
     pub document_id: String,
+    /// The document's title, where it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_title: Option<String>,
+    /// The document's author, date, version and language, where it
+    /// records them.
+    #[serde(skip_serializing_if = "DocumentInfo::is_empty")]
+    pub document_info: DocumentInfo,
     pub sentence_id: String,
     pub section_path: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -205,6 +205,8 @@ impl Retriever<'_> {
             citation: Citation {
                 document: doc.key.clone(),
                 document_id: doc.id.clone(),
+                document_title: doc.title.clone(),
+                document_info: doc.info.clone(),
                 sentence_id: s.id.clone(),
                 section_path: store.sections[s.section as usize].path.clone(),
                 page: s.page,

@@ -12,6 +12,7 @@ use utoipa::{OpenApi, ToSchema};
 
 use crate::generate::GeneratedAnswer;
 use crate::index::Counts;
+use crate::parse::DateRange;
 use crate::retrieve::Hit;
 use crate::spec::{AnchorMode, SelectionSpec};
 
@@ -54,10 +55,12 @@ pub struct RetrieveRequest {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestFilters {
-    /// Only these documents (key or id).
+    /// Only these documents: a list of keys or ids, or an object of
+    /// conditions on them (`ids`, `path_prefix`, `author`, `date`,
+    /// `language`), all of which must hold.
     #[serde(default, deserialize_with = "present")]
     #[schema(nullable = false)]
-    pub documents: Option<Vec<String>>,
+    pub documents: Option<DocumentsFilter>,
     /// Only sentences under this heading path; each heading matches with
     /// or without its numbering, case-insensitively.
     #[serde(default, deserialize_with = "present")]
@@ -68,6 +71,105 @@ pub struct RequestFilters {
     #[serde(default, deserialize_with = "present")]
     #[schema(nullable = false)]
     pub metadata: Option<BTreeMap<String, String>>,
+}
+
+/// `filters.documents`: the documents' keys or ids, or conditions on the
+/// documents.
+#[derive(Debug)]
+pub enum DocumentsFilter {
+    Ids(Vec<String>),
+    Where(DocumentConditions),
+}
+
+/// Conditions on a document, each on what it records of itself or where
+/// it lies; a document without the field asked about does not pass.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentConditions {
+    /// Only these documents (key or id).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub ids: Option<Vec<String>>,
+    /// Only documents whose key lies under this path, a whole component at
+    /// a time (`contracts/2023` takes `contracts/2023/msa.pdf`).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub path_prefix: Option<String>,
+    /// Only documents whose author names this, ignoring case.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub author: Option<String>,
+    /// Only documents dated within: `2023`, `2023-04`,
+    /// `2022-07..2023-06`, `2023..` or `..2023-06`. A document dated only
+    /// to a year is within a range that covers the whole year.
+    #[serde(default, deserialize_with = "dates")]
+    #[schema(value_type = String, nullable = false)]
+    pub date: Option<DateRange>,
+    /// Only documents in this language; `en` takes `en-GB` too.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub language: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for DocumentsFilter {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = DocumentsFilter;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of document keys or ids, or an object of conditions")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<DocumentsFilter, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(DocumentsFilter::Ids)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<DocumentsFilter, A::Error> {
+                DocumentConditions::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(DocumentsFilter::Where)
+            }
+        }
+        deserializer.deserialize_any(Either)
+    }
+}
+
+impl utoipa::PartialSchema for DocumentsFilter {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::OneOfBuilder::new()
+            .item(<Vec<String> as utoipa::PartialSchema>::schema())
+            .item(utoipa::openapi::Ref::from_schema_name("DocumentConditions"))
+            .into()
+    }
+}
+
+impl ToSchema for DocumentsFilter {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        schemas.push((
+            "DocumentConditions".to_string(),
+            <DocumentConditions as utoipa::PartialSchema>::schema(),
+        ));
+        <DocumentConditions as ToSchema>::schemas(schemas);
+    }
+}
+
+/// A date range in the form [`DateRange`] reads (`2023`,
+/// `2022-07..2023-06`); `null` is refused as in [`present`].
+fn dates<'de, D>(deserializer: D) -> Result<Option<DateRange>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let text = String::deserialize(deserializer)?;
+    text.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 /// Per-request changes to the route's `selection`, each within bounds.

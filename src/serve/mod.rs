@@ -35,7 +35,7 @@ use crate::embed::batch::{MOST_QUERIES_PER_BATCH, QueryBatcher};
 use crate::generate::Generator;
 use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{AnchorMode, RetrievalRouteSpec};
-use api::{ErrorBody, ErrorDetail};
+use api::{DocumentsFilter, ErrorBody, ErrorDetail};
 
 pub use api::{
     AnswerResponse, Info, RequestFilters, RetrieveRequest, RetrieveResponse, SelectionOverrides,
@@ -651,12 +651,23 @@ async fn run_retrieval(
             "too many requests in flight; retry shortly",
         ));
     };
-    let filter = Filter {
+    let mut filter = Filter {
         acl,
-        documents: request.filters.documents,
         section_prefix: request.filters.section_prefix,
         metadata: request.filters.metadata,
+        ..Filter::default()
     };
+    match request.filters.documents {
+        None => {}
+        Some(DocumentsFilter::Ids(ids)) => filter.documents = Some(ids),
+        Some(DocumentsFilter::Where(conditions)) => {
+            filter.documents = conditions.ids;
+            filter.path_prefix = conditions.path_prefix;
+            filter.author = conditions.author;
+            filter.dated = conditions.date;
+            filter.language = conditions.language;
+        }
+    }
     let query = query.to_string();
     let asked = query.clone();
     let metrics = service.metrics.clone();

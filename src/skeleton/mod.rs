@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::byteset::{count_chars, scan_blocks};
 use crate::parse::legibility::{Legibility, is_unknown_glyph};
-use crate::parse::{BlockKind, DocumentTree, Format, Table, TextSpan, TocEntry};
+use crate::parse::{BlockKind, DocumentInfo, DocumentTree, Format, Table, TextSpan, TocEntry};
 use crate::segment::{Screen, Segmenter, SentenceFilter};
 
 mod locate;
@@ -130,6 +130,9 @@ pub struct DocumentNode {
     pub format: Format,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Author, date, version and language, as the document records them.
+    #[serde(skip_serializing_if = "DocumentInfo::is_empty")]
+    pub info: DocumentInfo,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -289,6 +292,7 @@ impl Skeleton {
                 source: key.to_string(),
                 format: tree.format,
                 title: tree.title,
+                info: tree.info,
             },
             toc: tree.toc,
             sections: builder.sections,

@@ -92,6 +92,13 @@ pub const BOUNDS: &[Bound] = &[
     ),
     bound(
         "IndexProfile",
+        &["chunking", "semantic", "breakpointPercentile"],
+        1.0,
+        99.0,
+        "a percentile of the document's sentence pairs; at 0 or 100 every or no pair is a shift",
+    ),
+    bound(
+        "IndexProfile",
         &["sentences", "maxChars"],
         16.0,
         1_000_000.0,

@@ -24,7 +24,7 @@ pub use profile::{
     ChunkStrategy, ChunkVectors, ChunkingSpec, EmbeddingContext, EmbeddingPooling,
     EmbeddingProvider, EmbeddingSpec, EnrichmentSpec, FalkorDbSpec, FixedChunkingSpec, GraphSpec,
     GraphStoreKind, IndexProfile, IndexProfileSpec, IndexSpec, Neo4jSpec, ParsingSpec,
-    Quantization, SecretKeyRef, SemanticLinksSpec, SentenceSpec,
+    Quantization, SecretKeyRef, SemanticChunkingSpec, SemanticLinksSpec, SentenceSpec,
 };
 pub use route::{
     AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec,

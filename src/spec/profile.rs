@@ -240,6 +240,11 @@ pub enum ChunkStrategy {
     /// Fixed windows of `fixed.sizeTokens` tokens with `fixed.overlapTokens`
     /// overlap.
     Fixed,
+    /// One heading path per chunk, as `structure`, closed where the topic
+    /// shifts: at the largest drops in similarity between consecutive
+    /// sentence vectors, once `semantic.minTokens` is reached, and always
+    /// before `maxTokens`.
+    Semantic,
 }
 
 /// How the skeleton is cut into chunks for display and export. Chunks are
@@ -248,7 +253,7 @@ pub enum ChunkStrategy {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ChunkingSpec {
-    /// `structure` (default), `recursive` or `fixed`.
+    /// `structure` (default), `recursive`, `fixed` or `semantic`.
     pub strategy: ChunkStrategy,
     /// A structure chunk is closed at the next paragraph boundary once it
     /// holds this many tokens. Default 600.
@@ -262,6 +267,8 @@ pub struct ChunkingSpec {
     pub overlap_tokens: u32,
     /// Settings of the `fixed` strategy.
     pub fixed: FixedChunkingSpec,
+    /// Settings of the `semantic` strategy.
+    pub semantic: SemanticChunkingSpec,
     /// Chunks smaller than this many tokens are merged into a neighbour
     /// (same heading path first) or a similar chunk when the result stays
     /// under `maxTokens`; table chunks never merge. Default 50.
@@ -294,6 +301,7 @@ impl Default for ChunkingSpec {
             max_tokens: 800,
             overlap_tokens: 15,
             fixed: FixedChunkingSpec::default(),
+            semantic: SemanticChunkingSpec::default(),
             merge_below_tokens: 50,
             merge_min_jaccard: 0.6,
             table_max_rows: 200,
@@ -319,6 +327,32 @@ impl Default for FixedChunkingSpec {
         Self {
             size_tokens: 512,
             overlap_tokens: 64,
+        }
+    }
+}
+
+/// Settings of the `semantic` chunking strategy. It reads the sentence
+/// vectors the ingest computes anyway: the similarity of each sentence to
+/// the next in its document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SemanticChunkingSpec {
+    /// A chunk is closed at a topic shift once it holds this many tokens
+    /// (heading prefix included). Default 150.
+    pub min_tokens: u32,
+    /// Where the topic shifts: between two sentences whose similarity is
+    /// among the lowest `100 − this` percent of the document's consecutive
+    /// pairs. A percentile of the document's own similarities, not a fixed
+    /// cosine, because how alike neighbouring sentences are differs by
+    /// model and by document (a contract's are all alike). Default 90.
+    pub breakpoint_percentile: f64,
+}
+
+impl Default for SemanticChunkingSpec {
+    fn default() -> Self {
+        Self {
+            min_tokens: 150,
+            breakpoint_percentile: 90.0,
         }
     }
 }

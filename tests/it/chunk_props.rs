@@ -9,11 +9,11 @@
 use std::collections::HashSet;
 
 use proptest::prelude::*;
-use trellis::chunk::{Chunk, ChunkKind, TokenCounter, WordCounter, chunk_skeleton};
+use trellis::chunk::{Chunk, ChunkKind, TokenCounter, TopicShifts, WordCounter, chunk_at_shifts};
 use trellis::parse::{Format, Table, TreeBuilder};
 use trellis::segment::{Segmenter, SentenceFilter};
 use trellis::skeleton::{Skeleton, SourceTag};
-use trellis::spec::{ChunkStrategy, ChunkingSpec, FixedChunkingSpec};
+use trellis::spec::{ChunkStrategy, ChunkingSpec, FixedChunkingSpec, SemanticChunkingSpec};
 
 #[derive(Clone, Debug)]
 enum Block {
@@ -93,6 +93,7 @@ fn chunking_spec() -> impl Strategy<Value = ChunkingSpec> {
         ChunkStrategy::Structure,
         ChunkStrategy::Recursive,
         ChunkStrategy::Fixed,
+        ChunkStrategy::Semantic,
     ]);
     (
         strategy,
@@ -123,6 +124,10 @@ fn chunking_spec() -> impl Strategy<Value = ChunkingSpec> {
                     fixed: FixedChunkingSpec {
                         size_tokens: size,
                         overlap_tokens: fixed_overlap,
+                    },
+                    semantic: SemanticChunkingSpec {
+                        min_tokens: min / 4,
+                        ..SemanticChunkingSpec::default()
                     },
                     merge_below_tokens: merge,
                     merge_min_jaccard: jaccard,
@@ -228,6 +233,17 @@ fn check(skeleton: &Skeleton, spec: &ChunkingSpec, chunks: &[Chunk], counter: &d
     }
 }
 
+/// Chunks `skeleton`; the `semantic` strategy with a topic shift at
+/// every third sentence.
+fn chunk_skeleton(
+    skeleton: &Skeleton,
+    spec: &ChunkingSpec,
+    counter: &dyn TokenCounter,
+) -> Vec<Chunk> {
+    let shifts = TopicShifts::at((0..skeleton.sentences.len()).map(|i| i % 3 == 1).collect());
+    chunk_at_shifts(skeleton, spec, counter, &shifts)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -283,6 +299,7 @@ fn degenerate_limits_do_not_panic() {
         ChunkStrategy::Structure,
         ChunkStrategy::Recursive,
         ChunkStrategy::Fixed,
+        ChunkStrategy::Semantic,
     ] {
         for max in [0, 1, 2, 3] {
             let spec = ChunkingSpec {

@@ -248,6 +248,49 @@ fn the_example_profile_spells_out_exactly_the_defaults() {
     // tokenizer instead of words.
     expected.chunking.tokenizer = Some("all-MiniLM-L6-v2".into());
     assert_eq!(profile.spec, expected);
+    // Every field of the schema is written out: an omitted one would take
+    // its default and pass the comparison unseen. Fields without a default
+    // value (`nullable`: a model path, a tokenizer) are exempt.
+    let written: serde_json::Value = {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        serde_json::to_value(&yaml["spec"]).unwrap()
+    };
+    let crd = trellis::spec::crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "IndexProfile")
+        .unwrap();
+    let schema = crd.spec.versions[0]
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .and_then(|s| s.properties.as_ref())
+        .and_then(|p| p.get("spec"))
+        .unwrap();
+    let mut missing = Vec::new();
+    unwritten(schema, &written, "spec", &mut missing);
+    assert!(
+        missing.is_empty(),
+        "examples/profile.yaml leaves out:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The fields of `schema` that `written` lacks, by path.
+fn unwritten(
+    schema: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
+    written: &serde_json::Value,
+    path: &str,
+    missing: &mut Vec<String>,
+) {
+    for (key, field) in schema.properties.iter().flatten() {
+        let here = format!("{path}.{key}");
+        match written.get(key) {
+            Some(inner) => unwritten(field, inner, &here, missing),
+            None if field.nullable == Some(true) => {}
+            None => missing.push(here),
+        }
+    }
 }
 
 #[test]
@@ -364,18 +407,37 @@ fn the_quickstart_questions_are_answered_first() {
 /// profile, asked questions through routes that differ in their spec.
 struct Asked {
     tmp: tempfile::TempDir,
+    /// The IndexProfile's spec (flow YAML), empty for the defaults.
+    profile: String,
 }
 
 impl Asked {
     /// Writes `documents` (file name, text) and ingests them.
     fn ingest(documents: &[(&str, &str)]) -> Self {
+        let files: Vec<(&str, Vec<u8>)> = documents
+            .iter()
+            .map(|(file, text)| (*file, text.as_bytes().to_vec()))
+            .collect();
+        Self::ingest_files(&files)
+    }
+
+    /// Writes `documents` (path under the source, bytes) and ingests them.
+    fn ingest_files(documents: &[(&str, Vec<u8>)]) -> Self {
+        Self::ingest_with_profile("", documents)
+    }
+
+    /// [`Asked::ingest_files`] with an IndexProfile of spec `profile` (flow
+    /// YAML, `{chunking: {strategy: semantic}}`).
+    fn ingest_with_profile(profile: &str, documents: &[(&str, Vec<u8>)]) -> Self {
         let asked = Asked {
             tmp: tempfile::tempdir().unwrap(),
+            profile: profile.to_string(),
         };
         let docs = asked.tmp.path().join("docs");
-        std::fs::create_dir_all(&docs).unwrap();
-        for (file, text) in documents {
-            std::fs::write(docs.join(file), text).unwrap();
+        for (file, bytes) in documents {
+            let path = docs.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
         }
         let output = run(trellis()
             .args(["ingest", "-f"])
@@ -397,11 +459,15 @@ impl Asked {
         std::fs::write(
             &manifests,
             format!(
-                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n---\n\
+                "apiVersion: trellis.dev/v1alpha1\nkind: IndexProfile\nmetadata: {{name: p}}\n{profile}---\n\
                  apiVersion: trellis.dev/v1alpha1\nkind: Corpus\nmetadata: {{name: c}}\n\
                  spec: {{profileRef: {{name: p}}, sources: [{{path: docs}}]}}\n---\n\
                  apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {{name: r}}\n\
-                 spec: {spec}\n"
+                 spec: {spec}\n",
+                profile = match self.profile.is_empty() {
+                    true => String::new(),
+                    false => format!("spec: {}\n", self.profile),
+                },
             ),
         )
         .unwrap();
@@ -411,11 +477,17 @@ impl Asked {
     /// What `trellis query --json` answers `question` through a route
     /// with `fields` ([`Asked::manifests`]).
     fn response(&self, fields: &str, question: &str) -> serde_json::Value {
+        self.response_with(fields, question, &[])
+    }
+
+    /// [`Asked::response`] with more arguments to `trellis query`.
+    fn response_with(&self, fields: &str, question: &str, args: &[&str]) -> serde_json::Value {
         let output = run(trellis()
             .args(["query", "--json", "-f"])
             .arg(self.manifests(fields))
             .arg("--data-dir")
             .arg(self.tmp.path().join("data"))
+            .args(args)
             .arg(question));
         assert!(output.status.success(), "{}", stderr(&output));
         serde_json::from_slice(&output.stdout).unwrap()
@@ -426,6 +498,173 @@ impl Asked {
         let response = self.response(fields, question);
         response["hits"].as_array().cloned().unwrap_or_default()
     }
+}
+
+/// What documents record of themselves (Markdown front matter, HTML
+/// `<meta>`, a PDF's information dictionary) reaches their citations, and
+/// a query can keep to one author, a span of dates, a folder or a language.
+#[test]
+fn document_metadata_is_cited_and_filters_the_documents() {
+    let pdf = crate::common::pdf::PdfParts {
+        trailer_entries: "/Info << /Author (Ann Smith) /CreationDate (D:20210301120000Z) >>"
+            .to_string(),
+        ..crate::common::pdf::PdfParts::text(&[
+            "Payment terms for the manual: invoices are paid within sixty days.",
+        ])
+    };
+    let asked = Asked::ingest_files(&[
+        (
+            "contracts/2023/supply.md",
+            b"---\nauthor: Jane Doe\ndate: 2023-04-15\nlang: en-GB\n---\n\n\
+              # Supply\n\nPayment terms for supply: invoices are paid within thirty days.\n"
+                .to_vec(),
+        ),
+        (
+            "contracts/2022/lease.html",
+            b"<html lang='fr'><head><title>Lease</title><meta name='author' content='John Roe'>\
+              <meta name='date' content='2022-09-01'></head><body>\
+              <p>Payment terms for the lease: invoices are paid within forty days.</p></body></html>"
+                .to_vec(),
+        ),
+        ("manuals/guide.pdf", crate::common::pdf::write(&pdf)),
+    ]);
+    let question = "What are the payment terms for invoices?";
+    let documents = |args: &[&str]| {
+        let response = asked.response_with("selection: {topK: 10}", question, args);
+        let mut keys: Vec<String> = response["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["citation"]["document"].as_str().unwrap().to_string())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        (keys, response)
+    };
+    let (all, response) = documents(&[]);
+    assert_eq!(all.len(), 3, "{response}");
+    let info_of = |key: &str| {
+        response["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["citation"]["document"].as_str().unwrap().ends_with(key))
+            .map(|h| h["citation"]["document_info"].clone())
+            .unwrap()
+    };
+    assert_eq!(
+        info_of("supply.md"),
+        serde_json::json!({"author": "Jane Doe", "date": "2023-04-15", "language": "en-GB"})
+    );
+    assert_eq!(
+        info_of("lease.html"),
+        serde_json::json!({"author": "John Roe", "date": "2022-09-01", "language": "fr"})
+    );
+    assert_eq!(
+        info_of("guide.pdf"),
+        serde_json::json!({"author": "Ann Smith", "date": "2021-03-01"})
+    );
+    let only = |args: &[&str]| documents(args).0;
+    assert_eq!(
+        only(&["--author", "jane"]),
+        ["docs/contracts/2023/supply.md"]
+    );
+    assert_eq!(
+        only(&["--dated", "2022..2023"]),
+        [
+            "docs/contracts/2022/lease.html",
+            "docs/contracts/2023/supply.md"
+        ]
+    );
+    assert_eq!(only(&["--dated", "2021-03"]), ["docs/manuals/guide.pdf"]);
+    assert_eq!(
+        only(&["--under", "docs/contracts"]),
+        [
+            "docs/contracts/2022/lease.html",
+            "docs/contracts/2023/supply.md"
+        ]
+    );
+    assert_eq!(
+        only(&["--language", "en"]),
+        ["docs/contracts/2023/supply.md"]
+    );
+    assert!(only(&["--author", "nobody"]).is_empty());
+    let refused = run(trellis()
+        .args(["query", "-f"])
+        .arg(asked.manifests(""))
+        .args(["--dated", "spring", question]));
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("\"spring\" is not a date"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+/// `chunking.strategy: semantic` cuts a paragraph that changes topic where
+/// the sentence vectors say it does, in the index version (from the
+/// vectors the ingest computed) and in `trellis chunk` alike; `structure`
+/// keeps the paragraph whole.
+#[test]
+fn the_semantic_chunker_cuts_where_the_topic_shifts() {
+    let text = "# Notes\n\n\
+        Knead the bread dough for ten minutes until it is smooth. \
+        Let the dough rise in a warm kitchen for an hour. \
+        Bake the loaf in a hot oven until the crust is brown. \
+        Cool the bread on a rack before slicing it. \
+        Jupiter is the largest planet in the solar system. \
+        Saturn has bright rings made of ice and rock. \
+        Mars is a cold desert planet with two small moons. \
+        Neptune is the farthest planet from the sun.\n";
+    let first_chunk = |profile: &str| {
+        let asked = Asked::ingest_with_profile(profile, &[("notes.md", text.as_bytes().to_vec())]);
+        let index =
+            trellis::index::IndexVersion::open(&asked.tmp.path().join("data"), "c", None).unwrap();
+        let chunks = index.chunks().unwrap();
+        let sentences: Vec<Vec<u32>> = chunks.iter().map(|c| c.sentences.clone()).collect();
+        // Each sentence points at the first chunk that holds it.
+        for (c, chunk) in chunks.iter().enumerate() {
+            for &s in &chunk.sentences {
+                let first = index.store.sentences[s as usize].chunk.unwrap();
+                assert!(first as usize <= c, "{s} in {c}, first {first}");
+            }
+        }
+        (asked, sentences)
+    };
+    let (_, structure) = first_chunk("");
+    assert_eq!(structure, vec![(0..8).collect::<Vec<u32>>()]);
+    let profile = "{chunking: {strategy: semantic, overlapTokens: 0, mergeBelowTokens: 0, \
+                   semantic: {minTokens: 20}}}";
+    let (asked, semantic) = first_chunk(profile);
+    assert_eq!(
+        semantic,
+        vec![(0..4).collect::<Vec<u32>>(), (4..8).collect()],
+        "cut between the bread and the planets"
+    );
+    // `trellis chunk` cuts the same, embedding the document itself.
+    let output = run(trellis()
+        .args(["chunk", "-f"])
+        .arg(asked.manifests(""))
+        .arg(asked.tmp.path().join("docs/notes.md")));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Cool the bread")
+    );
+    assert!(
+        lines[1]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Notes\n\nJupiter")
+    );
 }
 
 /// A clause that runs over several paragraphs is shown whole by a route

@@ -130,6 +130,12 @@ fn write_corpus(dir: &Path) -> String {
         std::fs::copy(&path, docs.join(path.file_name().unwrap())).unwrap();
     }
     std::fs::write(docs.join("quotes.txt"), QUOTES).unwrap();
+    // A PDF, whose sentences stand in boxes on their pages.
+    let pdf = common::pdf::PdfParts::text(&[
+        "The warehouse in Rotterdam ships every pallet within two days.",
+        "Returned pallets are inspected before they are restocked.",
+    ]);
+    std::fs::write(docs.join("shipping.pdf"), common::pdf::write(&pdf)).unwrap();
     r#"
 apiVersion: trellis.dev/v1alpha1
 kind: IndexProfile
@@ -146,6 +152,15 @@ spec:
   storage: {retainVersions: 3}
 "#
     .to_string()
+}
+
+/// The items of a list property (a store may give an empty list as null).
+fn list(value: &Value) -> &[Value] {
+    match value {
+        Value::List(items) => items,
+        Value::Null => &[],
+        other => panic!("not a list: {other:?}"),
+    }
 }
 
 /// Ingests the corpus under `dir`, the graph store step included.
@@ -280,6 +295,42 @@ fn export_suite(spec: &GraphSpec) {
         }
     }
     assert!(with_centroid > 0);
+    // Each sentence node carries its page boxes and its paragraph's text.
+    let rows = store
+        .run(
+            &Statement::new(
+                "boxes",
+                "MATCH (n:Sentence {index_version: $version}) \
+                 RETURN n.id, n.box_pages, n.boxes, n.paragraph_text",
+            )
+            .param("version", v1.as_str()),
+        )
+        .unwrap();
+    assert_eq!(rows.len(), c.sentences);
+    let mut boxed = 0;
+    for row in &rows {
+        let id = row[0].as_str().unwrap();
+        let sentence = index.store.sentences.iter().find(|s| s.id == id).unwrap();
+        let pages: Vec<i64> = sentence.boxes.iter().map(|b| i64::from(b.page)).collect();
+        let corners: Vec<f32> = sentence.boxes.iter().flat_map(|b| b.bbox).collect();
+        let read_pages: Vec<i64> = list(&row[1]).iter().map(|v| v.as_int().unwrap()).collect();
+        // The index keeps f32; a store may print the double it holds
+        // with fewer digits than it takes to read it back as that double.
+        let read_corners: Vec<f32> = list(&row[2])
+            .iter()
+            .map(|v| v.as_float().unwrap() as f32)
+            .collect();
+        assert_eq!(read_pages, pages, "{id}");
+        assert_eq!(read_corners, corners, "{id}");
+        let paragraph = &index.store.paragraphs[sentence.paragraph as usize];
+        assert_eq!(
+            row[3].as_str(),
+            Some(index.store.paragraph_text(paragraph).as_str()),
+            "{id}"
+        );
+        boxed += usize::from(!pages.is_empty());
+    }
+    assert!(boxed >= 2, "the PDF's sentences have boxes");
     let quoted = index
         .store
         .sentences

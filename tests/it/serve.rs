@@ -199,6 +199,57 @@ fn live_at_once_ready_once_loaded_then_answers() {
     );
     assert!(body["hits"].as_array().unwrap().is_empty(), "{body}");
 
+    // Conditions on the documents: what they record of themselves (the
+    // manual's front matter), where they lie.
+    let (status, body) = post(
+        &server,
+        &json!({"query": "When are fees due?",
+                "filters": {"documents": {"author": "device team", "date": "2023..2024"}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let hits = body["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    for hit in hits {
+        assert_eq!(hit["citation"]["document"], "docs/manual.md", "{hit}");
+        assert_eq!(
+            hit["citation"]["document_info"],
+            json!({"author": "Device Team", "date": "2024-02"})
+        );
+    }
+    let (_, body) = post(
+        &server,
+        &json!({"query": "When are fees due?",
+                "filters": {"documents": {"path_prefix": "docs/", "ids": ["docs/contract.txt"]}}}),
+    );
+    let hits = body["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter()
+            .all(|h| h["citation"]["document"] == "docs/contract.txt")
+    );
+    let (_, body) = post(
+        &server,
+        &json!({"query": "fees", "filters": {"documents": {"date": "2024-03"}}}),
+    );
+    assert!(body["hits"].as_array().unwrap().is_empty(), "{body}");
+    for (documents, reason) in [
+        (json!({"date": "someday"}), "\"someday\" is not a date"),
+        (json!({"colour": "red"}), "unknown field `colour`"),
+        (
+            json!("docs/manual.md"),
+            "a list of document keys or ids, or an object",
+        ),
+    ] {
+        let (status, body) = post(
+            &server,
+            &json!({"query": "fees", "filters": {"documents": documents}}),
+        );
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["error"]["code"], "invalid_request");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(reason), "{message}");
+    }
+
     // Selection overrides: one result per document.
     let (status, body) = post(
         &server,
@@ -256,19 +307,19 @@ fn live_at_once_ready_once_loaded_then_answers() {
         .text()
         .unwrap();
     assert!(
-        metrics.contains(r#"trellis_retrieve_requests_total{route="contracts",outcome="ok"} 7"#),
+        metrics.contains(r#"trellis_retrieve_requests_total{route="contracts",outcome="ok"} 10"#),
         "{metrics}"
     );
     assert!(metrics.contains(r#"outcome="not_ready""#));
     assert!(metrics.contains("trellis_retrieve_request_seconds_bucket"));
-    assert!(metrics.contains("trellis_query_embed_seconds_count 7"));
+    assert!(metrics.contains("trellis_query_embed_seconds_count 10"));
     // Every embedded query went through the batcher, the warm-up too.
     let batched: f64 = metrics
         .lines()
         .find_map(|line| line.strip_prefix("trellis_query_embed_batch_size_sum "))
         .and_then(|sum| sum.trim().parse().ok())
         .unwrap_or_else(|| panic!("no batch size sum in {metrics}"));
-    assert_eq!(batched, 8.0, "{metrics}");
+    assert_eq!(batched, 11.0, "{metrics}");
     let version = info["index_version"].as_str().unwrap();
     assert!(metrics.contains(&format!(r#"version="{version}""#)));
 

@@ -45,7 +45,7 @@ use package::Package;
 use styles::Styles;
 use xml::{Node, Ns, Visit, XmlReader};
 
-use super::{DocumentTree, Format, ParseFailure, Table, TreeBuilder};
+use super::{DocumentTree, Field, Format, InfoReader, ParseFailure, Table, TreeBuilder};
 use crate::spec::ParsingSpec;
 
 /// Parses the bytes of a DOCX file. The caller runs the shared cleaning,
@@ -109,19 +109,20 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
         }
     }
 
-    let core_title = match &parts.core_properties {
+    let core = match &parts.core_properties {
         Some(part) => match package.read_text(part).and_then(|text| match text {
-            Some(text) => core_title(&text, part, max_depth),
-            None => Ok(None),
+            Some(text) => core_properties(&text, part, max_depth),
+            None => Ok(CoreProperties::default()),
         }) {
-            Ok(title) => title,
+            Ok(core) => core,
             Err(e) => {
                 builder.warn(format!("ignored the core properties: {e}"));
-                None
+                CoreProperties::default()
             }
         },
-        None => None,
+        None => CoreProperties::default(),
     };
+    builder.set_info(core.info);
 
     let ctx = Context {
         notes: Some(&notes),
@@ -146,27 +147,64 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
     let mut sink = walker.into_sink();
     sink.flush_code();
     if !sink.has_title
-        && let Some(title) = core_title
+        && let Some(title) = core.title
     {
         sink.builder.set_title(&title);
     }
     Ok(sink.builder.finish())
 }
 
-/// The `dc:title` of the core properties, if set.
-fn core_title(text: &str, part: &str, max_depth: u32) -> Result<Option<String>, ParseFailure> {
-    let mut title = String::new();
-    let mut in_title = false;
+/// What the core properties (`docProps/core.xml`) say of the document.
+#[derive(Default)]
+struct CoreProperties {
+    title: Option<String>,
+    info: InfoReader,
+}
+
+/// Reads the core properties: `dc:title`; `dc:creator` for the author;
+/// `dcterms:created`, else `dcterms:modified`, for the date; `cp:version`
+/// (not `cp:revision`, which counts saves); `dc:language`.
+fn core_properties(text: &str, part: &str, max_depth: u32) -> Result<CoreProperties, ParseFailure> {
+    // Each property's text, by which one it is.
+    let mut values: [String; 6] = Default::default();
+    let mut current: Option<usize> = None;
     XmlReader::new(text, part, max_depth).visit_all(|visit| match visit {
-        Visit::Element(path, e) => in_title = path.len() == 1 && e.is(Ns::DublinCore, "title"),
+        Visit::Element(path, e) => {
+            current = (path.len() == 1)
+                .then(|| {
+                    [
+                        (Ns::DublinCore, "title"),
+                        (Ns::DublinCore, "creator"),
+                        (Ns::DcTerms, "created"),
+                        (Ns::DcTerms, "modified"),
+                        (Ns::CoreProperties, "version"),
+                        (Ns::DublinCore, "language"),
+                    ]
+                    .iter()
+                    .position(|&(ns, name)| e.is(ns, name))
+                })
+                .flatten();
+        }
         Visit::Text(path, text) => {
-            if in_title && path.len() == 2 {
-                title.push_str(text);
+            if let Some(i) = current
+                && path.len() == 2
+            {
+                values[i].push_str(text);
             }
         }
     })?;
+    let [title, creator, created, modified, version, language] = values;
+    let mut info = InfoReader::default();
+    info.set(Field::Author, &creator);
+    info.set(Field::Date, &created);
+    info.set(Field::Date, &modified);
+    info.set(Field::Version, &version);
+    info.set(Field::Language, &language);
     let title = title.trim();
-    Ok((!title.is_empty()).then(|| title.to_string()))
+    Ok(CoreProperties {
+        title: (!title.is_empty()).then(|| title.to_string()),
+        info,
+    })
 }
 
 /// Builds the tree from the walker's blocks, merging code paragraphs.
@@ -348,6 +386,29 @@ mod tests {
             ("word/styles.xml", part("styles", STYLES)),
             ("word/numbering.xml", part("numbering", NUMBERING)),
         ]
+    }
+
+    #[test]
+    fn core_properties_give_author_date_version_and_language() {
+        let core = r#"<?xml version="1.0"?><cp:coreProperties
+            xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties"
+            xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/"
+            xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+            <dc:title>Data Processing Addendum</dc:title><dc:creator>Legal Team</dc:creator>
+            <cp:revision>7</cp:revision><cp:version>1.2</cp:version><dc:language>de-DE</dc:language>
+            <dcterms:modified xsi:type="dcterms:W3CDTF">2024-01-02T00:00:00Z</dcterms:modified>
+            <dcterms:created xsi:type="dcterms:W3CDTF">2023-06-30T10:00:00Z</dcterms:created>
+            </cp:coreProperties>"#;
+        let tree = parse_body(&p("Text."), &[("docProps/core.xml", core.to_string())]);
+        assert_eq!(tree.title.as_deref(), Some("Data Processing Addendum"));
+        assert_eq!(tree.info.author.as_deref(), Some("Legal Team"));
+        assert_eq!(
+            tree.info.date.as_deref(),
+            Some("2023-06-30"),
+            "created first"
+        );
+        assert_eq!(tree.info.version.as_deref(), Some("1.2"));
+        assert_eq!(tree.info.language.as_deref(), Some("de-DE"));
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub(super) enum Ns {
     Chart,
     /// Dublin Core elements (`dc:`) in the core properties.
     DublinCore,
+    /// Dublin Core terms (`dcterms:`) in the core properties: dates.
+    DcTerms,
+    /// The core properties' own elements (`cp:`): version, revision.
+    CoreProperties,
     /// Package relationships and content types.
     Package,
     /// Anything else (DrawingML, VML, …): walked through, never read.
@@ -47,6 +51,10 @@ impl Ns {
             "http://schemas.openxmlformats.org/drawingml/2006/chart"
             | "http://purl.oclc.org/ooxml/drawingml/chart" => Ns::Chart,
             "http://purl.org/dc/elements/1.1/" => Ns::DublinCore,
+            "http://purl.org/dc/terms/" => Ns::DcTerms,
+            "http://schemas.openxmlformats.org/package/2006/metadata/core-properties" => {
+                Ns::CoreProperties
+            }
             "http://schemas.openxmlformats.org/package/2006/relationships"
             | "http://schemas.openxmlformats.org/package/2006/content-types" => Ns::Package,
             _ => Ns::Other,
@@ -63,6 +71,8 @@ impl Ns {
             "mc" => Ns::Compat,
             "c" => Ns::Chart,
             "dc" => Ns::DublinCore,
+            "dcterms" => Ns::DcTerms,
+            "cp" => Ns::CoreProperties,
             _ => Ns::Other,
         }
     }
@@ -205,25 +215,12 @@ impl<'a> XmlReader<'a> {
                 }
                 Event::Text(text) => Node::Text(text.xml10_content()),
                 Event::CData(data) => Node::Text(data.into_inner()),
-                Event::GeneralRef(reference) => {
-                    let resolved = match reference.resolve_char_ref() {
-                        Ok(Some(ch)) => Some(ch),
-                        Ok(None) => match &*reference {
-                            "amp" => Some('&'),
-                            "lt" => Some('<'),
-                            "gt" => Some('>'),
-                            "quot" => Some('"'),
-                            "apos" => Some('\''),
-                            _ => None,
-                        },
-                        Err(e) => return Err(self.error(e)),
-                    };
-                    match resolved {
-                        Some(ch) => Node::Text(Cow::Owned(ch.to_string())),
-                        // OOXML declares no entities; an unknown one is noise.
-                        None => continue,
-                    }
-                }
+                Event::GeneralRef(reference) => match crate::parse::xml_reference(&reference) {
+                    Ok(Some(ch)) => Node::Text(Cow::Owned(ch.to_string())),
+                    // OOXML declares no entities; an unknown one is noise.
+                    Ok(None) => continue,
+                    Err(e) => return Err(self.error(e)),
+                },
                 Event::Eof => {
                     if self.depth > 0 {
                         return Err(self.error("the part ends inside an open element"));

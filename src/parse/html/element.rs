@@ -189,6 +189,14 @@ pub(super) struct Attributes<'a> {
     reversed: bool,
     value: Option<&'a str>,
     data_lang: Option<&'a str>,
+    /// `<html lang>`.
+    pub(super) lang: Option<&'a str>,
+    /// A `<meta>`'s `name`, `property` (Open Graph), `http-equiv` and
+    /// `content`.
+    pub(super) meta_name: Option<&'a str>,
+    pub(super) property: Option<&'a str>,
+    pub(super) http_equiv: Option<&'a str>,
+    pub(super) content: Option<&'a str>,
 }
 
 impl<'a> Attributes<'a> {
@@ -212,6 +220,11 @@ impl<'a> Attributes<'a> {
                 "reversed" => attrs.reversed = true,
                 "value" => attrs.value = Some(value),
                 "data-lang" | "data-language" => attrs.data_lang = Some(value),
+                "lang" => attrs.lang = Some(value),
+                "name" => attrs.meta_name = Some(value),
+                "property" => attrs.property = Some(value),
+                "http-equiv" => attrs.http_equiv = Some(value),
+                "content" => attrs.content = Some(value),
                 _ => {}
             }
         }

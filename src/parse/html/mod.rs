@@ -41,13 +41,15 @@ use super::{BlockKind, DocumentTree, Format, ParseFailure, TreeBuilder};
 use crate::spec::ParsingSpec;
 use walk::{Extracted, Piece, WalkOptions};
 
-/// Parses an HTML document. `<title>` names the document.
+/// Parses an HTML document. `<title>` names the document; `<html lang>`
+/// and `<meta>` give its metadata.
 pub fn parse(text: &str, spec: &ParsingSpec) -> Result<DocumentTree, ParseFailure> {
     let mut builder = TreeBuilder::new(Format::Html);
-    let extracted = extract(text, spec, Source::Document, 0)?;
+    let mut extracted = extract(text, spec, Source::Document, 0)?;
     if let Some(title) = &extracted.title {
         builder.set_title(title);
     }
+    builder.set_info(std::mem::take(&mut extracted.info));
     replay(extracted, &mut builder);
     Ok(builder.finish())
 }
@@ -141,6 +143,32 @@ mod tests {
             Ok(tree) => tree,
             Err(e) => panic!("parse failed: {e}"),
         }
+    }
+
+    #[test]
+    fn lang_and_meta_give_the_documents_metadata() {
+        let html = "<!DOCTYPE html><html lang='en-US'><head><title>Report</title>\
+             <meta name='Author' content=' Jane  Doe '>\
+             <meta property='article:published_time' content='2024-03-01T08:00:00Z'>\
+             <meta name='version' content='3'><meta name='description' content='x'>\
+             </head><body><p>Text.</p></body></html>";
+        // Both paths, the streaming one and html5ever's tree.
+        for html in [html.to_string(), format!("{html}<b><i>x</b></i>")] {
+            let tree = parse_html(&html);
+            assert_eq!(tree.info.author.as_deref(), Some("Jane Doe"));
+            assert_eq!(tree.info.date.as_deref(), Some("2024-03-01"));
+            assert_eq!(tree.info.version.as_deref(), Some("3"));
+            assert_eq!(tree.info.language.as_deref(), Some("en-US"));
+        }
+        // A fragment's meta is not its document's.
+        let mut builder = TreeBuilder::new(Format::Markdown);
+        parse_fragment_into(
+            &mut builder,
+            "<meta name='author' content='X'><p>y</p>",
+            &ParsingSpec::default(),
+        )
+        .unwrap();
+        assert!(builder.finish().info.is_empty());
     }
 
     #[test]

@@ -27,7 +27,7 @@ use scraper::node::Element;
 use super::element::{Attributes, ElementKind, classify, is_skip_link};
 use super::list::OpenList;
 use super::table::TableGrid;
-use crate::parse::{BlockKind, ParseFailure, collapse_whitespace};
+use crate::parse::{BlockKind, Field, InfoReader, ParseFailure, collapse_whitespace};
 
 /// A heading or block found by the walk, in reading order.
 #[derive(Debug, PartialEq)]
@@ -41,6 +41,8 @@ pub(super) enum Piece {
 pub(super) struct Extracted {
     pub(super) pieces: Vec<Piece>,
     pub(super) title: Option<String>,
+    /// The document's metadata: `<html lang>` and `<meta>` elements.
+    pub(super) info: InfoReader,
     pub(super) warnings: Vec<String>,
 }
 
@@ -327,6 +329,9 @@ impl Walker {
             return Err(ParseFailure::TooDeep {
                 limit: u32::try_from(self.max_depth).unwrap_or(u32::MAX),
             });
+        }
+        if self.read_title {
+            self.read_info(element);
         }
         let kind = classify(element.name(), &element.attributes(), self.sectioning == 0);
         let frame = match kind {
@@ -685,6 +690,52 @@ impl Walker {
         let title = collapse_whitespace(&element.text());
         if !title.is_empty() {
             self.out.title = Some(title);
+        }
+    }
+
+    /// Reads the document's language from `<html lang>`, and its author,
+    /// date, version and language from the `<meta>` elements that name
+    /// them (Dublin Core's names, the citation and Open Graph dates).
+    fn read_info(&mut self, element: &impl Opened) {
+        let attributes = element.attributes();
+        match element.name() {
+            "html" => {
+                if let Some(lang) = attributes.lang {
+                    self.out.info.set(Field::Language, lang);
+                }
+            }
+            "meta" => {
+                let Some(content) = attributes.content else {
+                    return;
+                };
+                let key = attributes
+                    .meta_name
+                    .or(attributes.property)
+                    .or(attributes.http_equiv)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase();
+                let field = match key.as_str() {
+                    "author" | "dc.creator" | "dcterms.creator" | "citation_author" => {
+                        Field::Author
+                    }
+                    "date"
+                    | "dc.date"
+                    | "dcterms.date"
+                    | "dcterms.created"
+                    | "dcterms.issued"
+                    | "citation_publication_date"
+                    | "citation_date"
+                    | "article:published_time" => Field::Date,
+                    "version" | "dc.version" => Field::Version,
+                    "language" | "dc.language" | "dcterms.language" | "content-language" => {
+                        Field::Language
+                    }
+                    _ => return,
+                };
+                self.out.info.set(field, content);
+            }
+            _ => {}
         }
     }
 

@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use super::invisible::{Ink, PageInk};
+use super::metadata::{self, PdfMetadata};
 use super::outline::{self, OutlineEntry};
 use super::survey::Survey;
 use super::{Glyph, PageGlyphs, PagesRead, Rule};
@@ -24,6 +25,8 @@ pub(super) struct Extracted {
     pub failed_pages: Vec<(u32, String)>,
     /// The bookmarks, in document order.
     pub outline: Vec<OutlineEntry>,
+    /// The title and metadata the file records.
+    pub metadata: PdfMetadata,
     /// Pages the page tree promises whose page object or content stream
     /// is not in the file (a truncated or damaged file): their text is
     /// lost, not missing for want of OCR.
@@ -206,6 +209,7 @@ pub(super) fn glyphs(
         readable,
         failed_pages,
         outline: outline::read(&document),
+        metadata: metadata::read(&document),
         lost_pages,
         damaged_pages,
         damaged_elsewhere,

@@ -9,6 +9,9 @@
 //! text with page breaks and underlined headings, which the text parser
 //! then reads like any other plain text.
 //!
+//! The document's metadata (title, author, date, language) comes from its
+//! XMP packet and information dictionary ([`metadata`]).
+//!
 //! Two things the glyphs alone do not tell are read from the file besides:
 //! invisible text ([`invisible`]: an OCR layer over a scanned image is
 //! kept, other invisible text is hidden text and left out, both with a
@@ -33,6 +36,7 @@
 mod extract;
 mod invisible;
 pub mod layout;
+mod metadata;
 mod outline;
 mod survey;
 mod table;
@@ -84,7 +88,8 @@ pub struct PageGlyphs {
 }
 
 pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFailure> {
-    let extracted = guarded(bytes, spec)?;
+    let mut extracted = guarded(bytes, spec)?;
+    let metadata = std::mem::take(&mut extracted.metadata);
     let mut warnings = Vec::new();
     if extracted.readable > extracted.pages.len() + extracted.failed_pages.len() {
         warnings.push(format!(
@@ -170,6 +175,15 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
         outline::relevel(&mut tree, &extracted.outline);
     }
     tree.format = Format::Pdf;
+    // The document's own title (its first heading) before the one its
+    // metadata records, as for DOCX: writers fill the latter with file
+    // names ("Microsoft Word - draft3.docx") as often as with titles.
+    if tree.title.is_none() {
+        tree.title = metadata.title;
+    }
+    let (info, date_warning) = metadata.info.finish();
+    tree.info = info;
+    warnings.extend(date_warning);
     tree.lines = lines;
     tree.pages = Some(extracted.page_count as u32);
     tree.confidence = legibility.whole.legible_share();

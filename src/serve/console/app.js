@@ -228,6 +228,11 @@ function markedDisplay(hit) {
 function citation(hit) {
   const c = hit.citation;
   const cite = el("cite", {}, el("strong", { class: "document", text: c.document }));
+  // What the document records of itself: its title, author and date.
+  const info = c.document_info || {};
+  const about = [c.document_title, info.author, info.date, info.version && `version ${info.version}`]
+    .filter(Boolean);
+  if (about.length) cite.append(" ", el("span", { class: "document-info", text: `(${about.join(", ")})` }));
   if (c.section_path && c.section_path.length) {
     cite.append(" · ", el("span", { class: "section", text: c.section_path.join(" › ") }));
   }

@@ -69,7 +69,7 @@ pub fn write_two_documents(dir: &Path) {
     .expect("writing a test document");
     std::fs::write(
         dir.join("docs/manual.md"),
-        "# Reset\n\nHold the reset button for five seconds until the light blinks green. The device then restarts.\n",
+        "---\nauthor: Device Team\ndate: 2024-02\n---\n\n# Reset\n\nHold the reset button for five seconds until the light blinks green. The device then restarts.\n",
     )
     .expect("writing a test document");
 }
