@@ -116,7 +116,7 @@ fn export_throughput(tmp: &Path) {
 
 fn build_index(dir: &Path) -> IndexVersion {
     let path = common::eval_dir().join("squad/dev-v1.1-part1.json");
-    let set = EvalSet::load(DatasetKind::Squad, &path, None).expect("SQuAD part 1");
+    let set = EvalSet::load(DatasetKind::Squad, &path, None, None).expect("SQuAD part 1");
     let profile = IndexProfileSpec::default();
     let mut route = RetrievalRouteSpec::for_corpus("squad");
     route.anchors.mode = AnchorMode::Bm25;
@@ -209,7 +209,7 @@ fn routes(tmp: &Path) {
         ("SciFact", DatasetKind::Beir, eval.join("scifact")),
     ];
     for (name, kind, path) in sets {
-        let set = EvalSet::load(kind, &path, None).expect(name);
+        let set = EvalSet::load(kind, &path, None, None).expect(name);
         let corpus = format!("eval-{}-{}", kind.as_str(), set.content_hash());
         let queries = Arc::new(
             set.queries

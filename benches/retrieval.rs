@@ -243,7 +243,7 @@ fn ingest_throughput() {
     let tmp = std::env::temp_dir().join(format!("trellis-bench-ingest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let path = common::eval_dir().join("squad/dev-v1.1-part1.json");
-    let set = EvalSet::load(DatasetKind::Squad, &path, None).expect("SQuAD part 1");
+    let set = EvalSet::load(DatasetKind::Squad, &path, None, None).expect("SQuAD part 1");
     let profile = IndexProfileSpec::default();
     let route = default_route(AnchorMode::Bm25);
     let report = Evaluation {

@@ -54,7 +54,7 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(".trellis"));
     let scifact = common::eval_dir().join("scifact");
-    let set = EvalSet::load(DatasetKind::Beir, &scifact, None).expect("SciFact");
+    let set = EvalSet::load(DatasetKind::Beir, &scifact, None, None).expect("SciFact");
     let corpus = ensure_index(&set, &data);
     let queries: Vec<String> = set.queries.iter().map(|q| q.text.clone()).collect();
 
@@ -182,7 +182,7 @@ fn earlier_build(
     let data = std::env::var_os("SERVE_BENCH_EARLIER_DATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(".trellis-earlier"));
-    let set = EvalSet::load(DatasetKind::Beir, scifact, None).expect("SciFact");
+    let set = EvalSet::load(DatasetKind::Beir, scifact, None, None).expect("SciFact");
     let corpus = format!("eval-beir-{}", set.content_hash());
     if !data.join("indexes").join(&corpus).exists() {
         println!(

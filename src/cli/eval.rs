@@ -17,10 +17,16 @@ use trellis::locations::data_dir;
 #[derive(clap::Args)]
 pub struct EvalArgs {
     /// `beir:DIR` (corpus.jsonl, queries.jsonl, qrels/), `squad:FILE`
-    /// (SQuAD JSON) or `cuad:DIR` (contracts/, master_clauses.csv,
-    /// categories.json).
+    /// (SQuAD JSON), `cuad:DIR` (contracts/, master_clauses.csv,
+    /// categories.json) or `files:DIR` (your own documents, with
+    /// `--queries`).
     #[arg(long)]
     dataset: String,
+    /// For `files:DIR`: JSON Lines of queries, each with the passages
+    /// that answer it by document (path under DIR) and quoted text:
+    /// `{"query": "…", "answers": [{"document": "a.pdf", "text": "…"}]}`.
+    #[arg(long, value_name = "Q.jsonl")]
+    queries: Option<PathBuf>,
     /// Which judgements: BEIR's qrels file name (default test, else
     /// dev, else train); a label for the others.
     #[arg(long)]
@@ -64,7 +70,7 @@ impl EvalArgs {
     pub fn run(&self) -> Result<ExitCode> {
         let data_dir = data_dir(self.data_dir.as_deref());
         let (kind, path) = parse_dataset_arg(&self.dataset)?;
-        let set = EvalSet::load(kind, &path, self.split.as_deref())
+        let set = EvalSet::load(kind, &path, self.split.as_deref(), self.queries.as_deref())
             .with_context(|| format!("reading {}", self.dataset))?;
         let (profile, profile_base, mut route) = match self.manifests.as_deref() {
             Some(manifests) => {

@@ -1,7 +1,9 @@
 //! Evaluation sets read as retrieval tasks (see the evaluation data's
 //! README): BEIR directories, SQuAD JSON files and CUAD directories become
 //! documents to index and queries with their relevant documents and
-//! sentences.
+//! sentences. A directory of a team's own files (`files:DIR`), with a
+//! JSON Lines file of queries that quote the text answering them, is read
+//! the same way, its files indexed as they are.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -17,6 +19,7 @@ pub enum DatasetKind {
     Beir,
     Squad,
     Cuad,
+    Files,
 }
 
 impl DatasetKind {
@@ -25,24 +28,26 @@ impl DatasetKind {
             DatasetKind::Beir => "beir",
             DatasetKind::Squad => "squad",
             DatasetKind::Cuad => "cuad",
+            DatasetKind::Files => "files",
         }
     }
 }
 
-/// `beir:DIR`, `squad:FILE` or `cuad:DIR`.
+/// `beir:DIR`, `squad:FILE`, `cuad:DIR` or `files:DIR`.
 pub fn parse_dataset_arg(arg: &str) -> Result<(DatasetKind, PathBuf), EvalError> {
     let (kind, path) = arg.split_once(':').ok_or_else(|| {
         EvalError::Dataset(format!(
-            "{arg:?}: expected beir:DIR, squad:FILE or cuad:DIR"
+            "{arg:?}: expected beir:DIR, squad:FILE, cuad:DIR or files:DIR"
         ))
     })?;
     let kind = match kind {
         "beir" => DatasetKind::Beir,
         "squad" => DatasetKind::Squad,
         "cuad" => DatasetKind::Cuad,
+        "files" => DatasetKind::Files,
         other => {
             return Err(EvalError::Dataset(format!(
-                "unknown dataset kind {other:?}; expected beir, squad or cuad"
+                "unknown dataset kind {other:?}; expected beir, squad, cuad or files"
             )));
         }
     };
@@ -58,7 +63,9 @@ pub struct EvalDocument {
     pub content: Vec<u8>,
     /// The dataset's own text of the document: what [`Relevance::Spans`]
     /// refer to, and where Trellis' sentences are placed to judge them.
-    pub reference: String,
+    /// `None` for a team's own file (`files:DIR`): its quoted spans are
+    /// looked for in the text Trellis reads from it.
+    pub reference: Option<String>,
 }
 
 /// Which of a document's sentences answer a query.
@@ -104,11 +111,29 @@ pub struct EvalSet {
 }
 
 impl EvalSet {
-    pub fn load(kind: DatasetKind, path: &Path, split: Option<&str>) -> Result<Self, EvalError> {
-        match kind {
-            DatasetKind::Beir => read_beir(path, split),
-            DatasetKind::Squad => read_squad(path, split),
-            DatasetKind::Cuad => read_cuad(path, split),
+    /// Reads a dataset; `queries` is the JSON Lines file of a `files:DIR`
+    /// set (and refused for the others, which hold their own).
+    pub fn load(
+        kind: DatasetKind,
+        path: &Path,
+        split: Option<&str>,
+        queries: Option<&Path>,
+    ) -> Result<Self, EvalError> {
+        match (kind, queries) {
+            (DatasetKind::Files, Some(queries)) => read_files(path, queries, split),
+            (DatasetKind::Files, None) => Err(EvalError::Dataset(format!(
+                "files:{}: --queries names the JSON Lines file of queries for your own files",
+                path.display()
+            ))),
+            (_, Some(queries)) => Err(EvalError::Dataset(format!(
+                "--queries {}: only a files:DIR set takes its queries from a file; \
+                 {} sets hold their own",
+                queries.display(),
+                kind.as_str()
+            ))),
+            (DatasetKind::Beir, None) => read_beir(path, split),
+            (DatasetKind::Squad, None) => read_squad(path, split),
+            (DatasetKind::Cuad, None) => read_cuad(path, split),
         }
     }
 
@@ -284,7 +309,7 @@ fn read_beir(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
         documents.push(EvalDocument {
             file,
             content,
-            reference,
+            reference: Some(reference),
         });
     }
 
@@ -439,7 +464,7 @@ fn read_squad(path: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
         documents.push(EvalDocument {
             file: name,
             content: markdown_document(&title, &paragraphs),
-            reference,
+            reference: Some(reference),
         });
     }
     Ok(EvalSet {
@@ -555,7 +580,7 @@ fn read_cuad(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
         }
         documents.push(EvalDocument {
             file,
-            reference,
+            reference: Some(reference),
             content,
         });
     }
@@ -566,6 +591,136 @@ fn read_cuad(dir: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
         queries,
         document_level: false,
         skipped,
+    })
+}
+
+// ---------------------------------------------------------------- files
+
+/// One line of a `files:DIR` set's queries file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileQuery {
+    /// Defaults to the line number.
+    #[serde(default)]
+    id: Option<String>,
+    query: String,
+    /// The passages that answer it: each a document (its path under DIR)
+    /// and a quoted span of its text.
+    answers: Vec<FileAnswer>,
+    /// Run the query against this document only (its path under DIR).
+    #[serde(default)]
+    within: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAnswer {
+    document: String,
+    text: String,
+}
+
+/// A directory of a team's own documents (every file of a format Trellis
+/// reads, found as `trellis ingest` finds them) and a JSON Lines file of
+/// queries, each naming the passages that answer it by document and
+/// quoted text: `{"id": "q1", "query": "When are fees due?", "answers":
+/// [{"document": "contracts/msa.pdf", "text": "Fees are due within thirty
+/// days"}]}`. A sentence answers when it shares a run of 30 characters
+/// with a quote, holds a shorter one whole, or lies inside one; a
+/// document answers when a quote names it.
+fn read_files(dir: &Path, queries_path: &Path, split: Option<&str>) -> Result<EvalSet, EvalError> {
+    let discovery = crate::source::discover(&[dir.to_path_buf()]).map_err(|e| bad(dir, e))?;
+    if discovery.files.is_empty() {
+        return Err(bad(dir, "no documents of a format Trellis reads"));
+    }
+    // Each document by its path under DIR, `/`-separated.
+    let mut by_path: HashMap<String, String> = HashMap::new();
+    let mut documents = Vec::new();
+    for path in &discovery.files {
+        let relative = path
+            .strip_prefix(dir)
+            .unwrap_or(path)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        let extension = path
+            .extension()
+            .map(|x| x.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        let stem = relative
+            .strip_suffix(&format!(".{extension}"))
+            .unwrap_or(&relative)
+            .to_string();
+        let file = file_name(&stem, &extension);
+        let content = std::fs::read(path).map_err(|e| EvalError::io(path, e))?;
+        by_path.insert(relative, file.clone());
+        documents.push(EvalDocument {
+            file,
+            content,
+            reference: None,
+        });
+    }
+    let lines = read_text(queries_path)?;
+    let mut queries = Vec::new();
+    for (n, line) in lines.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |reason: String| bad(queries_path, format!("line {}: {reason}", n + 1));
+        let q: FileQuery = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        let file_of = |document: &str| {
+            by_path.get(document.trim_start_matches("./")).cloned().ok_or_else(|| {
+                at(format!(
+                    "no document {document:?} under {} (paths are relative to it, `/`-separated)",
+                    dir.display()
+                ))
+            })
+        };
+        if q.answers.is_empty() {
+            return Err(at("a query needs at least one answer".to_string()));
+        }
+        let mut quotes: Vec<(String, Vec<String>)> = Vec::new();
+        for answer in &q.answers {
+            if answer.text.trim().is_empty() {
+                return Err(at(format!("an empty quote for {:?}", answer.document)));
+            }
+            let file = file_of(&answer.document)?;
+            match quotes.iter_mut().find(|(f, _)| *f == file) {
+                Some((_, texts)) => texts.push(answer.text.clone()),
+                None => quotes.push((file, vec![answer.text.clone()])),
+            }
+        }
+        queries.push(EvalQuery {
+            id: q.id.unwrap_or_else(|| (n + 1).to_string()),
+            text: q.query,
+            documents: quotes.iter().map(|(file, _)| (file.clone(), 1.0)).collect(),
+            sentences: quotes
+                .into_iter()
+                .map(|(file, texts)| (file, Relevance::Excerpts(texts)))
+                .collect(),
+            within: q.within.as_deref().map(file_of).transpose()?,
+            answers: Vec::new(),
+        });
+    }
+    if queries.is_empty() {
+        return Err(bad(queries_path, "no queries"));
+    }
+    Ok(EvalSet {
+        kind: DatasetKind::Files,
+        split: split.unwrap_or("files").to_string(),
+        documents,
+        queries,
+        document_level: true,
+        skipped: discovery
+            .skipped
+            .iter()
+            .map(|p| {
+                (
+                    p.display().to_string(),
+                    "not a format Trellis reads".to_string(),
+                )
+            })
+            .collect(),
     })
 }
 

@@ -673,7 +673,17 @@ impl Aligned {
         let texts: Vec<&str> = (start..end)
             .map(|i| store.sentences[i as usize].text.as_str())
             .collect();
-        let folded = FoldedText::new(&doc.reference);
+        // A team's own file has no text of its own beside Trellis': its
+        // quotes are looked for in the sentences, one per line.
+        let joined;
+        let reference = match &doc.reference {
+            Some(text) => text,
+            None => {
+                joined = texts.join("\n");
+                &joined
+            }
+        };
+        let folded = FoldedText::new(reference);
         let ranges = folded.align(&texts);
         Self { folded, ranges }
     }

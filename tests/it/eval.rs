@@ -96,7 +96,7 @@ fn scifact_slice_scores_documents_and_evidence_sentences_and_reuses_its_index() 
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     scifact_slice(&tmp.path().join("scifact"), 12);
-    let set = EvalSet::load(DatasetKind::Beir, &tmp.path().join("scifact"), None).unwrap();
+    let set = EvalSet::load(DatasetKind::Beir, &tmp.path().join("scifact"), None, None).unwrap();
     assert_eq!(set.split, "train");
     assert_eq!(set.queries.len(), 12);
 
@@ -147,7 +147,7 @@ fn squad_slice_finds_the_sentence_holding_each_answer() {
     let path = tmp.path().join("part.json");
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
 
-    let set = EvalSet::load(DatasetKind::Squad, &path, None).unwrap();
+    let set = EvalSet::load(DatasetKind::Squad, &path, None, None).unwrap();
     assert!(set.queries.len() > 20);
     let report = run_with(
         &set,
@@ -223,7 +223,7 @@ fn cuad_slice_matches_excerpts_and_reports_the_unfiltered_setting() {
         .unwrap();
     }
 
-    let set = EvalSet::load(DatasetKind::Cuad, &dir, None).unwrap();
+    let set = EvalSet::load(DatasetKind::Cuad, &dir, None, None).unwrap();
     assert_eq!(
         set.documents.len(),
         1,
@@ -239,4 +239,89 @@ fn cuad_slice_matches_excerpts_and_reports_the_unfiltered_setting() {
     assert!(sentence.hit_10 > 0.5, "{sentence:?}");
     // One contract: filtered and unfiltered rank the same sentences.
     assert_eq!(report.unfiltered.unwrap().recall_10, sentence.recall_10);
+}
+
+/// `files:DIR` with `--queries`: a team's own documents (DOCX, HTML,
+/// text, Markdown and a PDF here), indexed as they are, scored by the
+/// spans each query quotes from the documents that answer it.
+#[test]
+fn your_own_files_are_scored_by_the_spans_the_queries_quote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("files");
+    let examples = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/corpus");
+    std::fs::create_dir_all(dir.join("legal")).unwrap();
+    std::fs::create_dir_all(dir.join("pdf")).unwrap();
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_owned();
+        let into = match path.extension().and_then(|x| x.to_str()) {
+            Some("docx") => dir.join("legal").join(name),
+            _ => dir.join(name),
+        };
+        std::fs::copy(&path, into).unwrap();
+    }
+    let pdf = common::pdf::PdfParts::text(&[
+        "The warehouse in Rotterdam ships every pallet within two days of the order.",
+    ]);
+    std::fs::write(dir.join("pdf/shipping.pdf"), common::pdf::write(&pdf)).unwrap();
+    let queries = tmp.path().join("queries.jsonl");
+    std::fs::write(
+        &queries,
+        r#"{"id": "logs", "query": "How long are administrative access logs retained?", "answers": [{"document": "legal/data-processing-addendum.docx", "text": "Logging of administrative access, retained for 12 months"}]}
+{"id": "dividend", "query": "What dividend does the Board propose?", "answers": [{"document": "annual-report-2024.html", "text": "The Board proposes a dividend of EUR 1.10 per share"}]}
+
+{"query": "How fast does the Rotterdam warehouse ship pallets?", "answers": [{"document": "pdf/shipping.pdf", "text": "ships every pallet within two days"}], "within": "pdf/shipping.pdf"}
+"#,
+    )
+    .unwrap();
+    let set = EvalSet::load(DatasetKind::Files, &dir, None, Some(&queries)).unwrap();
+    assert_eq!(set.documents.len(), 5);
+    assert_eq!(set.queries.len(), 3);
+    assert_eq!(set.queries[2].id, "4", "an id defaults to the line number");
+    let report = run(&set, &tmp.path().join("data"), AnchorMode::Full);
+    assert_eq!(report.coverage.unmatched, 0, "{:?}", report.coverage);
+    let sentence = report.sentence.unwrap();
+    assert_eq!(sentence.queries, 3);
+    assert_eq!(sentence.hit_10, 1.0, "{sentence:?}");
+    let document = report.document.unwrap();
+    assert_eq!(document.recall_1, 1.0, "{document:?}");
+
+    // Queries that name what is not there are refused with the line.
+    let bad = tmp.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        r#"{"query": "q", "answers": [{"document": "nowhere.pdf", "text": "x"}]}"#,
+    )
+    .unwrap();
+    let error = EvalSet::load(DatasetKind::Files, &dir, None, Some(&bad))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("line 1") && error.contains("nowhere.pdf"),
+        "{error}"
+    );
+    let error = EvalSet::load(DatasetKind::Files, &dir, None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("--queries"), "{error}");
+
+    // The command: the same set through `trellis eval`.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_trellis"))
+        .args(["eval", "--json", "--dataset"])
+        .arg(format!("files:{}", dir.display()))
+        .arg("--queries")
+        .arg(&queries)
+        .arg("--data-dir")
+        .arg(tmp.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["dataset"], "files:files");
+    assert_eq!(json["sentence"]["queries"], 3);
+    assert_eq!(json["sentence"]["hit@10"], 1.0);
 }
