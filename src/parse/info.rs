@@ -198,25 +198,47 @@ fn days_in_month(year: u32, month: u32) -> u32 {
     }
 }
 
-/// The first and last day an ISO date of [`iso_date`] stands for, as
-/// `YYYY-MM-DD` strings, which compare as the dates do: "2023" runs from
-/// "2023-01-01" to "2023-12-31".
+/// The first and last day a date written `YYYY`, `YYYY-MM` or
+/// `YYYY-MM-DD` stands for, as `YYYY-MM-DD` strings, which compare as the
+/// dates do: "2023" runs from "2023-01-01" to "2023-12-31". The form is
+/// checked (years 1000–2999, months 01–12, days 01–31, two digits each)
+/// and nothing more: a day the month does not have ("2023-02-30") is a
+/// period no date falls in, so that every string of the form
+/// [`DATE_RANGE_PATTERN`] describes means something.
 pub fn date_bounds(date: &str) -> Option<(String, String)> {
-    let date = iso_date(date)?;
+    let two = |part: &str, range: std::ops::RangeInclusive<u32>| {
+        (part.len() == 2 && part.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| part.parse::<u32>().ok())
+            .flatten()
+            .filter(|n| range.contains(n))
+    };
     let mut parts = date.split('-');
-    let year: u32 = parts.next()?.parse().ok()?;
-    Some(match (parts.next(), parts.next()) {
-        (None, _) => (format!("{year:04}-01-01"), format!("{year:04}-12-31")),
-        (Some(m), None) => {
-            let m: u32 = m.parse().ok()?;
+    let year = parts.next()?;
+    if year.len() != 4 || !year.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let year: u32 = year.parse().ok().filter(|y| (1000..=2999).contains(y))?;
+    Some(match (parts.next(), parts.next(), parts.next()) {
+        (None, _, _) => (format!("{year:04}-01-01"), format!("{year:04}-12-31")),
+        (Some(m), None, _) => {
+            let m = two(m, 1..=12)?;
             (
                 format!("{year:04}-{m:02}-01"),
                 format!("{year:04}-{m:02}-{:02}", days_in_month(year, m)),
             )
         }
-        (Some(_), Some(_)) => (date.clone(), date),
+        (Some(m), Some(d), None) => {
+            let (m, d) = (two(m, 1..=12)?, two(d, 1..=31)?);
+            let day = format!("{year:04}-{m:02}-{d:02}");
+            (day.clone(), day)
+        }
+        _ => return None,
     })
 }
+
+/// The form of a date range ([`DateRange`]'s `FromStr`), as a JSON Schema
+/// pattern: a date, or two joined by `..` with either left out.
+pub const DATE_RANGE_PATTERN: &str = "^([12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?(\\.\\.([12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?)?)?|\\.\\.[12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?)$";
 
 /// A span of calendar days, both ends included, either end open.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -238,7 +260,8 @@ impl DateRange {
     }
 
     /// From the first day of `from` to the last day of `to`: "2022" to
-    /// "2023-06" runs from 2022-01-01 to 2023-06-30.
+    /// "2023-06" runs from 2022-01-01 to 2023-06-30. One that ends before
+    /// it starts holds no date.
     pub fn between(from: Option<&str>, to: Option<&str>) -> Result<DateRange, String> {
         let from = from
             .map(|d| date_bounds(d).map(|b| b.0).ok_or_else(|| not_a_date(d)))
@@ -246,11 +269,7 @@ impl DateRange {
         let to = to
             .map(|d| date_bounds(d).map(|b| b.1).ok_or_else(|| not_a_date(d)))
             .transpose()?;
-        if let (Some(from), Some(to)) = (&from, &to)
-            && from > to
-        {
-            return Err(format!("the range starts ({from}) after it ends ({to})"));
-        }
+        // A range that ends before it starts holds no date.
         Ok(DateRange { from, to })
     }
 
@@ -273,11 +292,9 @@ impl std::str::FromStr for DateRange {
     type Err = String;
 
     fn from_str(text: &str) -> Result<DateRange, String> {
-        let text = text.trim();
         match text.split_once("..") {
             None => DateRange::period(text),
             Some((from, to)) => {
-                let (from, to) = (from.trim(), to.trim());
                 if from.is_empty() && to.is_empty() {
                     return Err("a date range needs at least one end (\"2023..\")".to_string());
                 }
@@ -353,7 +370,22 @@ mod tests {
         let since = DateRange::between(Some("2022-07"), None).unwrap();
         assert!(since.contains("2022-07-01") && since.contains("2030"));
         assert!(!since.contains("2022"));
-        assert!(DateRange::between(Some("2024"), Some("2023")).is_err());
+        let reversed = DateRange::between(Some("2024"), Some("2023")).unwrap();
+        assert!(!reversed.contains("2023-06-01") && !reversed.contains("2024-01-01"));
+        // A day the month lacks is a period no date falls in.
+        let missing = DateRange::period("2023-02-30").unwrap();
+        assert!(!missing.contains("2023-02-28") && !missing.contains("2023-03-01"));
+        for refused in [
+            "2023-2",
+            "2023-13",
+            " 2023",
+            "2023/04",
+            "999",
+            "2023-04-1",
+            "April",
+        ] {
+            assert!(refused.parse::<DateRange>().is_err(), "{refused}");
+        }
         assert!(DateRange::period("April").is_err());
         assert_eq!(
             "2022-07..2023".parse(),
@@ -365,6 +397,38 @@ mod tests {
             Some("2023-12-31")
         );
         assert!("..".parse::<DateRange>().is_err());
+    }
+
+    #[test]
+    fn the_pattern_and_the_parser_agree() {
+        let pattern = regex::Regex::new(DATE_RANGE_PATTERN).unwrap();
+        for text in [
+            "2023",
+            "2023-04",
+            "2023-04-15",
+            "2023-02-30",
+            "2022-07..2023-06",
+            "2023..",
+            "..2023-06",
+            "2024..2023",
+            "..",
+            "2023-13",
+            "2023-4",
+            " 2023",
+            "2023..2024..2025",
+            "3000",
+            "0999",
+            "2023-04-15T00:00",
+            "",
+            "...2023",
+            "2023...",
+        ] {
+            assert_eq!(
+                pattern.is_match(text),
+                text.parse::<DateRange>().is_ok(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -101,9 +101,12 @@ pub struct DocumentConditions {
     pub author: Option<String>,
     /// Only documents dated within: `2023`, `2023-04`,
     /// `2022-07..2023-06`, `2023..` or `..2023-06`. A document dated only
-    /// to a year is within a range that covers the whole year.
+    /// to a year is within a range that covers the whole year; a range
+    /// that ends before it starts, or a day its month lacks, holds none.
+    // The pattern is `parse::info::DATE_RANGE_PATTERN` (a test holds
+    // them equal): the attribute takes a literal only.
     #[serde(default, deserialize_with = "dates")]
-    #[schema(value_type = String, nullable = false)]
+    #[schema(value_type = String, pattern = "^([12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?(\\.\\.([12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?)?)?|\\.\\.[12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?)$", nullable = false)]
     pub date: Option<DateRange>,
     /// Only documents in this language; `en` takes `en-GB` too.
     #[serde(default, deserialize_with = "present")]
@@ -623,6 +626,14 @@ pub fn openapi_json(limits: &Limits, version: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_date_filters_pattern_is_the_parsers() {
+        let doc = openapi_json(&Limits::default(), "test");
+        let pattern =
+            &doc["components"]["schemas"]["DocumentConditions"]["properties"]["date"]["pattern"];
+        assert_eq!(pattern, crate::parse::info::DATE_RANGE_PATTERN, "{doc}");
+    }
 
     #[test]
     fn overrides_stay_within_bounds() {
