@@ -34,8 +34,6 @@
 //! first occurrence's chunks (each row's sentence by the shard holding the
 //! same row), so that every sentence still lands in a chunk.
 
-use std::borrow::Cow;
-
 use super::draft::{Draft, Drafts, Fragments, Part, Piece, Start, sum_tokens};
 use super::fragment::split_to_budget;
 use super::{ChunkKind, Context, Heading};
@@ -306,15 +304,18 @@ impl<'a> Layout<'a> {
         // The canonical text puts at least one row above the separator.
         let mut header_end = header_rows.max(1);
         for (r, row) in table.rows.iter().enumerate() {
-            // Mirrors `Skeleton::build`: which rows became sentences.
+            // Mirrors `Skeleton::build`: which rows became sentences. A
+            // units row right after the header is header, not data.
+            let units = table.is_units_row_at(r);
             let is_data = r >= header_rows
+                && !units
                 && !declared_header.contains(row)
                 && row.iter().any(|c| !c.is_empty());
-            if r >= header_rows && !is_data {
+            if r >= header_rows && !is_data && !units {
                 continue;
             }
             let sentence = if is_data { sentences.next() } else { None };
-            if r == header_end && header_rows > 0 && is_units_row(row) {
+            if units {
                 header_end += 1;
             }
             let text = render_row(row);
@@ -428,129 +429,9 @@ fn is_collapsed(text: &str) -> bool {
     !after_space || text.is_empty()
 }
 
-/// Whether a row holds only units ("USD m", "%", "in thousands", "€bn"):
-/// such a row right after the header belongs to the header.
-fn is_units_row(row: &[String]) -> bool {
-    let mut cells = row.iter().filter(|c| !c.is_empty()).peekable();
-    cells.peek().is_some() && cells.all(|c| is_units_cell(c))
-}
-
-fn is_units_cell(cell: &str) -> bool {
-    if cell.chars().count() > 24 {
-        return false;
-    }
-    let mut strong = false;
-    for word in cell
-        .split(|c: char| c.is_whitespace() || "()[]/,".contains(c))
-        .filter(|w| !w.is_empty())
-    {
-        match unit_word(word) {
-            Some(UnitWord::Strong) => strong = true,
-            Some(UnitWord::Weak) => {}
-            None => return false,
-        }
-    }
-    strong
-}
-
-/// How surely a word names a unit.
-enum UnitWord {
-    /// A currency, a percentage, a scale word or a multi-letter unit.
-    Strong,
-    /// A single letter ("m", "k", "x"): a unit only beside a strong word,
-    /// as in "USD m".
-    Weak,
-}
-
-fn unit_word(word: &str) -> Option<UnitWord> {
-    const CURRENCY_SYMBOLS: &[char] = &['$', '€', '£', '¥', '₹', '₩', '₽', '₺', '₪', '฿'];
-    const CURRENCY_CODES: &[&str] = &[
-        "usd", "eur", "gbp", "jpy", "chf", "cny", "rmb", "cad", "aud", "nzd", "sek", "nok", "dkk",
-        "inr", "brl", "mxn", "zar", "krw", "hkd", "sgd", "rub", "try", "pln", "czk", "huf",
-    ];
-    const SCALES: &[&str] = &[
-        "", "k", "m", "mn", "mm", "bn", "b", "t", "tn", "000", "'000", "000s",
-    ];
-    const UNITS: &[&str] = &[
-        "%",
-        "pp",
-        "bp",
-        "bps",
-        "in",
-        "per",
-        "mn",
-        "mm",
-        "bn",
-        "tn",
-        "000",
-        "'000",
-        "000s",
-        "thousand",
-        "thousands",
-        "million",
-        "millions",
-        "billion",
-        "billions",
-        "units",
-        "unit",
-        "kg",
-        "km",
-        "cm",
-        "hrs",
-        "hours",
-        "days",
-        "years",
-        "months",
-        "fte",
-        "kwh",
-        "mwh",
-        "gwh",
-        "tco2e",
-        "pcs",
-        "no.",
-        "number",
-    ];
-    const LETTERS: &[&str] = &["x", "k", "m", "b", "t", "g", "h"];
-    let lower: Cow<'_, str> = if word.chars().any(char::is_uppercase) {
-        Cow::Owned(word.to_lowercase())
-    } else {
-        Cow::Borrowed(word)
-    };
-    // "$", "€bn", "USD", "USDm".
-    let after_symbol = lower.trim_start_matches(CURRENCY_SYMBOLS);
-    let currency = after_symbol.len() < lower.len();
-    let (currency, scale) = match CURRENCY_CODES
-        .iter()
-        .find_map(|code| after_symbol.strip_prefix(code))
-    {
-        Some(rest) => (true, rest),
-        None => (currency, after_symbol),
-    };
-    if currency && SCALES.contains(&scale) {
-        return Some(UnitWord::Strong);
-    }
-    if UNITS.contains(&lower.as_ref()) {
-        return Some(UnitWord::Strong);
-    }
-    LETTERS.contains(&lower.as_ref()).then_some(UnitWord::Weak)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn units_rows_are_recognised() {
-        let row = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
-        assert!(is_units_row(&row(&["", "USD m", "%"])));
-        assert!(is_units_row(&row(&["", "(€bn)", "in thousands"])));
-        assert!(!is_units_row(&row(&["Setup", "Yes", "No"])));
-        assert!(!is_units_row(&row(&["2024", "12.5", "%"])));
-        assert!(!is_units_row(&row(&["", ""])));
-        // A lone letter may be data ("x" marks a cell).
-        assert!(!is_units_row(&row(&["x", "m"])));
-        assert!(is_units_row(&row(&["USDm", "$", "kg"])));
-    }
 
     #[test]
     fn signatures_ignore_case_and_spacing() {

@@ -294,7 +294,7 @@ fn ingest_corpus(
             }
         )?;
         outln!(
-            "  documents {} ok ({} flagged, {} pages lost), {} failed · sentences {} ({} indexed) · chunks {} · RELATED_TO edges {} at {:.2} (budget {})",
+            "  documents {} ok ({} flagged, {} pages lost), {} failed · sentences {} ({} indexed) · chunks {} · tables {} ({} near-duplicates dropped) · RELATED_TO edges {} at {:.2} (budget {})",
             c.documents,
             c.flagged_documents,
             c.lost_pages,
@@ -302,6 +302,8 @@ fn ingest_corpus(
             c.sentences,
             c.indexed_sentences,
             c.chunks,
+            c.tables,
+            c.duplicate_tables,
             c.related_edges,
             m.links.threshold,
             m.links.budget,

@@ -13,6 +13,8 @@ pub const SECTION: &str = "Section";
 pub const PARAGRAPH: &str = "Paragraph";
 pub const CHUNK: &str = "TextChunk";
 pub const SENTENCE: &str = "Sentence";
+/// A table as an object: headers, units, shape; its rows are sentences.
+pub const TABLE: &str = "Table";
 /// A part of a file of the version: what a retrieval pod without the
 /// index volume loads (`version_files`). Its id is `<file>#<part>`.
 pub const FILE: &str = "IndexFile";
@@ -21,7 +23,9 @@ pub const FILE: &str = "IndexFile";
 pub const VERSION: &str = "IndexVersion";
 
 /// Every label Trellis writes.
-pub const LABELS: [&str; 7] = [DOCUMENT, SECTION, PARAGRAPH, CHUNK, SENTENCE, FILE, VERSION];
+pub const LABELS: [&str; 8] = [
+    DOCUMENT, SECTION, PARAGRAPH, CHUNK, SENTENCE, TABLE, FILE, VERSION,
+];
 
 /// A relationship type and the labels it joins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -49,9 +53,14 @@ pub const PARAGRAPH_NEXT: Link = link(PARAGRAPH, "NEXT", PARAGRAPH);
 pub const RELATED_TO: Link = link(SENTENCE, "RELATED_TO", SENTENCE);
 pub const REFERS_TO_SECTION: Link = link(SENTENCE, "REFERS_TO", SECTION);
 pub const REFERS_TO_PARAGRAPH: Link = link(SENTENCE, "REFERS_TO", PARAGRAPH);
+pub const TABLE_IN_DOCUMENT: Link = link(TABLE, "IN_DOCUMENT", DOCUMENT);
+/// A row of a table, `{row}` its place among the data rows from 1.
+pub const ROW_OF: Link = link(SENTENCE, "ROW_OF", TABLE);
+/// A table nearly repeating an earlier one (its rows are not indexed).
+pub const REPEATS: Link = link(TABLE, "REPEATS", TABLE);
 
 /// Every relationship Trellis writes, in the order they are written.
-pub const LINKS: [Link; 14] = [
+pub const LINKS: [Link; 17] = [
     HAS_SECTION,
     SUBSECTION_OF,
     SENTENCE_IN_PARAGRAPH,
@@ -66,6 +75,9 @@ pub const LINKS: [Link; 14] = [
     RELATED_TO,
     REFERS_TO_SECTION,
     REFERS_TO_PARAGRAPH,
+    TABLE_IN_DOCUMENT,
+    ROW_OF,
+    REPEATS,
 ];
 
 /// Writes `$rows` of documents of `$corpus`.
@@ -99,6 +111,15 @@ pub const UPSERT_CHUNKS: &str = "UNWIND $rows AS row
 MERGE (n:TextChunk {id: row.id, index_version: $version})
 SET n.text = row.text, n.heading_path = row.heading_path, n.tokens = row.tokens,
     n.position = row.position, n.document_id = row.document_id";
+
+/// Writes `$rows` of tables. Units are strings, empty for a column
+/// without one: a store's list property holds no nulls.
+pub const UPSERT_TABLES: &str = "UNWIND $rows AS row
+MERGE (n:Table {id: row.id, index_version: $version})
+SET n.caption = row.caption, n.columns = row.columns, n.units = row.units,
+    n.row_headers = row.row_headers, n.rows = row.rows, n.cols = row.cols,
+    n.parts = row.parts, n.first_page = row.first_page, n.last_page = row.last_page,
+    n.document_id = row.document_id";
 
 /// Writes `$rows` of sentences: the unified node, everything stage 2
 /// needs. `embedding` is the store's expression for `row.embedding` as a
@@ -187,6 +208,8 @@ pub fn upsert_statement(link: Link) -> String {
     } else if link == REFERS_TO_SECTION || link == REFERS_TO_PARAGRAPH {
         // The reference as written ("Section 1.4").
         upsert_links(link, &["label"])
+    } else if link == ROW_OF {
+        upsert_links(link, &["row"])
     } else {
         upsert_links(link, &[])
     }

@@ -14,7 +14,7 @@ use crate::index::{ChunkRecord, IndexVersion, ReferenceTarget, SkeletonStore};
 /// ([`super::version_files`]) and the paragraphs' centroids to the nodes
 /// and links of 1; 3 added the sentences' `REFERS_TO` links. Recorded on
 /// the version's marker.
-pub const EXPORT_FORMAT: i64 = 4;
+pub const EXPORT_FORMAT: i64 = 5;
 
 /// How an export writes.
 #[derive(Clone, Copy, Debug)]
@@ -434,6 +434,53 @@ pub fn rows<'a>(
         }
     }
 
+    // Tables: one node each, its rows and the table it repeats linked.
+    let mut table_in_document = Vec::new();
+    let mut row_of = Vec::new();
+    let mut repeats = Vec::new();
+    let tables = store
+        .tables
+        .iter()
+        .map(|t| {
+            table_in_document.push(pair(t.id.as_str(), ids.document(t.document)));
+            if let Some(d) = t.duplicate_of {
+                repeats.push(pair(t.id.as_str(), store.tables[d as usize].id.as_str()));
+            }
+            let mut row = 0u32;
+            for &part in &t.parts {
+                let [start, end] = store.paragraphs[part as usize].sentences;
+                for s in start..end {
+                    row += 1;
+                    row_of.push(Value::map([
+                        ("from", ids.sentence(s).into()),
+                        ("to", t.id.as_str().into()),
+                        ("row", row.into()),
+                    ]));
+                }
+            }
+            Value::map([
+                ("id", t.id.as_str().into()),
+                ("caption", t.caption.clone().into()),
+                ("columns", t.columns.clone().into()),
+                (
+                    "units",
+                    t.units
+                        .iter()
+                        .map(|u| u.clone().unwrap_or_default())
+                        .collect::<Vec<String>>()
+                        .into(),
+                ),
+                ("row_headers", t.row_headers.clone().into()),
+                ("rows", t.shape[0].into()),
+                ("cols", t.shape[1].into()),
+                ("parts", (t.parts.len() as u32).into()),
+                ("first_page", t.pages.map(|p| p[0]).into()),
+                ("last_page", t.pages.map(|p| p[1]).into()),
+                ("document_id", ids.document(t.document).into()),
+            ])
+        })
+        .collect();
+
     Ok(GraphRows {
         ids,
         nodes: vec![
@@ -464,6 +511,11 @@ pub fn rows<'a>(
                     row: sentence_row,
                     every: true,
                 },
+            ),
+            (
+                cypher::TABLE,
+                cypher::UPSERT_TABLES.to_string(),
+                Rows::Made(tables),
             ),
         ],
         links: vec![
@@ -508,6 +560,9 @@ pub fn rows<'a>(
             (cypher::RELATED_TO, Rows::Made(related)),
             (cypher::REFERS_TO_SECTION, Rows::Made(refers_to_section)),
             (cypher::REFERS_TO_PARAGRAPH, Rows::Made(refers_to_paragraph)),
+            (cypher::TABLE_IN_DOCUMENT, Rows::Made(table_in_document)),
+            (cypher::ROW_OF, Rows::Made(row_of)),
+            (cypher::REPEATS, Rows::Made(repeats)),
         ],
     })
 }

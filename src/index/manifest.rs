@@ -32,6 +32,13 @@ pub struct Counts {
     pub indexed_sentences: usize,
     pub chunks: usize,
     pub related_edges: usize,
+    /// Tables found (one per table, however many pages it runs over).
+    #[serde(default)]
+    pub tables: usize,
+    /// Tables that nearly repeat an earlier one of their document: kept
+    /// for display, their rows left out of the index.
+    #[serde(default)]
+    pub duplicate_tables: usize,
 }
 
 /// Seconds spent per stage.

@@ -32,7 +32,9 @@ pub use files::{CACHE_DIR, FORMAT_VERSION, READABLE_FORMATS, corpus_dir};
 pub use hnsw::HnswGraph;
 pub use links::RelatedEdge;
 pub use manifest::{Counts, DocumentNote, Timings, VersionManifest};
-pub use store::{ChunkRecord, DocumentRecord, ReferenceRecord, ReferenceTarget, SkeletonStore};
+pub use store::{
+    ChunkRecord, DocumentRecord, ReferenceRecord, ReferenceTarget, SkeletonStore, TableRecord,
+};
 pub use vectors::{Quantized, Vectors};
 pub use version::{ALLOW_UNCHECKED, IndexVersion, Opening, SearchFiles};
 pub(crate) use version::{defined_terms, paragraph_centroids};

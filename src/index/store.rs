@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chunk::Chunk;
+use crate::chunk::{Chunk, ChunkKind};
 use crate::enrich::{Enrichment, Target};
 use crate::parse::DocumentInfo;
 use crate::pipeline::ProcessedDocument;
@@ -22,6 +22,8 @@ pub struct SkeletonStore {
     pub sections: Vec<SectionRecord>,
     pub paragraphs: Vec<ParagraphRecord>,
     pub sentences: Vec<SentenceRecord>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<TableRecord>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -69,6 +71,37 @@ pub struct ParagraphRecord {
     /// numbered clause), in reading order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inbound: Vec<u32>,
+    /// The table this paragraph holds (part of), by global number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<u32>,
+}
+
+/// A table as an object ([`crate::skeleton::tables`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableRecord {
+    /// Stable id, `<doc>:t<n>`.
+    pub id: String,
+    pub document: u32,
+    /// Its paragraphs (global numbers) in reading order: more than one
+    /// when it continues over a page break.
+    pub parts: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
+    /// Each column's label, its header cells joined.
+    pub columns: Vec<String>,
+    /// Each column's unit, where its header gives one.
+    pub units: Vec<Option<String>>,
+    /// Each data row's label, when the first column labels rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub row_headers: Vec<String>,
+    /// Data rows and columns.
+    pub shape: [u32; 2],
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<[u32; 2]>,
+    /// The earlier table (global number) it nearly repeats; its rows are
+    /// not indexed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<u32>,
 }
 
 /// A reference a sentence makes ("as defined in Section 1.4", "Exhibit
@@ -142,6 +175,9 @@ pub struct ChunkRecord {
     pub tokens: u32,
     /// Global sentence numbers of the sentences it covers, in reading order.
     pub sentences: Vec<u32>,
+    /// For a chunk of a table (or of a shard of one), the table's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
 }
 
 impl ChunkRecord {
@@ -176,6 +212,16 @@ impl ChunkRecord {
                     .iter()
                     .map(|s| sentence_base + s.0)
                     .collect(),
+                // Its rows' table (a caption's sentence may come first).
+                table: (chunk.kind == ChunkKind::Table)
+                    .then(|| {
+                        chunk.sentences.iter().find_map(|&s| {
+                            let paragraph = skeleton.sentence(s).paragraph;
+                            skeleton.tables.iter().find(|t| t.parts.contains(&paragraph))
+                        })
+                    })
+                    .flatten()
+                    .map(|table| format!("{}:t{}", skeleton.document.id, table.index)),
             })
             .collect()
     }
@@ -252,6 +298,25 @@ impl SkeletonStore {
                         "paragraph {p}: sentence {s} names another paragraph"
                     ));
                 }
+            }
+            if let Some(t) = paragraph.table
+                && !self
+                    .tables
+                    .get(t as usize)
+                    .is_some_and(|table| table.parts.contains(&(p as u32)))
+            {
+                return Err(format!("paragraph {p}: table {t} does not hold it"));
+            }
+        }
+        for (t, table) in self.tables.iter().enumerate() {
+            if table.document as usize >= documents
+                || table.parts.is_empty()
+                || table.parts.iter().any(|&p| p as usize >= paragraphs)
+                || table.duplicate_of.is_some_and(|d| d as usize >= t)
+            {
+                return Err(format!(
+                    "table {t}: document, parts or the table it repeats outside the store"
+                ));
             }
         }
         for (i, sentence) in self.sentences.iter().enumerate() {
@@ -346,6 +411,26 @@ impl SkeletonStore {
                 inbound: enrichment.paragraphs.get(i).map_or_else(Vec::new, |a| {
                     a.inbound.iter().map(|s| sentence_base + s.0).collect()
                 }),
+                table: None,
+            });
+        }
+        let table_base = self.tables.len() as u32;
+        for table in &skeleton.tables {
+            let number = table_base + table.index;
+            for part in &table.parts {
+                self.paragraphs[(paragraph_base + part.0) as usize].table = Some(number);
+            }
+            self.tables.push(TableRecord {
+                id: format!("{}:t{}", skeleton.document.id, table.index),
+                document,
+                parts: table.parts.iter().map(|p| paragraph_base + p.0).collect(),
+                caption: table.caption.clone(),
+                columns: table.columns.clone(),
+                units: table.units.clone(),
+                row_headers: table.row_headers.clone(),
+                shape: table.shape,
+                pages: table.pages,
+                duplicate_of: table.duplicate_of.map(|d| table_base + d),
             });
         }
         let chunk_of = first_chunks(&doc.chunks, skeleton.sentences.len());
@@ -448,6 +533,26 @@ impl SkeletonStore {
                     .collect()
             }
         }
+    }
+
+    /// The table sentence `i` is a row of, with the row's position among
+    /// the table's data rows (over all its parts); `None` for a sentence
+    /// outside tables.
+    pub fn table_row(&self, i: u32) -> Option<(&TableRecord, usize)> {
+        let s = self.sentences.get(i as usize)?;
+        let p = s.paragraph;
+        let table = self
+            .tables
+            .get(self.paragraphs.get(p as usize)?.table? as usize)?;
+        let mut row = 0usize;
+        for &part in &table.parts {
+            let [start, end] = self.paragraphs.get(part as usize)?.sentences;
+            if part == p {
+                return Some((table, row + (i - start) as usize));
+            }
+            row += (end - start) as usize;
+        }
+        None
     }
 
     pub fn section_path(&self, sentence: u32) -> &[String] {

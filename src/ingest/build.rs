@@ -179,6 +179,12 @@ impl Build<'_> {
                 indexed_sentences: rows.len(),
                 chunks: chunks.len(),
                 related_edges: related.len(),
+                tables: store.tables.len(),
+                duplicate_tables: store
+                    .tables
+                    .iter()
+                    .filter(|t| t.duplicate_of.is_some())
+                    .count(),
             },
             links,
             embedded_sentences: sentence_stats.embedded,

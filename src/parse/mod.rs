@@ -21,6 +21,7 @@ mod test_support;
 pub mod text;
 pub mod toc;
 mod tree;
+pub mod units;
 
 use std::path::Path;
 

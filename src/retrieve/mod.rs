@@ -144,6 +144,33 @@ pub struct Citation {
     /// [`REFERENCED_BY_SHOWN`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub referenced_by: Vec<String>,
+    /// The table, for a sentence that is a table row: its headers, so a
+    /// row shows what its cells are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<CitedTable>,
+}
+
+/// The table a cited row belongs to.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct CitedTable {
+    /// `<doc>:t<n>`, one id over all the pages it runs over.
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
+    /// Each column's label, its header cells joined.
+    pub columns: Vec<String>,
+    /// Each column's unit, where its header gives one.
+    pub units: Vec<Option<String>>,
+    /// The row's label, when the first column labels rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_header: Option<String>,
+    /// The row's place among the table's data rows, from 1, and how many
+    /// there are.
+    pub row: u32,
+    pub rows: u32,
+    /// Whether the row stands on a page the table continues onto.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub continued: bool,
 }
 
 /// Most referring sentences a citation lists: a definitions section can be

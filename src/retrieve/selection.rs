@@ -11,8 +11,8 @@ use crate::spec::{ParentLevel, RetrievalRouteSpec};
 
 use super::budget::{self, BudgetUse, Reach};
 use super::{
-    Citation, CitedReference, Filter, Highlight, Hit, REFERENCED_BY_SHOWN, RetrieveError,
-    Retriever, Signals, sorted,
+    Citation, CitedReference, CitedTable, Filter, Highlight, Hit, REFERENCED_BY_SHOWN,
+    RetrieveError, Retriever, Signals, sorted,
 };
 
 /// The places of the corpus-wide ranking in which one document must not
@@ -227,6 +227,7 @@ impl Retriever<'_> {
                     })
                     .collect(),
                 referenced_by: referenced_by(self.index, i),
+                table: cited_table(store, i),
             },
         }
     }
@@ -384,6 +385,22 @@ fn clause_range(index: &IndexVersion, i: u32, max_chars: usize) -> Option<[u32; 
         }
     }
     Some([from, to])
+}
+
+/// The table sentence `i` is a row of, as its citation shows it.
+fn cited_table(store: &crate::index::SkeletonStore, i: u32) -> Option<CitedTable> {
+    let (table, row) = store.table_row(i)?;
+    let paragraph = store.sentences[i as usize].paragraph;
+    Some(CitedTable {
+        id: table.id.clone(),
+        caption: table.caption.clone(),
+        columns: table.columns.clone(),
+        units: table.units.clone(),
+        row_header: table.row_headers.get(row).cloned(),
+        row: row as u32 + 1,
+        rows: table.shape[0],
+        continued: table.parts.first() != Some(&paragraph),
+    })
 }
 
 /// The ids of the sentences whose references point to sentence `i`'s

@@ -21,8 +21,10 @@ use crate::byteset::{count_chars, scan_blocks};
 use crate::parse::legibility::{Legibility, is_unknown_glyph};
 use crate::parse::{BlockKind, DocumentInfo, DocumentTree, Format, Table, TextSpan, TocEntry};
 use crate::segment::{Screen, Segmenter, SentenceFilter};
+pub use tables::TableNode;
 
 mod locate;
+pub mod tables;
 
 pub use locate::PageBox;
 
@@ -233,6 +235,9 @@ pub struct Skeleton {
     pub sections: Vec<SectionNode>,
     pub paragraphs: Vec<ParagraphNode>,
     pub sentences: Vec<Sentence>,
+    /// The document's tables as objects ([`tables`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<TableNode>,
     /// The canonical text every span points into.
     #[serde(skip)]
     pub text: String,
@@ -286,6 +291,14 @@ impl Skeleton {
             builder.sections[idx].paragraphs.end = builder.paragraphs.len() as u32;
         }
         locate::locate(&mut builder.sentences, &tree.lines, &tree.text);
+        let (tables, repeated) = tables::find(&builder.paragraphs);
+        // A near-copy of an earlier table is kept for display and left
+        // out of the index.
+        for rows in repeated {
+            for sentence in &mut builder.sentences[rows.start as usize..rows.end as usize] {
+                sentence.indexable = false;
+            }
+        }
         Skeleton {
             document: DocumentNode {
                 id: DocId::from_key(key),
@@ -298,6 +311,7 @@ impl Skeleton {
             sections: builder.sections,
             paragraphs: builder.paragraphs,
             sentences: builder.sentences,
+            tables,
             text: tree.text,
         }
     }
@@ -677,8 +691,9 @@ impl Builder<'_> {
             .get(..table.header_rows.min(table.rows.len()))
             .unwrap_or_default();
         for (r, row) in table.rows.iter().enumerate().skip(table.header_rows) {
-            // Header rows repeated inside the body (page breaks) are not data.
-            if header.iter().any(|h| h == row) {
+            // Header rows repeated inside the body (page breaks) are not
+            // data, nor is a units row right after the header.
+            if header.iter().any(|h| h == row) || table.is_units_row_at(r) {
                 continue;
             }
             let text = table_row_sentence(&labels, row);

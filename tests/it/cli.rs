@@ -601,6 +601,72 @@ fn document_metadata_is_cited_and_filters_the_documents() {
     );
 }
 
+/// Tables are objects: a row's citation names its table, headers, units
+/// and row label; chunks of a table name it; a near-copy of an earlier
+/// table is counted in the report and its rows are not indexed.
+#[test]
+fn a_table_row_is_cited_with_its_headers_and_a_near_copy_is_dropped() {
+    let table = |caption: &str, asia: &str| {
+        format!(
+            "<table><caption>{caption}</caption>\
+             <tr><th>Region</th><th>Revenue (EUR m)</th><th>Margin [%]</th></tr>\
+             <tr><td>Europe</td><td>1,200</td><td>14.1</td></tr>\
+             <tr><td>Americas</td><td>640</td><td>13.9</td></tr>\
+             <tr><td>Africa</td><td>95</td><td>7.2</td></tr>\
+             <tr><td>Oceania</td><td>80</td><td>6.4</td></tr>\
+             <tr><td>Asia</td><td>300</td><td>{asia}</td></tr>\
+             <tr><td>Arctic</td><td>2</td><td>0.3</td></tr></table>"
+        )
+    };
+    let html = format!(
+        "<html><body><h1>Annual report</h1><p>Revenue grew in every region this year.</p>\
+         {}<h2>Appendix</h2><p>The key figures again, with Asia's margin restated.</p>{}\
+         </body></html>",
+        table("Table 1: Key figures by region", "9.5"),
+        table("Table 1: Key figures by region", "9.6"),
+    );
+    let asked = Asked::ingest_files(&[("report.html", html.into_bytes())]);
+    let index =
+        trellis::index::IndexVersion::open(&asked.tmp.path().join("data"), "c", None).unwrap();
+    let counts = &index.manifest.counts;
+    assert_eq!(
+        (counts.tables, counts.duplicate_tables),
+        (2, 1),
+        "{counts:?}"
+    );
+    let chunks = index.chunks().unwrap();
+    let first = &index.store.tables[0].id;
+    assert!(
+        chunks.iter().any(|c| c.table.as_ref() == Some(first)),
+        "a chunk names the table"
+    );
+    let hits = asked.hits("selection: {topK: 10}", "What was the margin in Oceania?");
+    let row = hits
+        .iter()
+        .find(|h| h["text"].as_str().unwrap().contains("Oceania"))
+        .expect("the Oceania row");
+    let cited = &row["citation"]["table"];
+    assert_eq!(cited["id"], first.as_str(), "{row}");
+    assert_eq!(
+        cited["columns"],
+        serde_json::json!(["Region", "Revenue (EUR m)", "Margin [%]"])
+    );
+    assert_eq!(cited["units"], serde_json::json!([null, "EUR m", "%"]));
+    assert_eq!(cited["row_header"], "Oceania");
+    assert_eq!(
+        (cited["row"].as_u64(), cited["rows"].as_u64()),
+        (Some(4), Some(6))
+    );
+    // The near-copy's rows are shown nowhere as results.
+    let copy = &index.store.tables[1];
+    assert_eq!(copy.duplicate_of, Some(0));
+    assert!(
+        hits.iter()
+            .all(|h| h["citation"]["table"]["id"] != copy.id.as_str()),
+        "{hits:?}"
+    );
+}
+
 /// `chunking.strategy: semantic` cuts a paragraph that changes topic where
 /// the sentence vectors say it does, in the index version (from the
 /// vectors the ingest computed) and in `trellis chunk` alike; `structure`

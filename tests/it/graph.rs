@@ -223,6 +223,22 @@ fn export_suite(spec: &GraphSpec) {
     // Every sentence reads back as the index holds it: text, and the
     // embedding bit for bit.
     let index = IndexVersion::open(&dir.join("data"), "c", Some(&v1)).unwrap();
+    // Tables: a node each, in its document, its rows linked.
+    assert!(c.tables >= 2, "the examples hold tables: {c:?}");
+    assert_eq!(nodes(cypher::TABLE), c.tables);
+    assert_eq!(links(cypher::TABLE_IN_DOCUMENT), c.tables);
+    assert_eq!(links(cypher::REPEATS), c.duplicate_tables);
+    let table_rows: usize = index
+        .store
+        .tables
+        .iter()
+        .flat_map(|t| &t.parts)
+        .map(|&p| {
+            let [start, end] = index.store.paragraphs[p as usize].sentences;
+            (end - start) as usize
+        })
+        .sum();
+    assert_eq!(links(cypher::ROW_OF), table_rows);
     let ids: Vec<Value> = index
         .store
         .sentences

@@ -255,6 +255,14 @@ function citation(hit) {
     item.title = c.referenced_by.join(", ");
     cite.append(" · ", item);
   }
+  // A table row: which table, which row, and what its columns hold.
+  if (c.table) {
+    const t = c.table;
+    const label = t.row_header ? ` (${t.row_header})` : "";
+    const item = el("span", { class: "table", text: `${t.caption || "table"}, row ${t.row} of ${t.rows}${label}` });
+    item.title = t.columns.map((name, i) => (t.units[i] && !name.includes(t.units[i]) ? `${name} [${t.units[i]}]` : name)).join(" | ");
+    cite.append(" · ", item);
+  }
   if (c.page) cite.append(` · p. ${c.page}`);
   return cite;
 }
