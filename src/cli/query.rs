@@ -7,13 +7,17 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use trellis::index::IndexVersion;
-use trellis::retrieve::{Filter, LoadedRoute, opening};
+use trellis::retrieve::{Filter, LoadedRoute, NumberRange, ValueFilter, opening};
 use trellis::spec;
 
 use super::{ModeArg, parse_key_value};
 use trellis::parse::DateRange;
 
 fn parse_dates(text: &str) -> Result<DateRange, String> {
+    text.parse()
+}
+
+fn parse_numbers(text: &str) -> Result<NumberRange, String> {
     text.parse()
 }
 use trellis::locations::data_dir;
@@ -64,6 +68,21 @@ pub struct QueryArgs {
     /// Only documents in this language (`en` takes `en-GB` too).
     #[arg(long, value_name = "TAG")]
     language: Option<String>,
+    /// Only sentences stating an amount of money in this range:
+    /// `">1,000,000"`, `">=5"`, `"<5"`, `"<=5"`, `"=5"` or `100..500`.
+    #[arg(long, value_name = "RANGE", value_parser = parse_numbers)]
+    amount: Option<NumberRange>,
+    /// Only sentences stating an amount in this currency (ISO 4217:
+    /// `USD`, `EUR`); with `--amount`, the same amount.
+    #[arg(long, value_name = "CODE")]
+    currency: Option<String>,
+    /// Only sentences stating a percentage in this range (as `--amount`).
+    #[arg(long, value_name = "RANGE", value_parser = parse_numbers)]
+    percent: Option<NumberRange>,
+    /// Only sentences stating a date or fiscal period that lies within
+    /// these dates (as `--dated`).
+    #[arg(long, value_name = "DATES", value_parser = parse_dates)]
+    mentions_date: Option<DateRange>,
     /// Print results, signals, context and citations as JSON.
     #[arg(long)]
     json: bool,
@@ -86,6 +105,16 @@ impl QueryArgs {
             author: self.author.clone(),
             dated: self.dated.clone(),
             language: self.language.clone(),
+            values: (self.amount.is_some()
+                || self.currency.is_some()
+                || self.percent.is_some()
+                || self.mentions_date.is_some())
+            .then(|| ValueFilter {
+                amount: self.amount,
+                currency: self.currency.clone(),
+                percent: self.percent,
+                dated: self.mentions_date.clone(),
+            }),
             ..Filter::default()
         }
     }

@@ -34,6 +34,7 @@ pub mod numbering;
 pub mod organizations;
 pub mod periods;
 pub mod references;
+pub mod values;
 
 use std::collections::HashSet;
 use std::hash::Hash;
@@ -49,6 +50,7 @@ pub use definitions::DefinitionForm;
 pub use labels::ReferenceKind;
 pub use periods::FiscalPeriod;
 pub use references::{Reference, Target};
+pub use values::{DateGranularity, TypedValue, typed_values};
 
 use crate::skeleton::{SentenceId, Skeleton};
 use crate::spec::EnrichmentSpec;

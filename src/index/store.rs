@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::{Chunk, ChunkKind};
-use crate::enrich::{Enrichment, Target};
+use crate::enrich::{Enrichment, Target, TypedValue, typed_values};
 use crate::parse::DocumentInfo;
 use crate::pipeline::ProcessedDocument;
 use crate::skeleton::{PageBox, Skeleton, SourceTag};
@@ -159,6 +159,10 @@ pub struct SentenceRecord {
     /// The references it makes, each with its target when found.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<ReferenceRecord>,
+    /// The amounts, percentages and dates it states, typed for exact
+    /// filters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<TypedValue>,
 }
 
 /// A chunk of a document, kept in `chunks.json` for the graph export
@@ -217,7 +221,10 @@ impl ChunkRecord {
                     .then(|| {
                         chunk.sentences.iter().find_map(|&s| {
                             let paragraph = skeleton.sentence(s).paragraph;
-                            skeleton.tables.iter().find(|t| t.parts.contains(&paragraph))
+                            skeleton
+                                .tables
+                                .iter()
+                                .find(|t| t.parts.contains(&paragraph))
                         })
                     })
                     .flatten()
@@ -472,6 +479,7 @@ impl SkeletonStore {
                         }),
                     })
                     .collect(),
+                values: typed_values(notes),
             });
         }
         let mut metadata = labels.clone();

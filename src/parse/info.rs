@@ -280,8 +280,13 @@ impl DateRange {
         let Some((start, end)) = date_bounds(date) else {
             return false;
         };
-        self.from.as_ref().is_none_or(|from| &start >= from)
-            && self.to.as_ref().is_none_or(|to| &end <= to)
+        self.holds(&start, &end)
+    }
+
+    /// Whether the days `start` to `end` (`YYYY-MM-DD`) lie in the range.
+    pub fn holds(&self, start: &str, end: &str) -> bool {
+        self.from.as_deref().is_none_or(|from| start >= from)
+            && self.to.as_deref().is_none_or(|to| end <= to)
     }
 }
 

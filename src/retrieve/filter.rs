@@ -3,6 +3,7 @@
 //! sentences, stage 2 drops the neighbours it may not show), so nothing
 //! outside them is ever scored or shown.
 
+use crate::enrich::TypedValue;
 use crate::index::{DocumentRecord, IndexVersion};
 use crate::parse::DateRange;
 
@@ -25,6 +26,123 @@ pub struct Filter {
     pub dated: Option<DateRange>,
     /// Only documents in this language; "en" takes "en-GB" too.
     pub language: Option<String>,
+    /// Only sentences stating values that meet these conditions.
+    pub values: Option<ValueFilter>,
+}
+
+/// Conditions on the values a sentence states ([`TypedValue`]): each one
+/// given must be met by some value of the sentence.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ValueFilter {
+    /// An amount of money within this range…
+    pub amount: Option<NumberRange>,
+    /// …in this currency (ISO 4217, any case); alone, any amount in it.
+    pub currency: Option<String>,
+    /// A percentage within this range.
+    pub percent: Option<NumberRange>,
+    /// A date or period lying wholly within this range.
+    pub dated: Option<DateRange>,
+}
+
+impl ValueFilter {
+    /// Whether `values` meet every condition.
+    pub fn admits(&self, values: &[TypedValue]) -> bool {
+        let money = self.amount.is_some() || self.currency.is_some();
+        (!money
+            || values.iter().any(|v| match v {
+                TypedValue::Money { amount, currency } => {
+                    self.amount.is_none_or(|range| range.contains(*amount))
+                        && self
+                            .currency
+                            .as_deref()
+                            .is_none_or(|c| c.trim().eq_ignore_ascii_case(currency))
+                }
+                _ => false,
+            }))
+            && self.percent.is_none_or(|range| {
+                values
+                    .iter()
+                    .any(|v| matches!(v, TypedValue::Percent { value } if range.contains(*value)))
+            })
+            && self.dated.as_ref().is_none_or(|range| {
+                values.iter().any(
+                    |v| matches!(v, TypedValue::Date { from, to, .. } if range.holds(from, to)),
+                )
+            })
+    }
+}
+
+/// A range of numbers, each bound optional: `gt`/`gte` below, `lt`/`lte`
+/// above.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NumberRange {
+    pub gt: Option<f64>,
+    pub gte: Option<f64>,
+    pub lt: Option<f64>,
+    pub lte: Option<f64>,
+}
+
+impl NumberRange {
+    pub fn contains(&self, x: f64) -> bool {
+        self.gt.is_none_or(|b| x > b)
+            && self.gte.is_none_or(|b| x >= b)
+            && self.lt.is_none_or(|b| x < b)
+            && self.lte.is_none_or(|b| x <= b)
+    }
+}
+
+/// `>1,000,000`, `>=5`, `<5`, `<=5`, `=5` or `100..500` (both ends in);
+/// commas in a figure are read as thousands separators.
+impl std::str::FromStr for NumberRange {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<NumberRange, String> {
+        let number = |t: &str| {
+            t.trim()
+                .replace(',', "")
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| {
+                    format!("{text:?} is not a number range (>N, >=N, <N, <=N, =N or A..B)")
+                })
+        };
+        let text = text.trim();
+        Ok(if let Some((low, high)) = text.split_once("..") {
+            NumberRange {
+                gte: Some(number(low)?),
+                lte: Some(number(high)?),
+                ..NumberRange::default()
+            }
+        } else if let Some(n) = text.strip_prefix(">=") {
+            NumberRange {
+                gte: Some(number(n)?),
+                ..NumberRange::default()
+            }
+        } else if let Some(n) = text.strip_prefix("<=") {
+            NumberRange {
+                lte: Some(number(n)?),
+                ..NumberRange::default()
+            }
+        } else if let Some(n) = text.strip_prefix('>') {
+            NumberRange {
+                gt: Some(number(n)?),
+                ..NumberRange::default()
+            }
+        } else if let Some(n) = text.strip_prefix('<') {
+            NumberRange {
+                lt: Some(number(n)?),
+                ..NumberRange::default()
+            }
+        } else {
+            let n = number(text.strip_prefix('=').unwrap_or(text))?;
+            NumberRange {
+                gte: Some(n),
+                lte: Some(n),
+                ..NumberRange::default()
+            }
+        })
+    }
 }
 
 /// What one query may see: its documents (ACL tags, keys, metadata), its
@@ -33,6 +151,8 @@ pub(super) struct Access<'a> {
     index: &'a IndexVersion,
     /// One entry per document of the index version.
     pub documents: Vec<bool>,
+    /// Conditions on the values each sentence states.
+    values: Option<ValueFilter>,
     /// One entry per section, with a section prefix.
     sections: Option<Vec<bool>>,
     confidence_floor: f32,
@@ -51,6 +171,7 @@ impl<'a> Access<'a> {
         Access {
             index,
             documents: Self::documents(index, filter),
+            values: filter.values.clone(),
             sections,
             confidence_floor,
         }
@@ -66,6 +187,7 @@ impl<'a> Access<'a> {
                 .sections
                 .as_ref()
                 .is_none_or(|sections| sections[s.section as usize])
+            && self.values.as_ref().is_none_or(|v| v.admits(&s.values))
     }
 
     fn documents(index: &IndexVersion, filter: &Filter) -> Vec<bool> {
@@ -187,7 +309,60 @@ fn heading_matches(heading: &str, wanted: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{language_matches, path_under, section_under};
+    use super::{NumberRange, ValueFilter, language_matches, path_under, section_under};
+    use crate::enrich::{DateGranularity, TypedValue};
+
+    #[test]
+    fn value_conditions_are_met_by_some_value_of_the_sentence() {
+        let values = [
+            TypedValue::Money {
+                amount: 2_500_000.0,
+                currency: "USD".into(),
+            },
+            TypedValue::Percent { value: 7.5 },
+            TypedValue::Date {
+                from: "2023-10-01".into(),
+                to: "2023-12-31".into(),
+                granularity: DateGranularity::FiscalQuarter,
+            },
+        ];
+        let admits = |filter: ValueFilter| filter.admits(&values);
+        let range = |t: &str| t.parse::<NumberRange>().unwrap();
+        assert!(admits(ValueFilter {
+            amount: Some(range(">1,000,000")),
+            currency: Some("usd".into()),
+            ..Default::default()
+        }));
+        assert!(!admits(ValueFilter {
+            currency: Some("EUR".into()),
+            ..Default::default()
+        }));
+        assert!(!admits(ValueFilter {
+            amount: Some(range("<=2,000,000")),
+            ..Default::default()
+        }));
+        assert!(admits(ValueFilter {
+            percent: Some(range("5..10")),
+            dated: Some("2023".parse().unwrap()),
+            ..Default::default()
+        }));
+        assert!(!admits(ValueFilter {
+            dated: Some("2023-11".parse().unwrap()),
+            ..Default::default()
+        }));
+        assert!(ValueFilter::default().admits(&[]));
+        assert!(
+            !ValueFilter {
+                percent: Some(range(">0")),
+                ..Default::default()
+            }
+            .admits(&[])
+        );
+        assert_eq!(range("=5"), range("5..5"));
+        for bad in ["", ">", "five", "1..", ">=x"] {
+            assert!(bad.parse::<NumberRange>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_path_prefix_takes_whole_components_and_a_language_its_variants() {

@@ -53,7 +53,7 @@ use crate::spec::{AnchorMode, ParentLevel, RerankerKind, RetrievalRouteSpec};
 pub use budget::{BudgetUse, ESTIMATE_CHARS_PER_TOKEN, Reach, estimate_tokens};
 pub use context::assemble_context;
 pub use expansion::expansion;
-pub use filter::Filter;
+pub use filter::{Filter, NumberRange, ValueFilter};
 pub use rerank::{RerankError, RerankOutcome, Reranker};
 pub use route::{LoadedRoute, opening};
 pub use routing::{Granularity, Routing, route_query};
@@ -148,6 +148,10 @@ pub struct Citation {
     /// row shows what its cells are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<CitedTable>,
+    /// The amounts, percentages and dates the sentence states, typed (what
+    /// `filters.values` reads).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<crate::enrich::TypedValue>,
 }
 
 /// The table a cited row belongs to.

@@ -228,6 +228,7 @@ impl Retriever<'_> {
                     .collect(),
                 referenced_by: referenced_by(self.index, i),
                 table: cited_table(store, i),
+                values: s.values.clone(),
             },
         }
     }

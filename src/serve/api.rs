@@ -71,6 +71,82 @@ pub struct RequestFilters {
     #[serde(default, deserialize_with = "present")]
     #[schema(nullable = false)]
     pub metadata: Option<BTreeMap<String, String>>,
+    /// Only sentences stating values that meet these conditions: an
+    /// amount of money, a percentage, a date.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub values: Option<ValueConditions>,
+}
+
+/// Conditions on the values a sentence states (the amounts, percentages,
+/// dates and fiscal periods enrichment reads); each one given must be met
+/// by some value of the sentence.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValueConditions {
+    /// An amount of money within these bounds…
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub amount: Option<NumberBounds>,
+    /// …in this currency (ISO 4217, any case); alone, any amount in it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub currency: Option<String>,
+    /// A percentage within these bounds.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub percent: Option<NumberBounds>,
+    /// A date or period lying wholly within, written as `documents.date`
+    /// is: `2023`, `2022-07..2023-06`.
+    // The pattern is `parse::info::DATE_RANGE_PATTERN` (a test holds
+    // them equal).
+    #[serde(default, deserialize_with = "dates")]
+    #[schema(value_type = String, pattern = "^([12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?(\\.\\.([12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?)?)?|\\.\\.[12][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?)$", nullable = false)]
+    pub date: Option<DateRange>,
+}
+
+/// Bounds on a number, each optional.
+#[derive(Clone, Copy, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NumberBounds {
+    /// Greater than.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub gt: Option<f64>,
+    /// At least.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub gte: Option<f64>,
+    /// Less than.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub lt: Option<f64>,
+    /// At most.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub lte: Option<f64>,
+}
+
+impl From<NumberBounds> for crate::retrieve::NumberRange {
+    fn from(b: NumberBounds) -> Self {
+        crate::retrieve::NumberRange {
+            gt: b.gt,
+            gte: b.gte,
+            lt: b.lt,
+            lte: b.lte,
+        }
+    }
+}
+
+impl From<ValueConditions> for crate::retrieve::ValueFilter {
+    fn from(v: ValueConditions) -> Self {
+        crate::retrieve::ValueFilter {
+            amount: v.amount.map(Into::into),
+            currency: v.currency,
+            percent: v.percent.map(Into::into),
+            dated: v.date,
+        }
+    }
 }
 
 /// `filters.documents`: the documents' keys or ids, or conditions on the
@@ -632,6 +708,9 @@ mod tests {
         let doc = openapi_json(&Limits::default(), "test");
         let pattern =
             &doc["components"]["schemas"]["DocumentConditions"]["properties"]["date"]["pattern"];
+        assert_eq!(pattern, crate::parse::info::DATE_RANGE_PATTERN, "{doc}");
+        let pattern =
+            &doc["components"]["schemas"]["ValueConditions"]["properties"]["date"]["pattern"];
         assert_eq!(pattern, crate::parse::info::DATE_RANGE_PATTERN, "{doc}");
     }
 

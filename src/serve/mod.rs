@@ -655,6 +655,7 @@ async fn run_retrieval(
         acl,
         section_prefix: request.filters.section_prefix,
         metadata: request.filters.metadata,
+        values: request.filters.values.map(Into::into),
         ..Filter::default()
     };
     match request.filters.documents {

@@ -667,6 +667,60 @@ fn a_table_row_is_cited_with_its_headers_and_a_near_copy_is_dropped() {
     );
 }
 
+/// The amounts, percentages and dates a sentence states are typed values
+/// of its citation, and a query can keep to sentences stating an amount
+/// over a figure, a percentage in a range or a date in a year.
+#[test]
+fn typed_values_are_cited_and_filter_the_sentences() {
+    let asked = Asked::ingest(&[(
+        "fees.txt",
+        "Fees\n\n\
+         The Supplier shall pay a fee of $2,500,000 on March 31, 2024.\n\n\
+         A late fee of $500 applies to every invoice.\n\n\
+         The fee discount is 12.5% for FY2023.\n\n\
+         The fee schedule is reviewed by both parties.\n",
+    )]);
+    let question = "What fee applies?";
+    let texts = |args: &[&str]| {
+        let route = "selection: {topK: 10, neighbours: 0}";
+        let response = asked.response_with(route, question, args);
+        let mut texts: Vec<String> = response["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["text"].as_str().unwrap().to_string())
+            .collect();
+        texts.sort();
+        (texts, response)
+    };
+    let (all, response) = texts(&[]);
+    assert!(all.len() >= 3, "{all:?}");
+    let big = response["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["text"].as_str().unwrap().contains("2,500,000"))
+        .expect("the large fee");
+    let values = &big["citation"]["values"];
+    assert!(
+        values.as_array().unwrap().contains(
+            &serde_json::json!({"type": "money", "amount": 2500000.0, "currency": "USD"})
+        ),
+        "{values}"
+    );
+    let only = |args: &[&str]| {
+        let (texts, _) = texts(args);
+        assert_eq!(texts.len(), 1, "{args:?}: {texts:?}");
+        texts[0].clone()
+    };
+    assert!(only(&["--amount", ">1,000,000"]).contains("2,500,000"));
+    assert!(only(&["--amount", "<=1000", "--currency", "usd"]).contains("late fee"));
+    assert!(only(&["--percent", "10..15"]).contains("12.5%"));
+    assert!(only(&["--mentions-date", "2024"]).contains("March 31, 2024"));
+    assert!(only(&["--mentions-date", "2023"]).contains("FY2023"));
+    assert!(texts(&["--currency", "EUR"]).0.is_empty());
+}
+
 /// `chunking.strategy: semantic` cuts a paragraph that changes topic where
 /// the sentence vectors say it does, in the index version (from the
 /// vectors the ingest computed) and in `trellis chunk` alike; `structure`
