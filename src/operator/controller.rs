@@ -193,10 +193,16 @@ async fn apply<K: Namespaced>(client: &Client, ns: &str, object: &K) -> Result<K
 /// [`Error::Refused`] for an API error that refuses the object for what
 /// it is: 400 (a field rule, an admission webhook's denial), 403 (a quota,
 /// an admission policy, a missing permission) and 422 (an invalid name or
-/// field). Anything else, a timeout or a conflict, stays a transient
-/// error that the retry alone may cure.
+/// field). A conflict (409) can only come of a `resourceVersion`
+/// precondition, since applies are forced: it is [`Error::Changed`].
+/// Anything else, a timeout say, stays a transient error that the retry
+/// alone may cure.
 fn refusal(error: kube::Error, kind: &str, name: &str) -> Error {
     match error {
+        kube::Error::Api(response) if response.code == 409 => Error::Changed {
+            kind: kind.to_string(),
+            name: name.to_string(),
+        },
         kube::Error::Api(response) if matches!(response.code, 400 | 403 | 422) => Error::Refused {
             kind: kind.to_string(),
             name: name.to_string(),
@@ -680,6 +686,14 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
     };
     let written = write_serving(client, &ns, &route, &plan).await;
     drop(turn);
+    if let Err(Error::Changed { kind, name }) = &written {
+        // Someone wrote the Deployment (an autoscaler its count, the
+        // Deployment controller its status) between the read and the
+        // apply: plan again from what it is now. A stale plan is no
+        // failure, so it neither backs off nor counts as one.
+        tracing::debug!(%kind, %name, "changed since read; planning again");
+        return Ok(Action::requeue(STALE_RETRY));
+    }
     if let Err(error) = written {
         report_refusal(
             &ctx,
@@ -710,6 +724,9 @@ async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Act
         plan.requeue.map_or(recheck, |r| r.min(recheck)),
     ))
 }
+
+/// How soon a reconcile whose plan rested on a stale read runs again.
+const STALE_RETRY: Duration = Duration::from_millis(500);
 
 /// The HorizontalPodAutoscaler in `ns` that scales Deployment `workload`,
 /// if one does.

@@ -166,6 +166,11 @@ pub enum Error {
         name: String,
         message: String,
     },
+    /// An apply conditional on the object being as the reconcile read it
+    /// found it changed (HTTP 409): the plan rests on a stale read and is
+    /// made again from a fresh one, not forced over the change.
+    #[error("{kind} {name} changed since it was read")]
+    Changed { kind: String, name: String },
 }
 
 impl Error {
@@ -176,6 +181,7 @@ impl Error {
             Error::MissingField { .. } => "missing_field",
             Error::Render(_) => "render",
             Error::Refused { .. } => "refused",
+            Error::Changed { .. } => "changed",
         }
     }
 }

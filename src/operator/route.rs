@@ -503,18 +503,20 @@ fn plan_serving(
         template_annotation(d, SECRETS_ANNOTATION)
             != template_annotation(&objects.deployment, SECRETS_ANNOTATION)
     });
-    if let Some(running) = observed.deployment.as_ref()
-        && observed.autoscaler.is_some()
-        && let Some(spec) = objects.deployment.spec.as_mut()
-    {
-        // The autoscaler owns the replica count: applying the count it
-        // set changes nothing, where the route's would undo its work. The
-        // count was read at the start of this reconcile, so the apply is
-        // conditional on the Deployment being as read: a count the
-        // autoscaler changed meanwhile makes it a conflict, retried with a
-        // fresh read, instead of a forced write of the old count.
-        spec.replicas = running.spec.as_ref().and_then(|s| s.replicas);
+    if let Some(running) = observed.deployment.as_ref() {
+        // Every apply over a running Deployment is conditional on it being
+        // as this reconcile read it: a count an autoscaler set meanwhile,
+        // or any other write, makes the apply a conflict, planned again
+        // from a fresh read, instead of a forced write of what was read.
         objects.deployment.metadata.resource_version = running.metadata.resource_version.clone();
+        if observed.autoscaler.is_some()
+            && let Some(spec) = objects.deployment.spec.as_mut()
+        {
+            // The autoscaler owns the replica count: applying the count
+            // it set changes nothing, where the route's would undo its
+            // work.
+            spec.replicas = running.spec.as_ref().and_then(|s| s.replicas);
+        }
     }
     plan.needs_turn = (changes_template || secrets_changed)
         && observed.deployment.as_ref().is_some_and(rolled_out);

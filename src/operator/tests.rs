@@ -2340,15 +2340,24 @@ fn an_autoscaled_route_keeps_the_autoscalers_replicas() {
             .and_then(|o| o.deployment.metadata.resource_version.as_deref()),
         Some("rv-5")
     );
+    // Without one the route's count is applied, over the Deployment as
+    // read too: a count set between the read and the apply is planned
+    // over again, not overwritten.
     let owned = route_plan(&r, &observe(None));
     assert_ne!(replicas(&owned), Some(5));
-    assert!(
+    assert_eq!(
         owned
             .objects
-            .unwrap()
-            .deployment
-            .metadata
-            .resource_version
+            .as_ref()
+            .and_then(|o| o.deployment.metadata.resource_version.as_deref()),
+        Some("rv-5")
+    );
+    // A Deployment not yet made has no version to hold the apply to.
+    let fresh = plan_over(&r, Some(active_corpus("v1")), None);
+    assert!(
+        fresh
+            .objects
+            .and_then(|o| o.deployment.metadata.resource_version)
             .is_none()
     );
 }
