@@ -14,7 +14,7 @@ use crate::spec::{ChunkStrategy, IndexProfileSpec};
 /// enrichment). Part of every index version hash: bump it whenever the same
 /// input and profile yield a different skeleton, so that an index built by
 /// an older build is rebuilt rather than reused as if it were current.
-pub const SKELETON_REVISION: u32 = 9;
+pub const SKELETON_REVISION: u32 = 10;
 
 /// Everything Trellis derives from one document.
 #[derive(Clone, Debug)]

@@ -297,20 +297,16 @@ struct Layout<'a> {
 impl<'a> Layout<'a> {
     fn new(ctx: &Context<'_>, table: &'a Table, sentences: &'a [Sentence]) -> Self {
         let header_rows = table.header_rows.min(table.rows.len());
-        let declared_header = table.rows.get(..header_rows).unwrap_or_default();
         let mut sentences = sentences.iter();
         let mut header = Vec::new();
         let mut rows = Vec::new();
         // The canonical text puts at least one row above the separator.
         let mut header_end = header_rows.max(1);
         for (r, row) in table.rows.iter().enumerate() {
-            // Mirrors `Skeleton::build`: which rows became sentences. A
+            // Which rows became sentences (`Table::is_data_row`). A
             // units row right after the header is header, not data.
             let units = table.is_units_row_at(r);
-            let is_data = r >= header_rows
-                && !units
-                && !declared_header.contains(row)
-                && row.iter().any(|c| !c.is_empty());
+            let is_data = table.is_data_row(r);
             if r >= header_rows && !is_data && !units {
                 continue;
             }

@@ -68,6 +68,11 @@ pub struct QueryArgs {
     /// Only documents in this language (`en` takes `en-GB` too).
     #[arg(long, value_name = "TAG")]
     language: Option<String>,
+    /// Only documents with this form field holding this value (a
+    /// content control, a legacy form field, a PDF form field; a check
+    /// box as `yes` or `no`); repeat for several, all must hold.
+    #[arg(long = "field", value_name = "NAME=VALUE", value_parser = parse_key_value)]
+    fields: Vec<(String, String)>,
     /// Only sentences stating an amount of money in this range:
     /// `">1,000,000"`, `">=5"`, `"<5"`, `"<=5"`, `"=5"` or `100..500`.
     #[arg(long, value_name = "RANGE", value_parser = parse_numbers)]
@@ -105,6 +110,7 @@ impl QueryArgs {
             author: self.author.clone(),
             dated: self.dated.clone(),
             language: self.language.clone(),
+            fields: (!self.fields.is_empty()).then(|| self.fields.iter().cloned().collect()),
             values: (self.amount.is_some()
                 || self.currency.is_some()
                 || self.percent.is_some()

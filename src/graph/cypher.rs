@@ -91,7 +91,8 @@ SET n.key = row.key, n.title = row.title, n.format = row.format, n.corpus = $cor
 pub const UPSERT_SECTIONS: &str = "UNWIND $rows AS row
 MERGE (n:Section {id: row.id, index_version: $version})
 SET n.heading = row.heading, n.numbering = row.numbering, n.level = row.level,
-    n.section_path = row.section_path, n.document_id = row.document_id";
+    n.section_path = row.section_path, n.document_id = row.document_id,
+    n.field_names = row.field_names, n.field_values = row.field_values";
 
 /// Writes `$rows` of paragraphs, each with its centroid (the normalised
 /// mean of its indexed sentences' vectors, null for a paragraph with

@@ -9,12 +9,14 @@ use serde::{Deserialize, Serialize};
 use super::cypher::{self, Link};
 use super::{GraphError, GraphStore, Statement, Value, run_with_retries};
 use crate::index::{ChunkRecord, IndexVersion, ReferenceTarget, SkeletonStore};
+use crate::parse::FieldValue;
 
 /// What an export writes, numbered: 2 added the version's serving files
 /// ([`super::version_files`]) and the paragraphs' centroids to the nodes
-/// and links of 1; 3 added the sentences' `REFERS_TO` links. Recorded on
-/// the version's marker.
-pub const EXPORT_FORMAT: i64 = 5;
+/// and links of 1; 3 added the sentences' `REFERS_TO` links; 4 their
+/// boxes and paragraph text; 5 the `Table` nodes; 6 the sections' form
+/// fields. Recorded on the version's marker.
+pub const EXPORT_FORMAT: i64 = 6;
 
 /// How an export writes.
 #[derive(Clone, Copy, Debug)]
@@ -338,6 +340,28 @@ pub fn rows<'a>(
                 ("level", (s.path.len() as u32).into()),
                 ("section_path", s.path.clone().into()),
                 ("document_id", ids.document(s.document).into()),
+                // Its form fields as two lists, names and values (a check
+                // box's as `true` or `false`): a store's properties hold
+                // lists of plain values only.
+                (
+                    "field_names",
+                    s.fields
+                        .iter()
+                        .map(|f| f.name.clone())
+                        .collect::<Vec<_>>()
+                        .into(),
+                ),
+                (
+                    "field_values",
+                    s.fields
+                        .iter()
+                        .map(|f| match &f.value {
+                            FieldValue::Checked(checked) => checked.to_string(),
+                            FieldValue::Text(text) => text.clone(),
+                        })
+                        .collect::<Vec<_>>()
+                        .into(),
+                ),
             ])
         })
         .collect();

@@ -38,7 +38,7 @@ use super::IndexError;
 
 /// Version of the on-disk layout this build writes; part of every version
 /// hash.
-pub const FORMAT_VERSION: u32 = 16;
+pub const FORMAT_VERSION: u32 = 17;
 
 /// The on-disk layouts this build opens. A version written in another one
 /// must be rebuilt before this build serves it: the operator keeps a

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chunk::{Chunk, ChunkKind};
 use crate::enrich::{Enrichment, Target, TypedValue, typed_values};
-use crate::parse::DocumentInfo;
+use crate::parse::{DocumentInfo, FormField};
 use crate::pipeline::ProcessedDocument;
 use crate::skeleton::{PageBox, Skeleton, SourceTag};
 
@@ -56,6 +56,9 @@ pub struct SectionRecord {
     pub numbering: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_annex: bool,
+    /// The form fields that stand in it (not in its subsections').
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FormField>,
     /// Sentences whose references point here (global numbers), in reading
     /// order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -382,6 +385,28 @@ impl SkeletonStore {
         }
     }
 
+    /// The form fields of section `section` and of the sections
+    /// enclosing it (global numbers), outermost first: the key-values
+    /// that frame what the section says.
+    pub fn framing_fields(&self, section: u32) -> Vec<FormField> {
+        let mut chain = Vec::new();
+        let mut at = Some(section);
+        // A parent always comes before its child, so the walk ends; the
+        // bound keeps a damaged store from looping.
+        while let Some(s) = at.filter(|_| chain.len() < self.sections.len()) {
+            let Some(record) = self.sections.get(s as usize) else {
+                break;
+            };
+            chain.push(record);
+            at = record.parent.filter(|p| *p < s);
+        }
+        chain
+            .iter()
+            .rev()
+            .flat_map(|r| r.fields.iter().cloned())
+            .collect()
+    }
+
     /// Appends one processed document.
     pub fn add(
         &mut self,
@@ -403,6 +428,7 @@ impl SkeletonStore {
                 path: section.path.0.clone(),
                 numbering: section.numbering.clone(),
                 is_annex: enrichment.sections.get(i).is_some_and(|a| a.is_annex),
+                fields: section.fields.clone(),
                 inbound: enrichment.sections.get(i).map_or_else(Vec::new, |a| {
                     a.inbound.iter().map(|s| sentence_base + s.0).collect()
                 }),

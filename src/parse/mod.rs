@@ -10,6 +10,7 @@
 pub mod clean;
 pub mod decode;
 pub mod docx;
+mod forms;
 pub mod html;
 pub mod info;
 pub mod legibility;
@@ -25,6 +26,7 @@ pub mod units;
 
 use std::path::Path;
 
+pub use forms::{FieldValue, FormField};
 pub use info::{DateRange, DocumentInfo, Field, InfoReader};
 pub use tree::{
     Block, BlockKind, DocumentTree, Format, PageLine, Section, SectionIdx, Table, TextSpan,

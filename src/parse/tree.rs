@@ -11,6 +11,7 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 
+use super::forms::FormField;
 use super::info::{DocumentInfo, InfoReader};
 use crate::byteset::{BLOCK, count_chars, scan_blocks};
 
@@ -175,6 +176,10 @@ pub struct Section {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub run_in: bool,
     pub blocks: Vec<Block>,
+    /// The form fields that stand in it (not in its subsections), in
+    /// reading order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FormField>,
 }
 
 impl Section {
@@ -309,7 +314,20 @@ impl Table {
         !self.rows.is_empty() && width > 0
     }
 
-    /// The data rows (those after the header rows).
+    /// Whether row `r` is data, a row the skeleton makes a sentence of:
+    /// after the header rows and their units row, not a header row
+    /// repeated in the body (at a page break), not empty.
+    pub fn is_data_row(&self, r: usize) -> bool {
+        let header = &self.rows[..self.header_rows.min(self.rows.len())];
+        r >= self.header_rows
+            && !self.is_units_row_at(r)
+            && self
+                .rows
+                .get(r)
+                .is_some_and(|row| !header.contains(row) && row.iter().any(|c| !c.is_empty()))
+    }
+
+    /// The rows after the header rows.
     pub fn body(&self) -> &[Vec<String>] {
         &self.rows[self.header_rows.min(self.rows.len())..]
     }
@@ -562,6 +580,7 @@ impl TreeBuilder {
                     span: TextSpan::default(),
                     run_in: false,
                     blocks: Vec::new(),
+                    fields: Vec::new(),
                 }],
                 toc: Vec::new(),
                 warnings: Vec::new(),
@@ -651,7 +670,15 @@ impl TreeBuilder {
             span: TextSpan::default(),
             run_in,
             blocks: Vec::new(),
+            fields: Vec::new(),
         });
+    }
+
+    /// A form field standing in the section begun last.
+    pub fn form_field(&mut self, field: FormField) {
+        if let Some(section) = self.tree.sections.last_mut() {
+            section.fields.push(field);
+        }
     }
 
     pub fn paragraph(&mut self, text: &str) {
@@ -811,8 +838,11 @@ impl DocumentTree {
     pub fn prune_empty_sections(&mut self) {
         let mut first = true;
         self.sections.retain(|s| {
-            let keep =
-                first || !(s.title.is_empty() && s.numbering.is_none() && s.blocks.is_empty());
+            let keep = first
+                || !(s.title.is_empty()
+                    && s.numbering.is_none()
+                    && s.blocks.is_empty()
+                    && s.fields.is_empty());
             first = false;
             keep
         });

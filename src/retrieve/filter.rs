@@ -28,6 +28,9 @@ pub struct Filter {
     pub language: Option<String>,
     /// Only sentences stating values that meet these conditions.
     pub values: Option<ValueFilter>,
+    /// Only documents with a form field of each of these names (ignoring
+    /// case) holding the value given ([`crate::parse::FieldValue::matches`]).
+    pub fields: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Conditions on the values a sentence states ([`TypedValue`]): each one
@@ -191,11 +194,16 @@ impl<'a> Access<'a> {
     }
 
     fn documents(index: &IndexVersion, filter: &Filter) -> Vec<bool> {
+        let filled = filter
+            .fields
+            .as_ref()
+            .map(|wanted| with_fields(index, wanted));
         index
             .store
             .documents
             .iter()
-            .map(|d| {
+            .enumerate()
+            .map(|(n, d)| {
                 let acl_ok = filter.acl.as_ref().is_none_or(|tags| {
                     tags.iter().any(|t| t == "*") || d.acl.iter().any(|a| tags.contains(a))
                 });
@@ -208,10 +216,33 @@ impl<'a> Access<'a> {
                         .iter()
                         .all(|(key, value)| d.metadata.get(key) == Some(value))
                 });
-                acl_ok && doc_ok && metadata_ok && described(d, filter)
+                let fields_ok = filled.as_ref().is_none_or(|filled| filled[n]);
+                acl_ok && doc_ok && metadata_ok && fields_ok && described(d, filter)
             })
             .collect()
     }
+}
+
+/// Per document of `index`: whether every field `wanted` names is one of
+/// its form fields holding the value wanted.
+fn with_fields(
+    index: &IndexVersion,
+    wanted: &std::collections::BTreeMap<String, String>,
+) -> Vec<bool> {
+    let mut met = vec![vec![false; wanted.len()]; index.store.documents.len()];
+    for section in &index.store.sections {
+        let Some(met) = met.get_mut(section.document as usize) else {
+            continue;
+        };
+        for field in &section.fields {
+            for (held, (name, value)) in met.iter_mut().zip(wanted) {
+                *held |= field.is_named(name) && field.value.matches(value);
+            }
+        }
+    }
+    met.into_iter()
+        .map(|m| m.into_iter().all(|held| held))
+        .collect()
 }
 
 /// Whether a document's key and own metadata pass the filter's path,

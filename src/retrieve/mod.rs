@@ -152,6 +152,11 @@ pub struct Citation {
     /// `filters.values` reads).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<crate::enrich::TypedValue>,
+    /// The form fields of the sentence's section and of the sections
+    /// enclosing it, outermost first (what `filters.documents.fields`
+    /// reads over the whole document).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<crate::parse::FormField>,
 }
 
 /// The table a cited row belongs to.

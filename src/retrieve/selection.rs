@@ -229,6 +229,7 @@ impl Retriever<'_> {
                 referenced_by: referenced_by(self.index, i),
                 table: cited_table(store, i),
                 values: s.values.clone(),
+                fields: store.framing_fields(s.section),
             },
         }
     }

@@ -188,6 +188,13 @@ pub struct DocumentConditions {
     #[serde(default, deserialize_with = "present")]
     #[schema(nullable = false)]
     pub language: Option<String>,
+    /// Only documents with a form field of each of these names (ignoring
+    /// case) holding the value given: text as the form shows it (ignoring
+    /// case and spacing), a check box as `true`/`yes`/`checked` or
+    /// `false`/`no`/`unchecked`.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
+    pub fields: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl<'de> Deserialize<'de> for DocumentsFilter {

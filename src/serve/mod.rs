@@ -667,6 +667,7 @@ async fn run_retrieval(
             filter.author = conditions.author;
             filter.dated = conditions.date;
             filter.language = conditions.language;
+            filter.fields = conditions.fields;
         }
     }
     let query = query.to_string();

@@ -19,7 +19,9 @@ use serde::Serialize;
 
 use crate::byteset::{count_chars, scan_blocks};
 use crate::parse::legibility::{Legibility, is_unknown_glyph};
-use crate::parse::{BlockKind, DocumentInfo, DocumentTree, Format, Table, TextSpan, TocEntry};
+use crate::parse::{
+    BlockKind, DocumentInfo, DocumentTree, FormField, Format, Table, TextSpan, TocEntry,
+};
 use crate::segment::{Screen, Segmenter, SentenceFilter};
 pub use tables::TableNode;
 
@@ -154,6 +156,9 @@ pub struct SectionNode {
     pub page: Option<u32>,
     /// The section's own paragraphs (not its subsections').
     pub paragraphs: Range<u32>,
+    /// The form fields that stand in it (not in its subsections').
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FormField>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -284,6 +289,7 @@ impl Skeleton {
                 span: section.span,
                 page: section.page,
                 paragraphs: first_paragraph..first_paragraph,
+                fields: section.fields.clone(),
             });
             for block in &section.blocks {
                 builder.add_block(id, block);
@@ -686,14 +692,8 @@ impl Builder<'_> {
             screen: ParagraphScreen::NOTHING_RULED_OUT,
         };
         let labels = table.column_labels();
-        let header = table
-            .rows
-            .get(..table.header_rows.min(table.rows.len()))
-            .unwrap_or_default();
-        for (r, row) in table.rows.iter().enumerate().skip(table.header_rows) {
-            // Header rows repeated inside the body (page breaks) are not
-            // data, nor is a units row right after the header.
-            if header.iter().any(|h| h == row) || table.is_units_row_at(r) {
+        for (r, row) in table.rows.iter().enumerate() {
+            if !table.is_data_row(r) {
                 continue;
             }
             let text = table_row_sentence(&labels, row);

@@ -80,7 +80,7 @@ pub(super) fn find(paragraphs: &[ParagraphNode]) -> (Vec<TableNode>, Vec<std::op
             table.parts.push(paragraph.id);
             table.shape[0] += rows.len() as u32;
             extend_pages(&mut table.pages, paragraph.page);
-            if let Some(headers) = row_headers(grid, &rows) {
+            if let Some(headers) = row_headers(grid, &table.units, &rows) {
                 table.row_headers.extend(headers);
             }
             if let Some(set) = cells.last_mut() {
@@ -107,12 +107,13 @@ pub(super) fn find(paragraphs: &[ParagraphNode]) -> (Vec<TableNode>, Vec<std::op
         if duplicate_of.is_some() {
             dropped.push(paragraph.sentences.clone());
         }
+        let units = grid.column_units();
         tables.push(TableNode {
             index: tables.len() as u32,
             parts: vec![paragraph.id],
             caption: grid.caption.clone(),
-            units: grid.column_units(),
-            row_headers: row_headers(grid, &rows).unwrap_or_default(),
+            row_headers: row_headers(grid, &units, &rows).unwrap_or_default(),
+            units,
             shape: [rows.len() as u32, columns.len() as u32],
             columns,
             pages: paragraph.page.map(|p| [p, p]),
@@ -154,31 +155,26 @@ fn extend_pages(pages: &mut Option<[u32; 2]>, page: Option<u32>) {
     }
 }
 
-/// The rows of a grid that the skeleton made sentences of, as
-/// `Skeleton::build` picks them: after the header and its units row, not
-/// a repeated header, not empty.
+/// The rows of a grid that the skeleton made sentences of
+/// ([`Table::is_data_row`]).
 fn data_rows(table: &Table) -> Vec<&[String]> {
-    let header_rows = table.header_rows.min(table.rows.len());
-    let header = &table.rows[..header_rows];
     table
         .rows
         .iter()
         .enumerate()
-        .skip(header_rows)
-        .filter(|(r, row)| {
-            !table.is_units_row_at(*r) && !header.contains(row) && row.iter().any(|c| !c.is_empty())
-        })
+        .filter(|(r, _)| table.is_data_row(*r))
         .map(|(_, row)| row.as_slice())
         .collect()
 }
 
 /// The first cells of `rows` when the first column labels the rows: text
-/// in every row, no unit in its header, and not a column of numbers.
-fn row_headers(table: &Table, rows: &[&[String]]) -> Option<Vec<String>> {
+/// in every row, no unit in its header (`units`, the table's column
+/// units), and not a column of numbers.
+fn row_headers(table: &Table, units: &[Option<String>], rows: &[&[String]]) -> Option<Vec<String>> {
     if table.columns() < 2 || rows.is_empty() {
         return None;
     }
-    if table.column_units().first().is_some_and(Option::is_some) {
+    if units.first().is_some_and(Option::is_some) {
         return None;
     }
     let firsts: Vec<&str> = rows

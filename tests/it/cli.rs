@@ -601,6 +601,124 @@ fn document_metadata_is_cited_and_filters_the_documents() {
     );
 }
 
+/// The fields of a form (a DOCX's content controls and legacy form
+/// fields, a PDF's AcroForm) are cited with the sentences of their section
+/// and filter the documents: "contracts whose auto-renewal box is ticked".
+#[test]
+fn form_fields_are_cited_and_filter_the_documents() {
+    use crate::common::{docx, pdf};
+    let contract = |party: &str, renews: bool| {
+        let control = |props: &str, content: &str| {
+            format!(
+                "<w:sdt><w:sdtPr>{props}</w:sdtPr><w:sdtContent>{content}</w:sdtContent></w:sdt>"
+            )
+        };
+        let run = |text: &str| format!("<w:r><w:t xml:space=\"preserve\">{text}</w:t></w:r>");
+        docx::write(&format!(
+            "<w:p>{}{}</w:p><w:p>{}{}</w:p>{}",
+            run("Party: "),
+            control("<w:alias w:val=\"Party name\"/>", &run(party)),
+            control(
+                &format!(
+                    "<w:alias w:val=\"Auto-renewal\"/><w14:checkbox><w14:checked w14:val=\"{}\"/></w14:checkbox>",
+                    u8::from(renews)
+                ),
+                &run("X")
+            ),
+            run(" The agreement renews each year unless either party gives notice."),
+            docx::paragraph("Notice of termination is given in writing ninety days ahead."),
+        ))
+    };
+    let mut claim =
+        pdf::PdfParts::text(&["A claim is filed in writing within thirty days of the loss."]);
+    let first = claim.first_object();
+    claim.catalog_entries = format!("/AcroForm << /Fields [{first} 0 R {} 0 R] >>", first + 1);
+    claim.entries_by_page = vec![format!("/Annots [{first} 0 R {} 0 R]", first + 3)];
+    claim.objects = vec![
+        // A field that is its own widget.
+        "<< /FT /Tx /T (Claimant) /V (Jane Roe) /Type /Annot /Subtype /Widget /Rect [72 600 300 620] >>"
+            .to_string(),
+        // A group, its check box, and the box's widget.
+        format!("<< /T (Flags) /Kids [{} 0 R] >>", first + 2),
+        format!(
+            "<< /FT /Btn /T (Urgent) /V /Yes /Parent {} 0 R /Kids [{} 0 R] >>",
+            first + 1,
+            first + 3
+        ),
+        format!(
+            "<< /Type /Annot /Subtype /Widget /Parent {} 0 R /Rect [72 560 90 578] /AS /Yes >>",
+            first + 2
+        ),
+    ];
+    let asked = Asked::ingest_files(&[
+        ("contracts/acme.docx", contract("Acme Corp", true)),
+        ("contracts/globex.docx", contract("Globex", false)),
+        ("claims/claim.pdf", pdf::write(&claim)),
+    ]);
+    let hits = |question: &str, args: &[&str]| {
+        asked.response_with("selection: {topK: 10}", question, args)["hits"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let documents = |hits: &[serde_json::Value]| {
+        let mut keys: Vec<String> = hits
+            .iter()
+            .map(|h| h["citation"]["document"].as_str().unwrap().to_string())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    let question = "Does the agreement renew each year?";
+    assert_eq!(documents(&hits(question, &[])).len(), 3);
+    let renewing = hits(question, &["--field", "auto-renewal=yes"]);
+    assert_eq!(documents(&renewing), ["docs/contracts/acme.docx"]);
+    assert_eq!(
+        renewing[0]["citation"]["fields"],
+        serde_json::json!([
+            {"name": "Party name", "value": "Acme Corp"},
+            {"name": "Auto-renewal", "value": true},
+        ])
+    );
+    assert_eq!(
+        documents(&hits(
+            question,
+            &["--field", "Auto-renewal=no", "--field", "party name=globex"]
+        )),
+        ["docs/contracts/globex.docx"]
+    );
+    assert!(
+        hits(
+            question,
+            &[
+                "--field",
+                "Auto-renewal=no",
+                "--field",
+                "Party name=Acme Corp"
+            ]
+        )
+        .is_empty()
+    );
+    let claims = hits(
+        "When is a claim filed?",
+        &[
+            "--field",
+            "Claimant=jane roe",
+            "--field",
+            "Flags.Urgent=checked",
+        ],
+    );
+    assert_eq!(documents(&claims), ["docs/claims/claim.pdf"]);
+    assert_eq!(
+        claims[0]["citation"]["fields"],
+        serde_json::json!([
+            {"name": "Claimant", "value": "Jane Roe"},
+            {"name": "Flags.Urgent", "value": true},
+        ])
+    );
+}
+
 /// Tables are objects: a row's citation names its table, headers, units
 /// and row label; chunks of a table name it; a near-copy of an earlier
 /// table is counted in the report and its rows are not indexed.

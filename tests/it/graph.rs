@@ -131,10 +131,18 @@ fn write_corpus(dir: &Path) -> String {
     }
     std::fs::write(docs.join("quotes.txt"), QUOTES).unwrap();
     // A PDF, whose sentences stand in boxes on their pages.
-    let pdf = common::pdf::PdfParts::text(&[
+    let mut pdf = common::pdf::PdfParts::text(&[
         "The warehouse in Rotterdam ships every pallet within two days.",
         "Returned pallets are inspected before they are restocked.",
     ]);
+    // And a form field, which its section's node carries.
+    let field = pdf.first_object();
+    pdf.catalog_entries = format!("/AcroForm << /Fields [{field} 0 R] >>");
+    pdf.entries_by_page = vec![format!("/Annots [{field} 0 R]")];
+    pdf.objects = vec![
+        "<< /FT /Tx /T (Inspector) /V (Ann Lee) /Type /Annot /Subtype /Widget /Rect [72 600 300 620] >>"
+            .to_string(),
+    ];
     std::fs::write(docs.join("shipping.pdf"), common::pdf::write(&pdf)).unwrap();
     r#"
 apiVersion: trellis.dev/v1alpha1
@@ -347,6 +355,32 @@ fn export_suite(spec: &GraphSpec) {
         boxed += usize::from(!pages.is_empty());
     }
     assert!(boxed >= 2, "the PDF's sentences have boxes");
+    // Each section node carries its form fields, names beside values.
+    let rows = store
+        .run(
+            &Statement::new(
+                "fields",
+                "MATCH (n:Section {index_version: $version}) \
+                 RETURN n.id, n.field_names, n.field_values",
+            )
+            .param("version", v1.as_str()),
+        )
+        .unwrap();
+    let strings = |v: &Value| -> Vec<String> {
+        list(v)
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    let read: Vec<(Vec<String>, Vec<String>)> = rows
+        .iter()
+        .map(|row| (strings(&row[1]), strings(&row[2])))
+        .filter(|(names, _)| !names.is_empty())
+        .collect();
+    assert_eq!(
+        read,
+        [(vec!["Inspector".to_string()], vec!["Ann Lee".to_string()])]
+    );
     let quoted = index
         .store
         .sentences

@@ -232,6 +232,13 @@ fn live_at_once_ready_once_loaded_then_answers() {
         &json!({"query": "fees", "filters": {"documents": {"date": "2024-03"}}}),
     );
     assert!(body["hits"].as_array().unwrap().is_empty(), "{body}");
+    // No document here is a form: none has a field to match.
+    let (status, body) = post(
+        &server,
+        &json!({"query": "fees", "filters": {"documents": {"fields": {"Approved": "yes"}}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body["hits"].as_array().unwrap().is_empty(), "{body}");
     for (documents, reason) in [
         (json!({"date": "someday"}), "\"someday\" is not a date"),
         (json!({"colour": "red"}), "unknown field `colour`"),
@@ -307,19 +314,19 @@ fn live_at_once_ready_once_loaded_then_answers() {
         .text()
         .unwrap();
     assert!(
-        metrics.contains(r#"trellis_retrieve_requests_total{route="contracts",outcome="ok"} 10"#),
+        metrics.contains(r#"trellis_retrieve_requests_total{route="contracts",outcome="ok"} 11"#),
         "{metrics}"
     );
     assert!(metrics.contains(r#"outcome="not_ready""#));
     assert!(metrics.contains("trellis_retrieve_request_seconds_bucket"));
-    assert!(metrics.contains("trellis_query_embed_seconds_count 10"));
+    assert!(metrics.contains("trellis_query_embed_seconds_count 11"));
     // Every embedded query went through the batcher, the warm-up too.
     let batched: f64 = metrics
         .lines()
         .find_map(|line| line.strip_prefix("trellis_query_embed_batch_size_sum "))
         .and_then(|sum| sum.trim().parse().ok())
         .unwrap_or_else(|| panic!("no batch size sum in {metrics}"));
-    assert_eq!(batched, 11.0, "{metrics}");
+    assert_eq!(batched, 12.0, "{metrics}");
     let version = info["index_version"].as_str().unwrap();
     assert!(metrics.contains(&format!(r#"version="{version}""#)));
 

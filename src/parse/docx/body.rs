@@ -12,6 +12,9 @@
 //!   dropped;
 //! * fields show their result, never their instruction (`w:instrText`);
 //!   checkboxes (content controls and legacy form fields) become ☒ / ☐;
+//! * named content controls and legacy form fields are also handed to the
+//!   sink as form fields ([`FormField`]): a check box's state, a text,
+//!   choice or date control's text (blank while it shows its placeholder);
 //! * text boxes' paragraphs are emitted where their anchor is, before the
 //!   anchoring paragraph; of an `mc:AlternateContent` only the first
 //!   choice is read, so that a shape's DrawingML and VML copies do not
@@ -32,7 +35,7 @@ use super::math::read_math;
 use super::numbering::{Counters, NumberFormat, Numbering};
 use super::styles::{NumberingRef, ResolvedStyle, StyleRole, Styles};
 use super::xml::{Element, Node, Ns, Visit, XmlReader};
-use crate::parse::{ParseFailure, Table};
+use crate::parse::{FieldValue, FormField, ParseFailure, Table};
 
 /// Footnote and endnote texts, by id.
 #[derive(Debug, Default)]
@@ -147,6 +150,9 @@ impl Paragraph {
 pub(super) trait Sink {
     fn paragraph(&mut self, paragraph: Paragraph);
     fn table(&mut self, table: Table, page: Option<u32>);
+    /// A form field, handed over once the paragraph it stands in has been.
+    /// Sinks that keep no fields (a note's text) drop it.
+    fn form_field(&mut self, _field: FormField) {}
 }
 
 #[derive(Debug, Default)]
@@ -256,6 +262,66 @@ enum FieldPhase {
     Result,
 }
 
+/// An open content control (`w:sdt`).
+#[derive(Debug, Default)]
+struct OpenControl {
+    /// Its title (`w:alias`), else its tag: the name it is kept under.
+    name: Option<String>,
+    /// Its check box state, if it is one.
+    checkbox: Option<bool>,
+    /// Whether it shows its placeholder text, which is no value.
+    placeholder: bool,
+    /// Whether it wraps a building block (a table of contents, a cover
+    /// page, a bibliography): content, not a field.
+    building_block: bool,
+    /// Its content's text so far.
+    text: String,
+}
+
+impl OpenControl {
+    /// The field it is, if it is one: a named control that is no
+    /// building block.
+    fn into_field(self) -> Option<FormField> {
+        if self.building_block {
+            return None;
+        }
+        let value = match self.checkbox {
+            Some(checked) => FieldValue::Checked(checked),
+            None if self.placeholder => FieldValue::Text(String::new()),
+            None => FieldValue::Text(self.text),
+        };
+        FormField::new(self.name.as_deref()?, value)
+    }
+}
+
+/// An open legacy form field (`w:fldChar` with `w:ffData`).
+#[derive(Debug, Default)]
+struct OpenFormField {
+    name: Option<String>,
+    /// Its state, for a check box.
+    checkbox: Option<bool>,
+    /// A drop-down's entries and the one chosen.
+    entries: Vec<String>,
+    chosen: usize,
+    /// The field's result text so far (what a text field shows).
+    text: String,
+}
+
+impl OpenFormField {
+    fn into_field(self) -> Option<FormField> {
+        let value = match self.checkbox {
+            Some(checked) => FieldValue::Checked(checked),
+            // A drop-down's result is the entry it shows; a file that
+            // kept no result still says which entry was chosen.
+            None if self.text.trim().is_empty() && !self.entries.is_empty() => {
+                FieldValue::Text(self.entries.get(self.chosen).cloned().unwrap_or_default())
+            }
+            None => FieldValue::Text(self.text),
+        };
+        FormField::new(self.name.as_deref()?, value)
+    }
+}
+
 /// Where a finished paragraph goes.
 enum Destination {
     Sink,
@@ -299,8 +365,13 @@ pub(super) struct Walker<'c, S> {
     tables: Vec<OpenTable>,
     containers: Vec<Container>,
     fields: Vec<FieldPhase>,
-    /// Per open content control: its checkbox state, if it is one.
-    controls: Vec<Option<bool>>,
+    /// Per open field: the form field it is, if it is one.
+    form_fields: Vec<Option<OpenFormField>>,
+    /// The open content controls.
+    controls: Vec<OpenControl>,
+    /// Form fields closed in the open paragraph, handed to the sink after
+    /// it, so that they land in the section it belongs to.
+    closed_fields: Vec<FormField>,
     /// Per open `mc:AlternateContent`: whether a choice was taken.
     alternates: Vec<bool>,
     footnotes_seen: u32,
@@ -335,7 +406,9 @@ impl<'c, S: Sink> Walker<'c, S> {
             tables: Vec::new(),
             containers: Vec::new(),
             fields: Vec::new(),
+            form_fields: Vec::new(),
             controls: Vec::new(),
+            closed_fields: Vec::new(),
             alternates: Vec::new(),
             footnotes_seen: 0,
             endnotes_seen: 0,
@@ -486,15 +559,15 @@ impl<'c, S: Sink> Walker<'c, S> {
             "fldChar" => self.field_char(r, e, leaf)?,
             "footnoteReference" => self.note_reference(NoteKind::Footnote, e),
             "endnoteReference" => self.note_reference(NoteKind::Endnote, e),
-            "sdt" if !leaf => self.controls.push(None),
+            "sdt" if !leaf => self.controls.push(OpenControl::default()),
             "sdtPr" if !leaf => {
-                let checkbox = read_checkbox(r)?;
-                if let Some(control) = self.controls.last_mut() {
-                    *control = checkbox;
+                let control = read_control(r)?;
+                if let Some(open) = self.controls.last_mut() {
+                    *open = control;
                 }
             }
             "sdtContent" if !leaf => {
-                if let Some(Some(checked)) = self.controls.last().copied() {
+                if let Some(checked) = self.controls.last().and_then(|c| c.checkbox) {
                     // The content is the box's glyph in some font; the
                     // state is what counts.
                     self.push_text(checkbox_glyph(checked));
@@ -571,7 +644,9 @@ impl<'c, S: Sink> Walker<'c, S> {
             }
             (Ns::Word, "t") => self.in_text = false,
             (Ns::Word, "sdt") => {
-                self.controls.pop();
+                if let Some(field) = self.controls.pop().and_then(OpenControl::into_field) {
+                    self.close_field(field);
+                }
             }
             (Ns::Word, "tc") if self.containers.last() == Some(&Container::Cell) => {
                 self.containers.pop();
@@ -597,6 +672,12 @@ impl<'c, S: Sink> Walker<'c, S> {
         let run = self.runs.last().copied().unwrap_or_default();
         if run.hidden {
             return;
+        }
+        for control in &mut self.controls {
+            control.text.push_str(text);
+        }
+        for field in self.form_fields.iter_mut().flatten() {
+            field.text.push_str(text);
         }
         let Some(paragraph) = self.paragraphs.last_mut() else {
             return;
@@ -640,8 +721,9 @@ impl<'c, S: Sink> Walker<'c, S> {
     ) -> Result<(), ParseFailure> {
         match e.attr("fldCharType").as_deref() {
             Some("begin") => {
+                let form = if leaf { None } else { read_form_field(r)? };
                 // A legacy form checkbox keeps its state in the field data.
-                if !leaf && let Some(checked) = read_form_checkbox(r)? {
+                if let Some(checked) = form.as_ref().and_then(|f| f.checkbox) {
                     self.push_text(checkbox_glyph(checked));
                 }
                 // Fields nest like elements; unbalanced begins must not pile
@@ -652,6 +734,7 @@ impl<'c, S: Sink> Walker<'c, S> {
                     });
                 }
                 self.fields.push(FieldPhase::Instruction);
+                self.form_fields.push(form);
             }
             Some("separate") => {
                 if let Some(phase) = self.fields.last_mut() {
@@ -660,6 +743,14 @@ impl<'c, S: Sink> Walker<'c, S> {
             }
             Some("end") => {
                 self.fields.pop();
+                if let Some(field) = self
+                    .form_fields
+                    .pop()
+                    .flatten()
+                    .and_then(OpenFormField::into_field)
+                {
+                    self.close_field(field);
+                }
             }
             _ => {}
         }
@@ -738,7 +829,22 @@ impl<'c, S: Sink> Walker<'c, S> {
         }
         let paragraph = self.classify(open);
         self.route_paragraph(paragraph);
+        if self.paragraphs.is_empty() {
+            for field in std::mem::take(&mut self.closed_fields) {
+                self.sink.form_field(field);
+            }
+        }
         Ok(())
+    }
+
+    /// Keeps a form field for the sink: at once outside any paragraph,
+    /// else once its paragraph has gone to the sink.
+    fn close_field(&mut self, field: FormField) {
+        if self.paragraphs.is_empty() {
+            self.sink.form_field(field);
+        } else {
+            self.closed_fields.push(field);
+        }
     }
 
     fn route_paragraph(&mut self, paragraph: Paragraph) {
@@ -1030,44 +1136,76 @@ fn read_cell_props(r: &mut XmlReader<'_>) -> Result<(usize, Merge), ParseFailure
     Ok((span, merge))
 }
 
-/// Reads a content control's `w:sdtPr` (just opened): `Some(checked)` when
-/// it is a checkbox.
-fn read_checkbox(r: &mut XmlReader<'_>) -> Result<Option<bool>, ParseFailure> {
-    let mut checkbox = None;
+/// Reads a content control's `w:sdtPr` (just opened): its name, and
+/// whether it is a checkbox, shows its placeholder or holds a building
+/// block.
+fn read_control(r: &mut XmlReader<'_>) -> Result<OpenControl, ParseFailure> {
+    let mut control = OpenControl::default();
+    let mut tag = None;
     r.visit_subtree(|visit| {
-        if let Visit::Element(path, e) = visit
-            && e.ns == Ns::Word2010
-        {
-            match e.local() {
-                "checkbox" => {
-                    checkbox.get_or_insert(false);
-                }
-                "checked" if path.last().is_some_and(|p| p == "checkbox") => {
-                    checkbox = Some(e.is_on());
-                }
-                _ => {}
+        let Visit::Element(path, e) = visit else {
+            return;
+        };
+        match (e.ns, e.local()) {
+            (Ns::Word, "alias") if path.is_empty() => control.name = e.attr("val"),
+            (Ns::Word, "tag") if path.is_empty() => tag = e.attr("val"),
+            (Ns::Word, "showingPlcHdr") if path.is_empty() => control.placeholder = e.is_on(),
+            (Ns::Word, "docPartObj" | "docPartList") => control.building_block = true,
+            (Ns::Word2010, "checkbox") => {
+                control.checkbox.get_or_insert(false);
             }
+            (Ns::Word2010, "checked") if path.last().is_some_and(|p| p == "checkbox") => {
+                control.checkbox = Some(e.is_on());
+            }
+            _ => {}
         }
     })?;
-    Ok(checkbox)
+    control.name = control
+        .name
+        .filter(|n| !n.trim().is_empty())
+        .or(tag.filter(|t| !t.trim().is_empty()));
+    Ok(control)
 }
 
-/// Reads a field's opening `w:fldChar` (just opened): `Some(checked)` when
-/// it begins a legacy checkbox form field.
-fn read_form_checkbox(r: &mut XmlReader<'_>) -> Result<Option<bool>, ParseFailure> {
-    let (mut is_checkbox, mut default, mut checked) = (false, false, None);
+/// Reads a field's opening `w:fldChar` (just opened): the legacy form
+/// field it begins, if it begins one (`w:ffData`).
+fn read_form_field(r: &mut XmlReader<'_>) -> Result<Option<OpenFormField>, ParseFailure> {
+    let mut form: Option<OpenFormField> = None;
+    let (mut default, mut checked) = (false, None);
+    let (mut chosen, mut chosen_default) = (None, None);
     r.visit_subtree(|visit| {
-        if let Visit::Element(path, e) = visit
-            && e.ns == Ns::Word
-        {
-            let in_checkbox = path.last().is_some_and(|p| p == "checkBox");
-            match e.local() {
-                "checkBox" => is_checkbox = true,
-                "default" if in_checkbox => default = e.is_on(),
-                "checked" if in_checkbox => checked = Some(e.is_on()),
-                _ => {}
-            }
+        let Visit::Element(path, e) = visit else {
+            return;
+        };
+        if e.ns != Ns::Word {
+            return;
+        }
+        let parent = path.last().map(String::as_str);
+        if parent.is_none() && e.local() == "ffData" {
+            form = Some(OpenFormField::default());
+        }
+        let Some(form) = form.as_mut() else {
+            return;
+        };
+        match (parent, e.local()) {
+            (Some("ffData"), "name") => form.name = e.attr("val"),
+            (Some("ffData"), "checkBox") => form.checkbox = Some(false),
+            (Some("checkBox"), "default") => default = e.is_on(),
+            (Some("checkBox"), "checked") => checked = Some(e.is_on()),
+            (Some("ddList"), "listEntry") => form.entries.extend(e.attr("val")),
+            (Some("ddList"), "result") => chosen = e.int_val(),
+            (Some("ddList"), "default") => chosen_default = e.int_val(),
+            _ => {}
         }
     })?;
-    Ok(is_checkbox.then(|| checked.unwrap_or(default)))
+    Ok(form.map(|mut form| {
+        if form.checkbox.is_some() {
+            form.checkbox = Some(checked.unwrap_or(default));
+        }
+        form.chosen = chosen
+            .or(chosen_default)
+            .and_then(|i| usize::try_from(i).ok())
+            .unwrap_or(0);
+        form
+    }))
 }

@@ -45,7 +45,7 @@ use package::Package;
 use styles::Styles;
 use xml::{Node, Ns, Visit, XmlReader};
 
-use super::{DocumentTree, Field, Format, InfoReader, ParseFailure, Table, TreeBuilder};
+use super::{DocumentTree, Field, FormField, Format, InfoReader, ParseFailure, Table, TreeBuilder};
 use crate::spec::ParsingSpec;
 
 /// Parses the bytes of a DOCX file. The caller runs the shared cleaning,
@@ -232,6 +232,11 @@ impl Sink for TreeSink {
         self.flush_code();
         self.builder.set_page(page);
         self.builder.table(table);
+    }
+
+    fn form_field(&mut self, field: FormField) {
+        self.flush_code();
+        self.builder.form_field(field);
     }
 }
 
@@ -594,6 +599,108 @@ mod tests {
                 paragraph("☒ Approved"),
                 paragraph("Area $A=\\pi r^{2}$"),
             ]
+        );
+    }
+
+    /// Named content controls and legacy form fields become fields of
+    /// the section they stand in; their text stays in the body as well.
+    #[test]
+    fn form_fields_are_kept_by_name_in_their_section() {
+        use crate::parse::{FieldValue, FormField};
+        let control = |props: &str, content: &str| {
+            format!(
+                "<w:sdt><w:sdtPr>{props}</w:sdtPr><w:sdtContent>{content}</w:sdtContent></w:sdt>"
+            )
+        };
+        let run = |text: &str| format!("<w:r><w:t xml:space=\"preserve\">{text}</w:t></w:r>");
+        let legacy = |data: &str, result: &str| {
+            format!(
+                "<w:r><w:fldChar w:fldCharType=\"begin\"><w:ffData>{data}</w:ffData></w:fldChar></w:r>\
+                 <w:r><w:instrText> FORMTEXT </w:instrText></w:r>\
+                 <w:r><w:fldChar w:fldCharType=\"separate\"/></w:r>{}\
+                 <w:r><w:fldChar w:fldCharType=\"end\"/></w:r>",
+                run(result)
+            )
+        };
+        let body = [
+            format!(
+                "<w:p>{}{}</w:p>",
+                run("Party: "),
+                control("<w:alias w:val=\"Party name\"/><w:tag w:val=\"party\"/>", &run("Acme Corp"))
+            ),
+            styled("Heading1", "Term"),
+            format!(
+                "<w:p>{}{}</w:p>",
+                control(
+                    "<w:tag w:val=\"auto_renew\"/><w14:checkbox><w14:checked w14:val=\"1\"/></w14:checkbox>",
+                    &run("X")
+                ),
+                run("Renews automatically")
+            ),
+            format!(
+                "<w:p>{}</w:p>",
+                control(
+                    "<w:alias w:val=\"Start date\"/><w:showingPlcHdr/>",
+                    &run("Click to enter a date.")
+                )
+            ),
+            format!(
+                "<w:p>{}{}</w:p>",
+                run("Notice period: "),
+                legacy("<w:name w:val=\"Notice\"/><w:textInput/>", "90 days")
+            ),
+            format!(
+                "<w:p>{}{}</w:p>",
+                legacy(
+                    "<w:name w:val=\"Insured\"/><w:checkBox><w:default w:val=\"0\"/><w:checked/></w:checkBox>",
+                    ""
+                ),
+                run("Insured")
+            ),
+            format!(
+                "<w:p>{}</w:p>",
+                legacy(
+                    "<w:name w:val=\"Law\"/><w:ddList><w:result w:val=\"1\"/>\
+                     <w:listEntry w:val=\"Delaware\"/><w:listEntry w:val=\"New York\"/></w:ddList>",
+                    ""
+                )
+            ),
+            // A building block (a table of contents) and an unnamed
+            // control are content, not fields.
+            control(
+                "<w:docPartObj><w:docPartGallery w:val=\"Table of Contents\"/></w:docPartObj><w:alias w:val=\"TOC\"/>",
+                &p("Contents")
+            ),
+            control("", &p("Plain wrapped text.")),
+        ]
+        .concat();
+        let tree = parse_body(&body, &with_styles_and_numbering());
+        let field = |name: &str, value: FieldValue| FormField::new(name, value).unwrap();
+        let text = |t: &str| FieldValue::Text(t.into());
+        assert_eq!(
+            tree.sections[0].fields,
+            [field("Party name", text("Acme Corp"))]
+        );
+        assert_eq!(tree.sections[1].title, "Term");
+        assert_eq!(
+            tree.sections[1].fields,
+            [
+                field("auto_renew", FieldValue::Checked(true)),
+                field("Start date", text("")),
+                field("Notice", text("90 days")),
+                field("Insured", FieldValue::Checked(true)),
+                field("Law", text("New York")),
+            ]
+        );
+        let shown = blocks(&tree);
+        assert!(shown.contains(&paragraph("Party: Acme Corp")), "{shown:?}");
+        assert!(
+            shown.contains(&paragraph("☒ Renews automatically")),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains(&paragraph("Notice period: 90 days")),
+            "{shown:?}"
         );
     }
 

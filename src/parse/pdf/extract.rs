@@ -4,6 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::forms::{self, PlacedField};
 use super::invisible::{Ink, PageInk};
 use super::metadata::{self, PdfMetadata};
 use super::outline::{self, OutlineEntry};
@@ -27,6 +28,8 @@ pub(super) struct Extracted {
     pub outline: Vec<OutlineEntry>,
     /// The title and metadata the file records.
     pub metadata: PdfMetadata,
+    /// Its form fields, with where their widgets stand.
+    pub fields: Vec<PlacedField>,
     /// Pages the page tree promises whose page object or content stream
     /// is not in the file (a truncated or damaged file): their text is
     /// lost, not missing for want of OCR.
@@ -210,6 +213,7 @@ pub(super) fn glyphs(
         failed_pages,
         outline: outline::read(&document),
         metadata: metadata::read(&document),
+        fields: forms::read(&document),
         lost_pages,
         damaged_pages,
         damaged_elsewhere,

@@ -73,7 +73,7 @@ pub(super) fn read(document: &PdfDocument) -> PdfMetadata {
 }
 
 /// The object `object` is, following one reference.
-fn resolve(document: &PdfDocument, object: &Object) -> Option<Object> {
+pub(super) fn resolve(document: &PdfDocument, object: &Object) -> Option<Object> {
     match object {
         Object::Reference(r) => document.load_object(*r).ok(),
         other => Some(other.clone()),
@@ -89,7 +89,7 @@ fn set_text(info: &mut InfoReader, field: Field, value: &Object) {
 /// A PDF text string: UTF-16BE after its byte order mark, UTF-8 after its
 /// (PDF 2.0), else PDFDocEncoding, which agrees with Latin-1 on the
 /// printable characters.
-fn string(object: &Object) -> Option<String> {
+pub(super) fn string(object: &Object) -> Option<String> {
     let Object::String(bytes) = object else {
         return None;
     };

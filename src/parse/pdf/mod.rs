@@ -10,7 +10,8 @@
 //! then reads like any other plain text.
 //!
 //! The document's metadata (title, author, date, language) comes from its
-//! XMP packet and information dictionary ([`metadata`]).
+//! XMP packet and information dictionary ([`metadata`]); its form fields
+//! from the AcroForm field tree ([`forms`]).
 //!
 //! Two things the glyphs alone do not tell are read from the file besides:
 //! invisible text ([`invisible`]: an OCR layer over a scanned image is
@@ -34,6 +35,7 @@
 //! fails rather than being indexed as symbols.
 
 mod extract;
+mod forms;
 mod invisible;
 pub mod layout;
 mod metadata;
@@ -90,6 +92,7 @@ pub struct PageGlyphs {
 pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFailure> {
     let mut extracted = guarded(bytes, spec)?;
     let metadata = std::mem::take(&mut extracted.metadata);
+    let fields = std::mem::take(&mut extracted.fields);
     let mut warnings = Vec::new();
     if extracted.readable > extracted.pages.len() + extracted.failed_pages.len() {
         warnings.push(format!(
@@ -185,6 +188,7 @@ pub fn parse(bytes: &[u8], spec: &ParsingSpec) -> Result<DocumentTree, ParseFail
     tree.info = info;
     warnings.extend(date_warning);
     tree.lines = lines;
+    forms::place(&mut tree, fields);
     tree.pages = Some(extracted.page_count as u32);
     tree.confidence = legibility.whole.legible_share();
     tree.garbled_pages = garbled;

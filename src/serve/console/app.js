@@ -263,6 +263,12 @@ function citation(hit) {
     item.title = t.columns.map((name, i) => (t.units[i] && !name.includes(t.units[i]) ? `${name} [${t.units[i]}]` : name)).join(" | ");
     cite.append(" · ", item);
   }
+  // The form fields of its section: "Party name: Acme Corp", "Auto-renewal: ☒".
+  if (c.fields && c.fields.length) {
+    const shown = (v) => (v === true ? "☒" : v === false ? "☐" : v || "(blank)");
+    const item = el("span", { class: "fields", text: c.fields.map((f) => `${f.name}: ${shown(f.value)}`).join("; ") });
+    cite.append(" · ", item);
+  }
   if (c.page) cite.append(` · p. ${c.page}`);
   return cite;
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod docling;
+pub mod docx;
 pub mod pdf;
 pub mod scripted;
 pub mod service;

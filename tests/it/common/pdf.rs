@@ -14,6 +14,12 @@ pub struct PdfParts {
     pub page_entries: String,
     /// More entries for the trailer.
     pub trailer_entries: String,
+    /// More entries for the catalog (`/AcroForm << … >>`).
+    pub catalog_entries: String,
+    /// More entries for one page's dictionary, by page (`/Annots [9 0 R]`).
+    pub entries_by_page: Vec<String>,
+    /// More objects, numbered from [`PdfParts::first_object`] on.
+    pub objects: Vec<String>,
 }
 
 impl PdfParts {
@@ -24,7 +30,15 @@ impl PdfParts {
             flate: true,
             page_entries: String::new(),
             trailer_entries: String::new(),
+            catalog_entries: String::new(),
+            entries_by_page: Vec::new(),
+            objects: Vec::new(),
         }
+    }
+
+    /// The number [`write`] gives the first of [`PdfParts::objects`].
+    pub fn first_object(&self) -> usize {
+        4 + 2 * self.pages.len()
     }
 }
 
@@ -47,7 +61,13 @@ pub fn write(parts: &PdfParts) -> Vec<u8> {
     let pages = parts.pages.len();
     // 1 catalog, 2 page tree, 3 font, then page/content pairs.
     let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 4 + 2 * i)).collect();
-    objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
+    objects.push(
+        format!(
+            "<< /Type /Catalog /Pages 2 0 R {} >>",
+            parts.catalog_entries
+        )
+        .into_bytes(),
+    );
     objects.push(
         format!(
             "<< /Type /Pages /Kids [{}] /Count {pages} >>",
@@ -60,9 +80,10 @@ pub fn write(parts: &PdfParts) -> Vec<u8> {
         objects.push(
             format!(
                 "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
-                 /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R {} >>",
+                 /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R {} {} >>",
                 5 + 2 * i,
-                parts.page_entries
+                parts.page_entries,
+                parts.entries_by_page.get(i).map_or("", String::as_str)
             )
             .into_bytes(),
         );
@@ -76,6 +97,7 @@ pub fn write(parts: &PdfParts) -> Vec<u8> {
         stream.extend(b"\nendstream");
         objects.push(stream);
     }
+    objects.extend(parts.objects.iter().map(|o| o.clone().into_bytes()));
     let mut pdf = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n".to_vec();
     let mut offsets = Vec::new();
     for (i, object) in objects.iter().enumerate() {
