@@ -1,11 +1,13 @@
 //! Throughput of parse + segment + chunk (and of the segmenter alone) on the
 //! development data: SQuAD part 1 articles as plain text, Docling's Markdown
-//! and HTML inputs.
+//! and HTML inputs; and of the DOCX parser on synthetic documents of two
+//! sizes, to show that it stays linear.
 //!
 //! ```text
 //! cargo bench --bench pipeline            # human-readable
 //! cargo bench --bench pipeline -- --json  # one JSON object per line
 //! cargo bench --bench pipeline -- squad_text  # only corpora of that name
+//! cargo bench --bench pipeline -- docx_synthetic  # the DOCX scaling alone
 //! ```
 //!
 //! `scripts/bench.py` runs this beside LangChain's and chonkie's recursive
@@ -267,6 +269,10 @@ fn main() {
         );
     }
 
+    if selected("docx_synthetic") {
+        docx_scaling(json, &plain.spec().parsing);
+    }
+
     if !selected("squad_contexts") {
         return;
     }
@@ -301,4 +307,77 @@ fn main() {
         time,
         ("sentences", sentences),
     );
+}
+
+/// The DOCX parser on synthetic documents of two sizes, a heading, twenty
+/// clauses and a table per section: the time per section at four times
+/// the input against once shows whether the parser stays linear.
+fn docx_scaling(json: bool, spec: &trellis::spec::ParsingSpec) {
+    let mut per_section = Vec::new();
+    for sections in [2_000, 8_000] {
+        let bytes = synthetic_docx(sections);
+        let (time, blocks) = fastest(|| {
+            trellis::parse::docx::parse(&bytes, spec)
+                .map(|tree| tree.blocks().count())
+                .unwrap_or(0)
+        });
+        assert!(
+            blocks > 0,
+            "the synthetic DOCX of {sections} sections did not parse"
+        );
+        let corpus = format!("docx_{sections}_sections");
+        report(
+            json,
+            "parse",
+            &corpus,
+            bytes.len(),
+            time,
+            ("blocks", blocks),
+        );
+        per_section.push(time.as_secs_f64() / sections as f64);
+    }
+    if !json {
+        println!(
+            "docx time per section, 4x input against 1x: {:.2}",
+            per_section[1] / per_section[0]
+        );
+    }
+}
+
+/// A zipped DOCX of `sections` sections (see [`docx_scaling`]).
+fn synthetic_docx(sections: usize) -> Vec<u8> {
+    use std::io::Write;
+    const W: &str = "http://schemas.openxmlformats.org/wordprocessingml/2006/main";
+    let mut body = String::new();
+    for s in 0..sections {
+        body.push_str(&format!(
+            "<w:p><w:pPr><w:pStyle w:val=\"Heading1\"/></w:pPr><w:r><w:t>Section {s}</w:t></w:r></w:p>"
+        ));
+        for i in 0..20 {
+            body.push_str(&format!(
+                "<w:p><w:r><w:rPr><w:b/></w:rPr><w:t xml:space=\"preserve\">Clause {s}.{i}. </w:t></w:r>\
+                 <w:r><w:t>The supplier shall deliver the goods described in the schedule within thirty days.</w:t></w:r></w:p>"
+            ));
+        }
+        body.push_str("<w:tbl><w:tblGrid><w:gridCol/><w:gridCol/></w:tblGrid>");
+        for r in 0..5 {
+            body.push_str(&format!(
+                "<w:tr><w:tc><w:p><w:r><w:t>Item {r}</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>{r}00 EUR</w:t></w:r></w:p></w:tc></w:tr>"
+            ));
+        }
+        body.push_str("</w:tbl>");
+    }
+    let styles = format!(
+        "<w:styles xmlns:w=\"{W}\"><w:style w:type=\"paragraph\" w:styleId=\"Heading1\"><w:name w:val=\"heading 1\"/></w:style></w:styles>"
+    );
+    let document = format!("<w:document xmlns:w=\"{W}\"><w:body>{body}</w:body></w:document>");
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default();
+    for (name, content) in [("word/document.xml", document), ("word/styles.xml", styles)] {
+        zip.start_file(name, options)
+            .expect("an in-memory zip entry");
+        zip.write_all(content.as_bytes())
+            .expect("an in-memory zip write");
+    }
+    zip.finish().expect("an in-memory zip").into_inner()
 }

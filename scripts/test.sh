@@ -293,7 +293,16 @@ fi
 # workspace in one run: everything but the doc tests is built by now.
 # Every runner's summary goes to a log as well, so that the run ends with
 # one line that totals them.
-run_tests() { cargo test --locked --workspace; }
+# Then the kernels and the segmenter's byte scans again on their portable
+# paths (`TRELLIS_CPU=portable`), the code a processor without AVX-512 or
+# AVX2 runs, which this machine's would otherwise never reach; built by
+# then, they take seconds.
+run_tests() {
+  cargo test --locked --workspace &&
+    TRELLIS_CPU=portable cargo test --locked -p trellis-encoder --lib &&
+    TRELLIS_CPU=portable cargo test --locked --lib -- byteset segment skeleton &&
+    TRELLIS_CPU=portable cargo test --locked --test it -- segment_props golden_rules boundary_classes
+}
 
 # The operator on a real cluster (tests/e2e/): the control plane, two
 # kubelets on containerd and runc, the image built around this build's

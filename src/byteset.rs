@@ -62,8 +62,9 @@ impl<const N: usize> Cursor<N> {
     /// The first position at or after `from` whose byte is in the set.
     pub(crate) fn next(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512bw") {
-            // SAFETY: the CPU has AVX-512BW, checked just above.
+        if crate::cpu::cpu().avx512bw() {
+            // SAFETY: the CPU has AVX-512BW, checked just above (`cpu()`
+            // claims only what the processor has).
             return unsafe { self.next_512(bytes, from) };
         }
         self.next_by(bytes, from, |bytes, start, set| {
@@ -135,8 +136,9 @@ pub(crate) fn block_bits_or_below<const N: usize>(
     let rest = rest.get(..BLOCK).unwrap_or(rest);
     let within = bits_within(rest.len());
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512bw") {
-        // SAFETY: the CPU has AVX-512BW, checked just above.
+    if crate::cpu::cpu().avx512bw() {
+        // SAFETY: the CPU has AVX-512BW, checked just above (`cpu()`
+        // claims only what the processor has).
         return unsafe { bits_of_512(rest, within, set, below) } & within;
     }
     let mut padded = [0u8; BLOCK];
@@ -169,8 +171,9 @@ pub(crate) fn bits_within(len: usize) -> u64 {
 /// offset of the canonical text and of its sentences is counted with it.
 pub(crate) fn count_chars(text: &str) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512bw") {
-        // SAFETY: the CPU has AVX-512BW, checked just above.
+    if crate::cpu::cpu().avx512bw() {
+        // SAFETY: the CPU has AVX-512BW, checked just above (`cpu()`
+        // claims only what the processor has).
         return unsafe { count_chars_512(text.as_bytes()) };
     }
     text.chars().count()
@@ -250,8 +253,9 @@ pub(crate) fn scan_blocks<const N: usize, const M: usize, B>(
     mut each: impl FnMut(usize, u64, u64) -> ControlFlow<B>,
 ) -> ControlFlow<B> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512bw") {
-        // SAFETY: the CPU has AVX-512BW, checked just above.
+    if crate::cpu::cpu().avx512bw() {
+        // SAFETY: the CPU has AVX-512BW, checked just above (`cpu()`
+        // claims only what the processor has).
         return unsafe { scan_blocks_512(bytes, first, second, each) };
     }
     for start in (0..bytes.len()).step_by(BLOCK) {
@@ -389,8 +393,9 @@ mod tests {
             // Padding is never in a set, not even when 0 is.
             assert_eq!(block_bits(&block[..3], 0, &[0]), 0);
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512bw") {
-                // SAFETY: the CPU has AVX-512BW, checked just above.
+            if crate::cpu::cpu().avx512bw() {
+                // SAFETY: the CPU has AVX-512BW, checked just above (`cpu()`
+                // claims only what the processor has).
                 let wide = unsafe { bits_of_512(&block, u64::MAX, &set, below) };
                 assert_eq!(wide, expected, "{below}");
             }
@@ -441,10 +446,11 @@ mod tests {
             ),
         ) {
             let mut scanned = Vec::new();
-            let _ = scan_blocks(&bytes, (b".", 0x20), (&[0xE2, 0xFF], 0), |start, first, second| {
+            let flow = scan_blocks(&bytes, (b".", 0x20), (&[0xE2, 0xFF], 0), |start, first, second| {
                 scanned.push((start, first, second));
                 ControlFlow::<()>::Continue(())
             });
+            assert_eq!(flow, ControlFlow::Continue(()));
             let bits_by_bytes = |start: usize, test: &dyn Fn(u8) -> bool| {
                 bytes[start..].iter().take(BLOCK).enumerate()
                     .fold(0u64, |bits, (k, &b)| bits | (u64::from(test(b)) << k))

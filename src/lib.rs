@@ -24,6 +24,8 @@
 //! run `trellis ingest`, retrieval Deployments `trellis serve`.
 
 pub(crate) mod byteset;
+pub use trellis_encoder::cpu;
+
 pub mod chunk;
 pub mod embed;
 pub mod enrich;

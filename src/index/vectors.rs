@@ -90,12 +90,12 @@ fn map(path: &Path, paging: Paging) -> Result<Option<(Mmap, std::fs::File)>, Ind
     if len == 0 {
         return Ok(None);
     }
-    // SAFETY: the file is immutable once published (above); nothing in
-    // this process writes to it, and the mapping is only read.
     let mut options = memmap2::MmapOptions::new();
     if paging == Paging::Resident {
         options.populate();
     }
+    // SAFETY: the file is immutable once published (above); nothing in
+    // this process writes to it, and the mapping is only read.
     let mapped = unsafe { options.map(&file) }.map_err(|e| IndexError::io(path, e))?;
     // A search reads scattered rows: without this, every row read pages in
     // (and counts as resident) the 64 KiB around it.

@@ -16,7 +16,9 @@
 //!
 //! Scenarios run in order on one cluster; each says what it proves. The
 //! run says what it ran on (`e2e nodes: …`) and ends with
-//! `e2e: N passed, M failed`.
+//! `e2e: N passed, M failed`, where the scenarios a failed required one
+//! kept from running count as failed, and a name filter that matches no
+//! scenario is a failure, not an empty pass.
 
 mod cluster;
 mod nodes;
@@ -97,6 +99,16 @@ fn main() -> ExitCode {
 
 async fn run(filters: Vec<String>) -> ExitCode {
     let started = Instant::now();
+    let selected: Vec<_> = scenarios::all()
+        .into_iter()
+        .filter(|s| filters.is_empty() || filters.iter().any(|f| s.name.contains(f.as_str())))
+        .collect();
+    if selected.is_empty() {
+        // A filter that names nothing runs nothing: that is no pass.
+        eprintln!("e2e: no scenario's name contains any of {filters:?}");
+        println!("e2e: 0 passed, 1 failed");
+        return ExitCode::FAILURE;
+    }
     let root = cluster::repo().join("target/e2e");
     let world = match set_up(&root).await {
         Ok(world) => world,
@@ -119,10 +131,8 @@ async fn run(filters: Vec<String>) -> ExitCode {
 
     let mut passed = 0;
     let mut failed = Vec::new();
-    for scenario in scenarios::all() {
-        if !filters.is_empty() && !filters.iter().any(|f| scenario.name.contains(f.as_str())) {
-            continue;
-        }
+    let mut scenarios = selected.into_iter();
+    while let Some(scenario) = scenarios.next() {
         let begun = Instant::now();
         eprintln!("e2e: {} ...", scenario.name);
         let result = (scenario.run)(&world).await;
@@ -137,7 +147,15 @@ async fn run(filters: Vec<String>) -> ExitCode {
                 failed.push((scenario.name, format!("{e:#}")));
                 dump_logs(&world);
                 if scenario.required {
+                    // The scenarios after it need it: each one not run is
+                    // counted failed, so the count says how much was lost.
                     eprintln!("e2e: the scenarios after it need it; stopping");
+                    for rest in scenarios.by_ref() {
+                        failed.push((
+                            rest.name,
+                            format!("not run: it needs {:?}, which failed", scenario.name),
+                        ));
+                    }
                     break;
                 }
             }

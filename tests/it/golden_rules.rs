@@ -12,9 +12,6 @@ use crate::common;
 use serde::Deserialize;
 use trellis::segment::Segmenter;
 
-/// Required share of Golden Rules cases whose sentence list matches exactly.
-const MIN_ACCURACY: f64 = 0.95;
-
 #[derive(Deserialize)]
 struct Case {
     /// The boundary class a case exercises (the project's own cases).
@@ -50,6 +47,8 @@ fn passes(segmenter: &Segmenter, index: usize, case: &Case) -> bool {
     ok
 }
 
+/// Every Golden Rules case passes, as the README's figure says (48/48): a
+/// miss is a regression to mend, not a share to stay above.
 #[test]
 fn golden_rules_accuracy() {
     let cases = read_cases(&common::eval_dir().join("sentences/golden_rules_en.json"));
@@ -61,9 +60,11 @@ fn golden_rules_accuracy() {
         .count();
     let accuracy = passed as f64 / cases.len() as f64;
     println!("golden rules: {passed}/{} = {accuracy:.3}", cases.len());
-    assert!(
-        accuracy >= MIN_ACCURACY,
-        "golden-rules accuracy {accuracy:.3} is below {MIN_ACCURACY}"
+    assert_eq!(
+        passed,
+        cases.len(),
+        "golden rules: {passed}/{} (the misses are printed above)",
+        cases.len()
     );
 }
 

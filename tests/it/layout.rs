@@ -158,3 +158,46 @@ fn imports_are_read_from_paths_and_groups_but_not_comments() {
     let found: Vec<String> = crate_paths(text).into_iter().collect();
     assert_eq!(found, ["embed", "graph", "index", "spec"]);
 }
+
+/// The steps of the data flow in `../shared/DESIGN.md`'s order, each a
+/// layer: the ground every step stands on first (the specs, byte scans,
+/// locations), then bytes → trees → skeleton → chunks and metadata → the
+/// index → the graph stores → ingest and retrieval → answers → what serves
+/// and measures them. A module imports only from layers before its own.
+const LAYERS: &[&[&str]] = &[
+    &["byteset", "locations", "memory", "spec"],
+    &["embed", "parse", "segment"],
+    &["skeleton", "source"],
+    &["chunk", "enrich"],
+    &["pipeline"],
+    &["index"],
+    &["graph"],
+    &["ingest", "retrieve"],
+    &["generate"],
+    &["eval", "operator", "serve"],
+    &["cli"],
+];
+
+#[test]
+fn data_moves_forward_through_the_layers() {
+    let imports = imports();
+    let layer = |module: &str| LAYERS.iter().position(|layer| layer.contains(&module));
+    let mut wrong = Vec::new();
+    for (module, named) in &imports {
+        let Some(own) = layer(module) else {
+            wrong.push(format!("{module} is in no layer: place it in LAYERS"));
+            continue;
+        };
+        // Names that are no module of `src/` (a function at the crate's
+        // root) are not steps.
+        for (target, file) in named.iter().filter(|(t, _)| imports.contains_key(*t)) {
+            if layer(target).is_none_or(|theirs| theirs >= own) {
+                wrong.push(format!(
+                    "{module} imports {target}, a step at or after its own ({})",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

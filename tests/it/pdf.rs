@@ -149,7 +149,26 @@ fn damaged_pdfs_fail_with_a_reason_and_never_panic() {
     // a panic or a hang.
     for share in [0.02, 0.3, 0.5, 0.9] {
         let cut = &bytes[..(bytes.len() as f64 * share) as usize];
-        let _ = trellis::parse::parse_bytes(cut, trellis::parse::Format::Pdf, &spec);
+        match trellis::parse::parse_bytes(cut, trellis::parse::Format::Pdf, &spec) {
+            // What was read is text, and what was lost is said.
+            Ok(tree) => {
+                let said = !(tree.lost_pages.is_empty()
+                    && tree.flags.is_empty()
+                    && tree.warnings.is_empty());
+                assert!(!tree.text.trim().is_empty(), "{share}: no text");
+                assert!(said, "{share}: a cut file parsed as if whole");
+            }
+            Err(e) => assert!(
+                matches!(
+                    e,
+                    ParseFailure::Corrupt { .. }
+                        | ParseFailure::Garbled { .. }
+                        | ParseFailure::NeedsOcr { .. }
+                        | ParseFailure::NoText
+                ),
+                "{share}: {e}"
+            ),
+        }
     }
     // Nothing but a header.
     let err = trellis::parse::parse_bytes(b"%PDF-1.7\n", trellis::parse::Format::Pdf, &spec)
@@ -160,7 +179,10 @@ fn damaged_pdfs_fail_with_a_reason_and_never_panic() {
         max_seconds_per_document: 1,
         ..ParsingSpec::default()
     };
-    let _ = trellis::parse::parse_bytes(&bytes, trellis::parse::Format::Pdf, &hurried);
+    match trellis::parse::parse_bytes(&bytes, trellis::parse::Format::Pdf, &hurried) {
+        Ok(tree) => assert!(!tree.text.trim().is_empty()),
+        Err(e) => assert!(matches!(e, ParseFailure::TimedOut { seconds: 1 }), "{e}"),
+    }
 }
 
 fn fixture(name: &str) -> Vec<u8> {

@@ -3,7 +3,7 @@
 //! cover every non-whitespace character exactly once.
 
 use proptest::prelude::*;
-use trellis::segment::{Segmenter, SentenceFilter, is_form_label};
+use trellis::segment::{Screen, Segmenter, SentenceFilter, is_form_label};
 use trellis::spec::SentenceSpec;
 
 fn check_invariants(segmenter: &Segmenter, text: &str) -> Result<(), TestCaseError> {
@@ -79,10 +79,15 @@ proptest! {
         check_invariants(&segmenter, &text)?;
     }
 
+    /// The filter's verdicts hold together on any text: a form label is
+    /// never indexed (the default drops them), blank text never is, and
+    /// the screen read from the sentence's own text changes nothing.
     #[test]
-    fn filter_never_panics(text in punctuation_heavy()) {
+    fn filter_verdicts_agree(text in punctuation_heavy()) {
         let filter = SentenceFilter::default();
-        let _ = filter.is_indexable(&text);
-        let _ = is_form_label(&text);
+        let indexable = filter.is_indexable(&text);
+        prop_assert!(!(indexable && is_form_label(&text)), "a form label indexed: {:?}", text);
+        prop_assert!(!(indexable && text.trim().is_empty()));
+        prop_assert_eq!(filter.is_indexable_within(&text, Screen::of(&text)), indexable);
     }
 }

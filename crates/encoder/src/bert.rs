@@ -458,9 +458,7 @@ impl BertModel {
     ) -> Vec<f32> {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
+            if crate::cpu::cpu().avx2_fma() {
                 // SAFETY: the CPU supports AVX2 and FMA, checked just above.
                 return unsafe { self.forward_wide(ids, types, segments) };
             }
@@ -811,8 +809,7 @@ const LEAST_ROWS_PER_PART: usize = 128;
 fn few_rows_here(x: &[f32], w: &[f32], inputs: usize, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
+        if crate::cpu::cpu().avx2_fma() {
             // SAFETY: the CPU supports AVX2 and FMA, checked just above.
             unsafe { few_rows_fma(x, w, inputs, out) };
             return;

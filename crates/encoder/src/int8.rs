@@ -365,7 +365,7 @@ struct QuantizedRows {
 fn quantize_rows(x: &[f32], inputs: usize, padded: usize) -> QuantizedRows {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if crate::cpu::cpu().avx2() {
             // SAFETY: the CPU supports AVX2, checked just above.
             return unsafe { quantize_rows_wide(x, inputs, padded) };
         }
@@ -418,8 +418,7 @@ fn quantize_rows_steps(x: &[f32], inputs: usize, padded: usize) -> QuantizedRows
 /// Whether this CPU runs the `vpdpbusd` kernel.
 #[cfg(target_arch = "x86_64")]
 fn vnni_512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512vnni")
+    crate::cpu::cpu().avx512_vnni()
 }
 
 /// Whether the int8 product runs its vector kernel on this CPU (else it
@@ -440,21 +439,45 @@ mod tests {
     use super::*;
     use crate::packed::tests::{product, values};
 
-    /// The kernel's sums against the portable loop's, exactly, over
-    /// shapes with partial tiles, partial blocks and padded inputs.
+    /// The sums of the portable loop and of the kernel this process runs
+    /// (the VNNI one where the processor has it), each against sums taken
+    /// the plain way: from each weight row's codes as quantization defines
+    /// them, not from the packed layout. Shapes with partial tiles,
+    /// partial blocks and padded inputs.
     #[test]
-    fn kernel_sums_equal_the_portable_sums() {
+    fn kernel_and_portable_sums_equal_the_plain_sums() {
         for (tokens, inputs, outputs) in [(1, 4, 16), (7, 38, 70), (13, 384, 1152), (6, 64, 64)] {
             let w = values(inputs * outputs, 7);
             let x = values(tokens * inputs, 11);
             let matrix = Int8Matrix::quantize(&w, inputs, outputs);
             let rows = quantize_rows(&x, inputs, matrix.padded_inputs);
             let blocks = outputs.div_ceil(BLOCK);
-            let mut fast = vec![0i32; tokens * blocks * BLOCK];
-            let mut slow = fast.clone();
-            matrix.sums(&rows.bytes, tokens, 0..blocks, &mut fast);
-            matrix.sums_portable(&rows.bytes, tokens, 0..blocks, &mut slow);
-            assert_eq!(fast, slow, "{tokens}×{inputs}×{outputs}");
+            let mut plain = vec![0i32; tokens * blocks * BLOCK];
+            for t in 0..tokens {
+                let bytes = &rows.bytes[t * matrix.padded_inputs..][..inputs];
+                for (o, row) in w.chunks_exact(inputs).enumerate() {
+                    plain[t * blocks * BLOCK + o] = row
+                        .iter()
+                        .zip(bytes)
+                        .map(|(&v, &u)| {
+                            let q = (v / matrix.scales[o]).round().clamp(-LEVELS, LEVELS);
+                            q as i32 * i32::from(u)
+                        })
+                        .sum();
+                }
+            }
+            let shape = format!("{tokens}×{inputs}×{outputs}");
+            let mut portable = vec![0i32; plain.len()];
+            matrix.sums_portable(&rows.bytes, tokens, 0..blocks, &mut portable);
+            assert_eq!(portable, plain, "portable, {shape}");
+            let mut dispatched = vec![0i32; plain.len()];
+            matrix.sums(&rows.bytes, tokens, 0..blocks, &mut dispatched);
+            assert_eq!(
+                dispatched,
+                plain,
+                "{}, {shape}",
+                crate::cpu::cpu().describe()
+            );
         }
     }
 

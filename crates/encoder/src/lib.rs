@@ -1,7 +1,8 @@
 //! The arithmetic under Trellis' `local` embedder and its cross-encoder:
 //! a BERT-family encoder's forward pass ([`bert`]) over weights read from
 //! safetensors or an ONNX export ([`files`], `onnx`), its dense layers
-//! packed for AVX-512 (`packed`) or quantized to int8 ([`int8`]).
+//! packed for AVX-512 (`packed`) or quantized to int8 ([`int8`]), each
+//! kernel taking the wide path [`cpu`] allows.
 //!
 //! It is a crate of its own so that the test build can optimise it fully
 //! while the rest of Trellis builds at a low optimisation level: every
@@ -12,6 +13,7 @@
 //! stay in `trellis::embed`.
 
 pub mod bert;
+pub mod cpu;
 pub mod files;
 pub mod int8;
 mod onnx;

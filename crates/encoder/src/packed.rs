@@ -51,14 +51,7 @@ pub struct PackedMatrix {
 
 /// Whether this CPU runs the packed kernel.
 pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::cpu::cpu().avx512f()
 }
 
 impl PackedMatrix {
