@@ -143,7 +143,11 @@ fn measure(
 
 /// Lowest and mean cosine between two runs' unit vectors.
 fn agreement(a: &[Vec<f32>], b: &[Vec<f32>]) -> (f32, f32) {
-    let cosines: Vec<f32> = a.iter().zip(b).map(|(a, b)| embed::dot(a, b)).collect();
+    let cosines: Vec<f32> = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| trellis::vector::dot(a, b))
+        .collect();
     let lowest = cosines.iter().copied().fold(f32::INFINITY, f32::min);
     (
         lowest,

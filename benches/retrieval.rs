@@ -60,7 +60,7 @@ fn clustered(n: usize, dims: usize, centres: &[Vec<f32>], spread: f32, rng: &mut
     for _ in 0..n {
         let c = &centres[(rng.next() % centres.len() as u64) as usize];
         let mut v: Vec<f32> = c.iter().map(|x| x + spread * rng.normal()).collect();
-        embed::normalize(&mut v);
+        trellis::vector::normalize(&mut v);
         data.extend(v);
     }
     data
@@ -75,7 +75,7 @@ fn hnsw_against_exact() {
     let centres: Vec<Vec<f32>> = (0..2000)
         .map(|_| {
             let mut c: Vec<f32> = (0..DIMS).map(|_| rng.normal()).collect();
-            embed::normalize(&mut c);
+            trellis::vector::normalize(&mut c);
             c
         })
         .collect();

@@ -282,7 +282,7 @@ fn probe(args: &[String]) {
                     .iter()
                     .map(|n| {
                         let i = n.d_id as u32;
-                        (i, embed::dot(q, vectors.row(i)))
+                        (i, trellis::vector::dot(q, vectors.row(i)))
                     })
                     .collect();
                 found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -367,7 +367,7 @@ struct UnitCosine;
 
 impl Distance<f32> for UnitCosine {
     fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - embed::dot(a, b)).max(0.0)
+        (1.0 - trellis::vector::dot(a, b)).max(0.0)
     }
 }
 
@@ -430,7 +430,7 @@ fn synthesise(n: usize, real: &Vectors) -> Vectors {
             for (o, x) in out.iter_mut().zip(source) {
                 *o = x + sigma * rng.normal();
             }
-            embed::normalize(out);
+            trellis::vector::normalize(out);
         });
     Vectors::from_vec(DIMS, data)
 }

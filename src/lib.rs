@@ -45,6 +45,7 @@ pub mod serve;
 pub mod skeleton;
 pub mod source;
 pub mod spec;
+pub mod vector;
 
 /// An error and its causes on one line, each cause once (many errors
 /// repeat their source's message in their own).

@@ -45,8 +45,9 @@ use reqwest::{StatusCode, Url};
 use serde::{Deserialize, Serialize};
 
 use super::service::{self, BodyError};
-use super::{EmbedError, Embedder, normalize};
+use super::{EmbedError, Embedder};
 use crate::spec::{EmbeddingProvider, EmbeddingSpec, Quantization};
+use crate::vector::normalize;
 
 /// Default first retry delay; doubled on every further retry.
 const DEFAULT_BACKOFF_BASE: Duration = Duration::from_millis(500);

@@ -19,9 +19,10 @@ use tokenizers::{Tokenizer, TruncationParams};
 use trellis_encoder::files::ModelFiles;
 
 use super::bert::{BertModel, Segment, pack_batches};
-use super::{EmbedError, Embedder, Passage, SpanVectors, normalize};
+use super::{EmbedError, Embedder, Passage, SpanVectors};
 use crate::spec::presets::Preset;
 use crate::spec::{EmbeddingPooling, EmbeddingSpec, Quantization};
+use crate::vector::normalize;
 
 /// How token vectors become one sentence vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

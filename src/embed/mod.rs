@@ -30,7 +30,7 @@ pub use batch::QueryBatcher;
 pub use cache::EmbeddingCache;
 pub use http::HttpEmbedder;
 pub use local::LocalEmbedder;
-pub use trellis_encoder::{bert, dot, files, int8};
+pub use trellis_encoder::{bert, files, int8};
 
 /// Why embedding failed.
 #[derive(Clone, Debug, Error)]
@@ -216,16 +216,6 @@ pub fn resolve_model_dir(
         ));
     }
     Ok(candidate)
-}
-
-/// Scales a vector to unit length (a zero vector stays zero).
-pub fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        for x in v {
-            *x /= norm;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::embed::{Embedder, dot};
+use crate::embed::Embedder;
+use crate::vector::dot;
 
 use super::citations::strip_markers;
 use super::{AnswerSentence, Flag, GenerateError, Source};

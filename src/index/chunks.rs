@@ -28,7 +28,7 @@ pub fn mean_vectors(chunks: &[ChunkRecord], store: &SkeletonStore, vectors: &Vec
                 }
             }
         }
-        crate::embed::normalize(out);
+        crate::vector::normalize(out);
     }
     Vectors::from_vec(dims, data)
 }

@@ -110,6 +110,30 @@ pub fn shard_dir(data_dir: &Path, corpus: &str) -> PathBuf {
     data_dir.join(CACHE_DIR).join("shards").join(corpus)
 }
 
+/// Writes a build's JSON files into its directory `dir`, each under its
+/// name: the `RELATED_TO` links, the skeleton store, the chunks and the
+/// profile the version was built with (paths resolved).
+pub fn write_parts(
+    dir: &Path,
+    related: &[super::RelatedEdge],
+    store: &super::SkeletonStore,
+    chunks: &[super::ChunkRecord],
+    profile: &crate::spec::IndexProfileSpec,
+) -> Result<(), IndexError> {
+    write_json(&dir.join(RELATED), related)?;
+    write_json(&dir.join(SKELETON), store)?;
+    write_json(&dir.join(CHUNKS), chunks)?;
+    write_json(&dir.join(PROFILE), profile)
+}
+
+/// Seals a build directory: its manifest, then the checksums of every
+/// file in it, the manifest's included. Written last, so that a directory
+/// without them is a build that did not finish.
+pub fn seal(dir: &Path, manifest: &super::VersionManifest) -> Result<(), IndexError> {
+    write_json(&dir.join(MANIFEST), manifest)?;
+    super::checksums::write(dir)
+}
+
 /// Writes `value` as JSON to `path` and syncs it.
 pub(crate) fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), IndexError> {
     let file = std::fs::File::create(path).map_err(|e| IndexError::io(path, e))?;

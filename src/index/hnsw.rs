@@ -31,7 +31,7 @@ use rayon::prelude::*;
 
 use super::IndexError;
 use super::vectors::{Quantized, Vectors};
-use crate::embed::dot;
+use crate::vector::dot;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"TRHN");
 const GRAPH_FORMAT: u32 = 1;
@@ -726,7 +726,7 @@ mod tests {
         for _ in 0..n {
             let c = &centres[(uniform(&mut state) + 0.5).mul_add(200.0, 0.0) as usize % 200];
             let mut v: Vec<f32> = c.iter().map(|x| x + 0.3 * uniform(&mut state)).collect();
-            crate::embed::normalize(&mut v);
+            crate::vector::normalize(&mut v);
             data.extend(v);
         }
         Vectors::from_vec(dims, data)

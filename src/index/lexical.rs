@@ -156,8 +156,14 @@ impl LexicalStats {
                 }
             }
         }
+        // The document field as the ingest writes it: the words of each
+        // document with a sentence in the index, none of the others'.
         let mut documents = FieldStats::default();
-        for d in &store.documents {
+        for d in store
+            .documents
+            .iter()
+            .filter(|d| store.has_indexed_sentence(d))
+        {
             documents.add(&mut english, &store.document_text(d), 1);
         }
         stats.document_words = documents.used_by;

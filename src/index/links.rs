@@ -5,8 +5,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::hnsw::HnswGraph;
+use super::nearest::nearest;
 use super::store::SkeletonStore;
-use super::vectors::{self, Vectors};
+use super::vectors::Vectors;
 use crate::spec::SemanticLinksSpec;
 
 /// One directed link.
@@ -126,8 +127,7 @@ fn near(
     rows.par_iter()
         .map(|&from| {
             let query = vectors.row(from);
-            let found =
-                vectors::nearest(vectors, graph, None, query, fetch, 64.max(fetch), &indexed);
+            let found = nearest(vectors, graph, None, query, fetch, 64.max(fetch), &indexed);
             found
                 .into_iter()
                 .filter(|&(to, sim)| {

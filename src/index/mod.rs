@@ -17,6 +17,7 @@ pub mod lexical;
 pub mod links;
 pub mod manifest;
 pub mod names;
+pub mod nearest;
 pub mod store;
 pub mod vectors;
 mod version;

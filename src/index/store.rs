@@ -385,6 +385,17 @@ impl SkeletonStore {
         }
     }
 
+    /// Whether document `document` has a sentence in the index: only
+    /// those documents are in the BM25 index's document field (their
+    /// words ride on their first indexed sentence), and only they count
+    /// as the version's indexed documents.
+    pub fn has_indexed_sentence(&self, document: &DocumentRecord) -> bool {
+        let [start, end] = document.sentences;
+        self.sentences
+            .get(start as usize..end as usize)
+            .is_some_and(|sentences| sentences.iter().any(|s| s.indexed))
+    }
+
     /// The form fields of section `section` and of the sections
     /// enclosing it (global numbers), outermost first: the key-values
     /// that frame what the section says.

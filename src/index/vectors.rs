@@ -17,31 +17,7 @@ use std::path::Path;
 use memmap2::Mmap;
 
 use super::IndexError;
-use super::hnsw::HnswGraph;
-use crate::embed::dot;
-
-/// Below this many indexed sentences neighbours are found exactly (faster
-/// than the graph at that size, and exact); above it through the graph.
-pub const EXACT_BELOW: usize = 5000;
-
-/// The `k` nearest indexed sentences to `query` among those `allowed`,
-/// best first: exact search on small indexes, else the HNSW graph with
-/// search list `ef` (over the int8 rows when given), rescored exactly.
-pub fn nearest(
-    vectors: &Vectors,
-    graph: &HnswGraph,
-    quantized: Option<&Quantized>,
-    query: &[f32],
-    k: usize,
-    ef: usize,
-    allowed: &dyn Fn(u32) -> bool,
-) -> Vec<(u32, f32)> {
-    if graph.len() < EXACT_BELOW {
-        vectors.exact_search(query, k, allowed)
-    } else {
-        graph.search(vectors, quantized, query, k, ef, allowed)
-    }
-}
+use crate::vector::dot;
 
 /// Where a file's rows lie: built in memory, or mapped from the file.
 enum Rows {
@@ -333,7 +309,7 @@ impl Quantized {
     pub fn score(&self, prepared: &[f32], node: u32) -> f32 {
         let start = node as usize * self.dims;
         let row = &self.codes()[start..start + self.dims];
-        // Eight accumulators, as in `embed::dot`, so that the loop
+        // Eight accumulators, as in `vector::dot`, so that the loop
         // vectorises.
         let mut acc = [0f32; 8];
         let (q_chunks, r_chunks) = (prepared.chunks_exact(8), row.chunks_exact(8));
@@ -432,7 +408,7 @@ mod tests {
             let mut v: Vec<f32> = (0..32)
                 .map(|d| ((i * 7 + d * 13) % 17) as f32 - 8.0)
                 .collect();
-            crate::embed::normalize(&mut v);
+            crate::vector::normalize(&mut v);
             data.extend(v);
         }
         let vectors = Vectors::from_vec(32, data);

@@ -288,12 +288,7 @@ impl IndexVersion {
         let indexed_documents = store
             .documents
             .iter()
-            .filter(|d| {
-                let [start, end] = d.sentences;
-                store.sentences[start as usize..end as usize]
-                    .iter()
-                    .any(|s| s.indexed)
-            })
+            .filter(|d| store.has_indexed_sentence(d))
             .count();
         let edges: Vec<RelatedEdge> = read_json(&dir.join(files::RELATED))?;
         if edges.len() != manifest.counts.related_edges {
@@ -393,7 +388,7 @@ pub(crate) fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> V
                 }
             }
         }
-        crate::embed::normalize(out);
+        crate::vector::normalize(out);
     }
     Vectors::from_vec(dims, data)
 }

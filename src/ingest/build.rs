@@ -10,10 +10,10 @@ use rayon::prelude::*;
 
 use crate::chunk::Chunk;
 use crate::embed::{self, Embedder, EmbeddingCache};
-use crate::index::files::{self, write_json};
+use crate::index::files;
 use crate::index::{
     ChunkRecord, Counts, DocumentNote, FORMAT_VERSION, HnswGraph, Quantized, SkeletonStore,
-    Timings, Vectors, VersionManifest, bm25, checksums, links,
+    Timings, Vectors, VersionManifest, bm25, links,
 };
 use crate::pipeline::Pipeline;
 use crate::skeleton::Skeleton;
@@ -155,10 +155,7 @@ impl Build<'_> {
         }
         timings.links = t.elapsed().as_secs_f64();
         progress("links", 1, 1);
-        write_json(&dir.join(files::RELATED), &related)?;
-        write_json(&dir.join(files::SKELETON), &store)?;
-        write_json(&dir.join(files::CHUNKS), &chunks)?;
-        write_json(&dir.join(files::PROFILE), &recorded)?;
+        files::write_parts(dir, &related, &store, &chunks, &recorded)?;
 
         timings.total = self.started.elapsed().as_secs_f64();
         let manifest = VersionManifest {
@@ -200,10 +197,7 @@ impl Build<'_> {
                 .map_or(0, |d| d.as_secs()),
             checksummed: true,
         };
-        // The manifest and then the checksums of every file, the manifest's
-        // included, are written last.
-        write_json(&dir.join(files::MANIFEST), &manifest)?;
-        checksums::write(dir)?;
+        files::seal(dir, &manifest)?;
         Ok(manifest)
     }
 }
@@ -260,13 +254,9 @@ fn write_bm25(
     let documents: Vec<String> = store
         .documents
         .iter()
-        .enumerate()
-        .map(|(d, document)| {
-            if first_rows.contains_key(&(d as u32)) {
-                store.document_text(document)
-            } else {
-                String::new()
-            }
+        .map(|document| match store.has_indexed_sentence(document) {
+            true => store.document_text(document),
+            false => String::new(),
         })
         .collect();
     bm25::build(

@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::index::vectors;
+use crate::index::nearest;
 use crate::spec::{AnchorMode, AnchorSource, RetrievalRouteSpec};
 
 use super::vectors::QueryVectors;
@@ -56,7 +56,7 @@ impl Retriever<'_> {
             AnchorSource::Embedded => {
                 let search = self.index.search()?;
                 let dense = match query_vector {
-                    Some(q) => vectors::nearest(
+                    Some(q) => nearest::nearest(
                         &search.vectors,
                         &search.graph,
                         search.quantized.as_ref(),
@@ -193,7 +193,7 @@ impl Retriever<'_> {
         let mut best: HashMap<u32, f32> = HashMap::new();
         for (row, &i) in self.index.term_sentences.iter().enumerate() {
             if allowed(i) {
-                let similarity = crate::embed::dot(q, self.index.terms.row(row as u32));
+                let similarity = crate::vector::dot(q, self.index.terms.row(row as u32));
                 let e = best.entry(i).or_insert(f32::MIN);
                 *e = e.max(similarity);
             }
@@ -220,7 +220,7 @@ impl Retriever<'_> {
             let p = store.sentences[i as usize].paragraph;
             let paragraph = vectors
                 .paragraph(p)
-                .map_or(0.0, |centroid| crate::embed::dot(q, centroid));
+                .map_or(0.0, |centroid| crate::vector::dot(q, centroid));
             (i, (1.0 - mix) * score + mix * paragraph)
         }))
     }

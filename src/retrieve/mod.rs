@@ -439,7 +439,7 @@ impl<'a> Retriever<'a> {
                 }
                 for (&i, cand) in candidates.iter_mut() {
                     if cand.dense.is_none() && !q.is_empty() {
-                        cand.dense = vectors.sentence(i).map(|v| crate::embed::dot(q, v));
+                        cand.dense = vectors.sentence(i).map(|v| crate::vector::dot(q, v));
                     }
                 }
                 let f = features.insert(scoring::QueryFeatures::new(

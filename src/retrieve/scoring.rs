@@ -4,9 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use super::vectors::QueryVectors;
 use super::{Candidate, Signals};
-use crate::embed::dot;
 use crate::index::IndexVersion;
 use crate::spec::{ProvenanceFavours, RetrievalRouteSpec, ScoringSpec, SelectionSpec};
+use crate::vector::dot;
 
 /// Words that carry no topic; left out of the structure and entity signals.
 const STOP: &[&str] = &[

@@ -25,7 +25,7 @@ fn fake_vector(text: &str, dims: usize) -> Vec<f32> {
 }
 
 fn unit(mut v: Vec<f32>) -> Vec<f32> {
-    embed::normalize(&mut v);
+    trellis::vector::normalize(&mut v);
     v
 }
 

@@ -36,7 +36,7 @@ fn vectors_agree_with_sentence_transformers() {
     let vectors = embedder.embed_documents(&texts).unwrap();
     let mut worst = f32::INFINITY;
     for ((text, ours), theirs) in texts.iter().zip(&vectors).zip(&reference.vectors) {
-        let cosine = embed::dot(ours, theirs);
+        let cosine = trellis::vector::dot(ours, theirs);
         println!("{cosine:.6}  {}", text.chars().take(60).collect::<String>());
         worst = worst.min(cosine);
     }
@@ -68,7 +68,7 @@ fn int8_vectors_agree_with_sentence_transformers() {
     let cosines: Vec<f32> = vectors
         .iter()
         .zip(&reference.vectors)
-        .map(|(ours, theirs)| embed::dot(ours, theirs))
+        .map(|(ours, theirs)| trellis::vector::dot(ours, theirs))
         .collect();
     let worst = cosines.iter().copied().fold(f32::INFINITY, f32::min);
     let mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
@@ -77,7 +77,7 @@ fn int8_vectors_agree_with_sentence_transformers() {
     // A query alone goes through the few-token path: the same codes.
     for (text, v) in texts.iter().zip(&vectors) {
         let alone = embedder.embed_query(text).unwrap();
-        assert!(embed::dot(&alone, v) > 0.9999, "{text}");
+        assert!(trellis::vector::dot(&alone, v) > 0.9999, "{text}");
     }
 }
 
@@ -89,7 +89,7 @@ fn batching_does_not_change_vectors() {
     let together = embedder.embed_documents(&texts).unwrap();
     for (text, v) in texts.iter().zip(&together) {
         let alone = embedder.embed_query(text).unwrap();
-        assert!(embed::dot(&alone, v) > 0.99999, "{text}");
+        assert!(trellis::vector::dot(&alone, v) > 0.99999, "{text}");
     }
 }
 
@@ -172,7 +172,7 @@ fn sentences_in_context_agree_with_pytorch() {
     for (case, ours) in reference.passages.iter().zip(&ours) {
         assert_eq!(ours.len(), case.spans.len());
         for (v, theirs) in ours.iter().zip(&case.vectors) {
-            worst = worst.min(embed::dot(v, theirs));
+            worst = worst.min(trellis::vector::dot(v, theirs));
         }
     }
     println!("lowest cosine in context: {worst:.6}");
@@ -182,11 +182,11 @@ fn sentences_in_context_agree_with_pytorch() {
     // among others does not.
     let one = &reference.passages[2];
     let alone = embedder.embed_documents(&[one.text.as_str()]).unwrap();
-    assert!(embed::dot(&alone[0], &ours[2][0]) > 0.99999);
+    assert!(trellis::vector::dot(&alone[0], &ours[2][0]) > 0.99999);
     let first = &reference.passages[0];
     let sentence = &first.text[first.spans[0][0]..first.spans[0][1]];
     let alone = embedder.embed_documents(&[sentence]).unwrap();
-    let cosine = embed::dot(&alone[0], &ours[0][0]);
+    let cosine = trellis::vector::dot(&alone[0], &ours[0][0]);
     assert!(cosine < 0.999 && cosine > 0.5, "{cosine}");
 }
 
@@ -227,7 +227,7 @@ fn long_passages_are_embedded_in_windows() {
             .collect::<Vec<_>>(),
     );
     let tail_vectors = embedder.embed_in_context(&[tail]).unwrap();
-    let agreement = embed::dot(&vectors[0][59], &tail_vectors[0][9]);
+    let agreement = trellis::vector::dot(&vectors[0][59], &tail_vectors[0][9]);
     assert!(agreement > 0.9, "{agreement}");
 }
 
@@ -391,7 +391,7 @@ fn every_part_of_the_vector_recipe_keys_the_cache() {
             // needed (a flipped bit of the weights may fall in a part the
             // sentence vector does not use: its hash keys every byte).
             assert!(
-                name == "weights" || embed::dot(&vector, other_vector) < 0.99999,
+                name == "weights" || trellis::vector::dot(&vector, other_vector) < 0.99999,
                 "{name} makes {other}'s vector"
             );
         }

@@ -504,7 +504,7 @@ fn store_anchors_agree(store: &mut dyn GraphStore, index: &IndexVersion) {
         let found = graph::anchors::nearest(store, version, q, k, 0, &|_| true).unwrap();
         let mut exact: Vec<f32> = indexed
             .iter()
-            .map(|&j| trellis::embed::dot(q, index.search().unwrap().vectors.row(j)))
+            .map(|&j| trellis::vector::dot(q, index.search().unwrap().vectors.row(j)))
             .collect();
         exact.sort_by(|a, b| b.total_cmp(a));
         assert_eq!(found.len(), k, "{found:?}");

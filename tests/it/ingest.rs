@@ -598,10 +598,24 @@ fn statistics_counted_from_the_skeleton_score_as_the_bm25_index() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, docs.join(path.file_name().unwrap())).unwrap();
     }
+    // A form left blank: its lines are labels, none indexed, so its words
+    // are in no field of the BM25 index, and must be in no count either.
+    std::fs::write(
+        docs.join("blank-form.txt"),
+        "Signed: ________\n\nDated: ________\n\nWitness: ________\n",
+    )
+    .unwrap();
     let (corpus, profile, _) = setup_manifests(dir);
     ingest(dir, &corpus, &profile);
     let data = dir.join("data");
     let whole = IndexVersion::open(&data, "c", None).unwrap();
+    let blank = whole
+        .store
+        .documents
+        .iter()
+        .find(|d| d.key.ends_with("blank-form.txt"))
+        .expect("the blank form is a document of the version");
+    assert!(!whole.store.has_indexed_sentence(blank));
     let counted = IndexVersion::open_as(&data, "c", None, index::Opening::WithoutSearch).unwrap();
     assert!(counted.search().is_err());
     let bm25 = &whole.search().unwrap().bm25;
@@ -615,6 +629,7 @@ fn statistics_counted_from_the_skeleton_score_as_the_bm25_index() {
         "What does section 5.1 say about TK-421?",
         "personal data processed by the sub-processor",
         "revenue growth in 2024",
+        "Who signed as witness, and when was it dated?",
     ] {
         for boost in [0.0, 1.5] {
             let index = bm25.search(query, 10, boost, &|_| true).unwrap();

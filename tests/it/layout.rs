@@ -165,7 +165,7 @@ fn imports_are_read_from_paths_and_groups_but_not_comments() {
 /// index → the graph stores → ingest and retrieval → answers → what serves
 /// and measures them. A module imports only from layers before its own.
 const LAYERS: &[&[&str]] = &[
-    &["byteset", "locations", "memory", "spec"],
+    &["byteset", "locations", "memory", "spec", "vector"],
     &["embed", "parse", "segment"],
     &["skeleton", "source"],
     &["chunk", "enrich"],

@@ -104,7 +104,7 @@ fn the_onnx_file_itself_is_an_embedding_model_with_the_pooling_asked_for() {
     let vectors = embedder.embed_documents(&texts).unwrap();
     for (case, vector) in reference.cases.iter().zip(&vectors) {
         let mut cls = case.last_hidden_state[0].clone();
-        embed::normalize(&mut cls);
+        trellis::vector::normalize(&mut cls);
         let diff = max_abs_diff(vector, &cls);
         assert!(diff <= 1e-4, "{:?}: max abs diff {diff}", case.text);
     }
@@ -198,7 +198,7 @@ fn bge_small_runs_as_onnxruntime_runs_it() {
     let mut worst = 0f32;
     for (vector, cls) in vectors.iter().zip(&reference.cls) {
         let mut expected = cls.clone();
-        embed::normalize(&mut expected);
+        trellis::vector::normalize(&mut expected);
         worst = worst.max(max_abs_diff(vector, &expected));
     }
     eprintln!("bge-small: max abs diff of normalised vectors {worst:e}");
@@ -236,8 +236,8 @@ fn bge_small_runs_as_onnxruntime_runs_it() {
         .zip(&reference.cls)
         .map(|(vector, cls)| {
             let mut expected = cls.clone();
-            embed::normalize(&mut expected);
-            embed::dot(vector, &expected)
+            trellis::vector::normalize(&mut expected);
+            trellis::vector::dot(vector, &expected)
         })
         .fold(f32::INFINITY, f32::min);
     eprintln!("bge-small int8: lowest cosine {lowest}");

@@ -42,6 +42,16 @@ impl ModelError {
     }
 }
 
+/// Scales a vector to unit length (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in v {
+            *x /= norm;
+        }
+    }
+}
+
 /// Dot product; the cosine similarity of two unit vectors. Always
 /// inlined, so that a caller built for wider vectors widens it too.
 #[inline(always)]
