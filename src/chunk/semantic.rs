@@ -102,20 +102,12 @@ pub(super) fn build<'c>(ctx: &'c Context<'c>, shifts: &TopicShifts, drafts: &mut
 mod tests {
     use super::*;
     use crate::parse::{Format, TreeBuilder};
-    use crate::segment::{Segmenter, SentenceFilter};
 
     fn skeleton(sentences: usize) -> Skeleton {
         let mut builder = TreeBuilder::new(Format::Markdown);
         let text: Vec<String> = (0..sentences).map(|i| format!("Sentence {i}.")).collect();
         builder.paragraph(&text.join(" "));
-        let mut tree = builder.finish();
-        tree.render();
-        Skeleton::build(
-            "t.md",
-            tree,
-            &Segmenter::default(),
-            &SentenceFilter::default(),
-        )
+        Skeleton::from_builder("t.md", builder)
     }
 
     #[test]

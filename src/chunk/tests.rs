@@ -2,19 +2,11 @@
 
 use super::*;
 use crate::parse::{Format, TreeBuilder};
-use crate::segment::{Segmenter, SentenceFilter};
 
 fn skeleton(build: impl FnOnce(&mut TreeBuilder)) -> Skeleton {
     let mut builder = TreeBuilder::new(Format::Markdown);
     build(&mut builder);
-    let mut tree = builder.finish();
-    tree.render();
-    Skeleton::build(
-        "test.md",
-        tree,
-        &Segmenter::default(),
-        &SentenceFilter::default(),
-    )
+    Skeleton::from_builder("test.md", builder)
 }
 
 /// A spec with nothing but the limits under test switched on.

@@ -204,7 +204,6 @@ fn heading_is_annex(heading: &str) -> bool {
 mod tests {
     use super::*;
     use crate::parse::{Format, TreeBuilder};
-    use crate::segment::{Segmenter, SentenceFilter};
 
     /// The clause id of every paragraph of a one-section document, one
     /// sentence per paragraph.
@@ -214,14 +213,7 @@ mod tests {
         for p in paragraphs {
             b.paragraph(p);
         }
-        let mut tree = b.finish();
-        tree.render();
-        let skeleton = Skeleton::build(
-            "t.md",
-            tree,
-            &Segmenter::default(),
-            &SentenceFilter::default(),
-        );
+        let skeleton = Skeleton::from_builder("t.md", b);
         paragraph_clauses(&skeleton)
             .into_iter()
             .map(|c| c.clause)

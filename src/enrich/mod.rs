@@ -364,7 +364,6 @@ fn compile(pattern: &str) -> Regex {
 mod tests {
     use super::*;
     use crate::parse::{Format, Table, TreeBuilder};
-    use crate::segment::{Segmenter, SentenceFilter};
     use crate::skeleton::{ParagraphId, SectionId};
 
     /// A small contract, one sentence per paragraph so that the test does
@@ -393,14 +392,7 @@ mod tests {
         b.paragraph("Fees are payable in USD 5 million tranches to Acme Corp.");
         b.heading(2, "A.1 Details");
         b.paragraph("Details follow Table 1 and Figure 9.");
-        let mut tree = b.finish();
-        tree.render();
-        Skeleton::build(
-            "contract.md",
-            tree,
-            &Segmenter::default(),
-            &SentenceFilter::default(),
-        )
+        Skeleton::from_builder("contract.md", b)
     }
 
     fn sentence_with<'a>(skeleton: &'a Skeleton, prefix: &str) -> &'a crate::skeleton::Sentence {
@@ -741,10 +733,8 @@ mod tests {
                     _ => b.paragraph(text),
                 }
             }
-            let mut tree = b.finish();
-            tree.render();
             let skeleton =
-                Skeleton::build("p.md", tree, &Segmenter::default(), &SentenceFilter::default());
+                Skeleton::from_builder("p.md", b);
             let enrichment = enrich(&skeleton, &EnrichmentSpec::default());
             proptest::prop_assert_eq!(enrichment.sentences.len(), skeleton.sentences.len());
             for (sentence, annotations) in skeleton.sentences.iter().zip(&enrichment.sentences) {

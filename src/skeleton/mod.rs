@@ -322,6 +322,21 @@ impl Skeleton {
         }
     }
 
+    /// The skeleton of what `builder` holds, under `key`, split and
+    /// filtered by the defaults: the tests' way from a few blocks to a
+    /// skeleton.
+    #[cfg(test)]
+    pub(crate) fn from_builder(key: &str, builder: crate::parse::TreeBuilder) -> Skeleton {
+        let mut tree = builder.finish();
+        tree.render();
+        Skeleton::build(
+            key,
+            tree,
+            &crate::segment::Segmenter::default(),
+            &SentenceFilter::default(),
+        )
+    }
+
     pub fn sentence(&self, id: SentenceId) -> &Sentence {
         &self.sentences[id.index()]
     }
@@ -753,14 +768,7 @@ mod tests {
             ..Table::default()
         });
         b.list_item(0, Some("-"), "A list item.");
-        let mut tree = b.finish();
-        tree.render();
-        Skeleton::build(
-            "docs/terms.md",
-            tree,
-            &Segmenter::default(),
-            &SentenceFilter::default(),
-        )
+        Skeleton::from_builder("docs/terms.md", b)
     }
 
     #[test]

@@ -208,7 +208,6 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
 #[cfg(test)]
 mod tests {
     use crate::parse::{Format, Table, TreeBuilder};
-    use crate::segment::{Segmenter, SentenceFilter};
     use crate::skeleton::Skeleton;
 
     fn grid(caption: Option<&str>, rows: &[&[&str]]) -> Table {
@@ -226,14 +225,7 @@ mod tests {
     fn skeleton(build: impl FnOnce(&mut TreeBuilder)) -> Skeleton {
         let mut builder = TreeBuilder::new(Format::Pdf);
         build(&mut builder);
-        let mut tree = builder.finish();
-        tree.render();
-        Skeleton::build(
-            "t.pdf",
-            tree,
-            &Segmenter::default(),
-            &SentenceFilter::default(),
-        )
+        Skeleton::from_builder("t.pdf", builder)
     }
 
     #[test]
