@@ -402,9 +402,9 @@ impl SkeletonStore {
     pub fn framing_fields(&self, section: u32) -> Vec<FormField> {
         let mut chain = Vec::new();
         let mut at = Some(section);
-        // A parent always comes before its child, so the walk ends; the
-        // bound keeps a damaged store from looping.
-        while let Some(s) = at.filter(|_| chain.len() < self.sections.len()) {
+        // Only a parent numbered before its child is followed, so the walk
+        // ends even over a damaged store.
+        while let Some(s) = at {
             let Some(record) = self.sections.get(s as usize) else {
                 break;
             };

@@ -279,6 +279,11 @@ struct OpenControl {
 }
 
 impl OpenControl {
+    /// Whether its text is its value: a named text control.
+    fn keeps_text(&self) -> bool {
+        self.name.is_some() && !self.building_block && self.checkbox.is_none()
+    }
+
     /// The field it is, if it is one: a named control that is no
     /// building block.
     fn into_field(self) -> Option<FormField> {
@@ -308,6 +313,11 @@ struct OpenFormField {
 }
 
 impl OpenFormField {
+    /// Whether its result text is its value: a named field, no check box.
+    fn keeps_text(&self) -> bool {
+        self.name.is_some() && self.checkbox.is_none()
+    }
+
     fn into_field(self) -> Option<FormField> {
         let value = match self.checkbox {
             Some(checked) => FieldValue::Checked(checked),
@@ -673,11 +683,16 @@ impl<'c, S: Sink> Walker<'c, S> {
         if run.hidden {
             return;
         }
-        for control in &mut self.controls {
+        // Only what can become a field's value is kept: not the text of
+        // an unnamed control (one may wrap the whole body), a building
+        // block or a check box.
+        for control in self.controls.iter_mut().filter(|c| c.keeps_text()) {
             control.text.push_str(text);
         }
         for field in self.form_fields.iter_mut().flatten() {
-            field.text.push_str(text);
+            if field.keeps_text() {
+                field.text.push_str(text);
+            }
         }
         let Some(paragraph) = self.paragraphs.last_mut() else {
             return;

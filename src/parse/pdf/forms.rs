@@ -69,13 +69,14 @@ pub(super) fn read(document: &PdfDocument) -> Vec<PlacedField> {
     let mut fields = Vec::new();
     let mut seen = HashSet::new();
     let mut visited = 0;
-    // Depth first, in order: children are pushed reversed.
-    let mut stack: Vec<(Object, Inherited, usize)> = roots
+    // Depth first, in order: children are pushed reversed, each with the
+    // object it resolved to when its parent looked at it.
+    let mut stack: Vec<(Object, Option<Object>, Inherited, usize)> = roots
         .into_iter()
         .rev()
-        .map(|root| (root, Inherited::default(), 0))
+        .map(|root| (root, None, Inherited::default(), 0))
         .collect();
-    while let Some((node, inherited, depth)) = stack.pop() {
+    while let Some((node, resolved, inherited, depth)) = stack.pop() {
         visited += 1;
         if visited > MAX_NODES || depth > MAX_DEPTH {
             break;
@@ -86,7 +87,7 @@ pub(super) fn read(document: &PdfDocument) -> Vec<PlacedField> {
         {
             continue;
         }
-        let Some(object) = resolve(document, &node) else {
+        let Some(object) = resolved.or_else(|| resolve(document, &node)) else {
             continue;
         };
         let Some(dict) = object.as_dict() else {
@@ -109,26 +110,31 @@ pub(super) fn read(document: &PdfDocument) -> Vec<PlacedField> {
         if let Some(flags) = dict.get("Ff").and_then(Object::as_integer) {
             here.flags = flags;
         }
-        let kids: Vec<Object> = dict
+        // Each kid resolved once, here.
+        let kids: Vec<(Object, Option<Object>)> = dict
             .get("Kids")
             .and_then(|k| resolve(document, k))
             .and_then(|k| k.as_array().cloned())
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .map(|kid| {
+                let resolved = resolve(document, &kid);
+                (kid, resolved)
+            })
+            .collect();
         // Kids with a name of their own are fields; kids without one are
         // the field's widgets.
-        let child_fields: Vec<Object> = kids
-            .iter()
-            .filter(|kid| {
-                resolve(document, kid)
-                    .as_ref()
-                    .and_then(Object::as_dict)
-                    .is_some_and(|d| d.contains_key("T"))
-            })
-            .cloned()
-            .collect();
-        if !child_fields.is_empty() {
-            for kid in child_fields.into_iter().rev() {
-                stack.push((kid, here.clone(), depth + 1));
+        let is_field = |resolved: &Option<Object>| {
+            resolved
+                .as_ref()
+                .and_then(Object::as_dict)
+                .is_some_and(|d| d.contains_key("T"))
+        };
+        if kids.iter().any(|(_, resolved)| is_field(resolved)) {
+            for (kid, resolved) in kids.into_iter().rev() {
+                if is_field(&resolved) {
+                    stack.push((kid, resolved, here.clone(), depth + 1));
+                }
             }
             continue;
         }
@@ -139,8 +145,8 @@ pub(super) fn read(document: &PdfDocument) -> Vec<PlacedField> {
             continue;
         };
         // The field is its own widget when it has no kids (merged).
-        let widget = match kids.first() {
-            Some(kid) => kid.as_reference().map(|r| (r.id, resolve(document, kid))),
+        let widget = match kids.into_iter().next() {
+            Some((kid, resolved)) => kid.as_reference().map(|r| (r.id, resolved)),
             None => reference.map(|r| (r.id, Some(object.clone()))),
         };
         let page = widget.as_ref().and_then(|(id, _)| widgets.get(id).copied());
