@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::index::nearest;
-use crate::spec::{AnchorMode, AnchorSource, RetrievalRouteSpec};
+use crate::spec::{AnchorMode, AnchorSource, RetrievalRouteSpec, Signal};
 
 use super::vectors::QueryVectors;
 use super::{Candidate, RetrieveError, Retriever, sorted};
@@ -166,7 +166,7 @@ impl Retriever<'_> {
         // anchors, and every definition's similarity is kept for scoring.
         let definitions = match (mode, query_vector) {
             (AnchorMode::Full, Some(q))
-                if route.scoring.weights.definition > 0.0
+                if route.scoring.weights.of(Signal::Definition) > 0.0
                     || route.anchors.definition_similarity <= 1.0 =>
             {
                 let found = self.definitions(q, allowed);

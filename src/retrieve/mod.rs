@@ -48,7 +48,7 @@ use crate::graph::{GraphError, Pool, Pooled};
 use crate::index::{IndexError, IndexVersion};
 use crate::parse::DocumentInfo;
 use crate::skeleton::PageBox;
-use crate::spec::{AnchorMode, ParentLevel, RerankerKind, RetrievalRouteSpec};
+use crate::spec::{AnchorMode, ParentLevel, RerankerKind, RetrievalRouteSpec, Signal};
 
 pub use budget::{BudgetUse, ESTIMATE_CHARS_PER_TOKEN, Reach, estimate_tokens};
 pub use context::assemble_context;
@@ -93,26 +93,9 @@ pub enum RetrieveError {
     NoGraphStore(crate::spec::GraphStoreKind),
 }
 
-/// The per-signal scores of one result, each in [0, 1].
-#[derive(Clone, Copy, Debug, Default, Serialize, utoipa::ToSchema)]
-pub struct Signals {
-    pub fusion: f32,
-    pub dense: f32,
-    pub lexical: f32,
-    pub structure: f32,
-    pub context: f32,
-    pub heading: f32,
-    pub paragraph: f32,
-    pub definition: f32,
-    pub provenance: f32,
-    pub entity: f32,
-    pub answer_type: f32,
-    /// The query names the sentence's document (its title, its file
-    /// name's words).
-    pub document: f32,
-    /// The reranker's score; 0 when no reranker read the sentence.
-    pub rerank: f32,
-}
+/// The per-signal scores of one result, each in [0, 1], indexed by
+/// [`Signal`](crate::spec::Signal).
+pub type Signals = crate::spec::PerSignal;
 
 /// Where a result comes from.
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
@@ -459,12 +442,11 @@ impl<'a> Retriever<'a> {
 
         let signals_of = |i: u32| -> Signals {
             let c = candidates.get(&i).copied().unwrap_or_default();
-            Signals {
-                fusion: c.fused,
-                dense: c.dense.unwrap_or(0.0),
-                lexical: c.lexical,
-                ..Signals::default()
-            }
+            let mut signals = Signals::default();
+            signals[Signal::Fusion] = c.fused;
+            signals[Signal::Dense] = c.dense.unwrap_or(0.0);
+            signals[Signal::Lexical] = c.lexical;
+            signals
         };
         let k = k.unwrap_or(route.selection.top_k as usize);
         // A query common to the corpus is answered in each of the best
@@ -500,7 +482,7 @@ impl<'a> Retriever<'a> {
                 Some(f) => scoring::signals(self.index, &vectors, f, i, &candidates),
                 None => signals_of(i),
             };
-            signals.rerank = rerank_scores.get(&i).copied().unwrap_or(0.0);
+            signals[Signal::Rerank] = rerank_scores.get(&i).copied().unwrap_or(0.0);
             signals
         };
         if route.expansion.parent == ParentLevel::Chunk {

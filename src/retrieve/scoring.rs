@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use super::vectors::QueryVectors;
 use super::{Candidate, Signals};
 use crate::index::IndexVersion;
-use crate::spec::{ProvenanceFavours, RetrievalRouteSpec, ScoringSpec, SelectionSpec};
+use crate::spec::{ProvenanceFavours, RetrievalRouteSpec, ScoringSpec, SelectionSpec, Signal};
 use crate::vector::dot;
 
 /// Words that carry no topic; left out of the structure and entity signals.
@@ -131,9 +131,9 @@ impl<'q> QueryFeatures<'q> {
             words,
             vector,
             relevance_weights: [
-                scoring.weights.fusion,
-                scoring.weights.dense,
-                scoring.weights.lexical,
+                scoring.weights.of(Signal::Fusion),
+                scoring.weights.of(Signal::Dense),
+                scoring.weights.of(Signal::Lexical),
             ],
             provenance: scoring.provenance,
             wanted,
@@ -277,21 +277,24 @@ pub(super) fn signals(
     // Document: the query names the sentence's document.
     let document = query.named.get(&s.document).copied().unwrap_or(0.0);
 
-    Signals {
-        fusion: c.fused / query.max_fused,
-        dense: c.dense.unwrap_or(0.0).max(0.0),
-        lexical: c.lexical,
-        structure,
-        context,
-        heading,
-        paragraph,
-        definition,
-        provenance,
-        entity,
-        answer_type,
-        document,
-        rerank: 0.0,
+    let mut signals = Signals::default();
+    for (signal, value) in [
+        (Signal::Fusion, c.fused / query.max_fused),
+        (Signal::Dense, c.dense.unwrap_or(0.0).max(0.0)),
+        (Signal::Lexical, c.lexical),
+        (Signal::Structure, structure),
+        (Signal::Context, context),
+        (Signal::Heading, heading),
+        (Signal::Paragraph, paragraph),
+        (Signal::Definition, definition),
+        (Signal::Provenance, provenance),
+        (Signal::Entity, entity),
+        (Signal::AnswerType, answer_type),
+        (Signal::Document, document),
+    ] {
+        signals[signal] = value;
     }
+    signals
 }
 
 /// Whether a (lower-cased) query asks for a date: it names one ("the
@@ -411,23 +414,13 @@ pub(super) fn score(
     query: &QueryFeatures<'_>,
     candidates: &HashMap<u32, Candidate>,
 ) -> Vec<(u32, f32)> {
-    let w = &route.scoring.weights;
+    let weights = &route.scoring.weights;
     candidates
         .keys()
         .map(|&i| {
-            let s = signals(index, vectors, query, i, candidates);
-            let composite = w.fusion * s.fusion
-                + w.dense * s.dense
-                + w.lexical * s.lexical
-                + w.structure * s.structure
-                + w.context * s.context
-                + w.heading * s.heading
-                + w.paragraph * s.paragraph
-                + w.definition * s.definition
-                + w.provenance * s.provenance
-                + w.entity * s.entity
-                + w.answer_type * s.answer_type
-                + w.document * s.document;
+            // The reranker's signal is 0 here: it joins the composite
+            // later, for the best candidates only (`rerank`).
+            let composite = weights.composite(&signals(index, vectors, query, i, candidates));
             (i, composite)
         })
         .collect()

@@ -599,6 +599,15 @@ spec:
             err.contains("unknown field spec.chunking.maxTokenz"),
             "typos are reported with their path: {err}"
         );
+        let err = parse(
+            "apiVersion: trellis.dev/v1alpha1\nkind: RetrievalRoute\nmetadata: {name: x}\nspec: {corpusRef: {name: c}, scoring: {weights: {dnese: 1}}}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("unknown field spec.scoring.weights.dnese"),
+            "a signal's weight is a field like any other: {err}"
+        );
 
         let err = parse("apiVersion: trellis.dev/v2\nkind: IndexProfile\nmetadata: {name: x}\n")
             .unwrap_err()

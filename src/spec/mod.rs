@@ -9,6 +9,7 @@ mod manifest;
 pub mod presets;
 mod profile;
 mod route;
+mod signal;
 mod status;
 mod template;
 
@@ -29,9 +30,10 @@ pub use profile::{
 pub use route::{
     AnchorMode, AnchorSource, AnchorSpec, ExpansionSource, ExpansionSpec, FusionSpec,
     GenerationProvider, GenerationSpec, ParentLevel, ProvenanceFavours, RerankPassage,
-    RerankerKind, RerankerSpec, RetrievalRoute, RetrievalRouteSpec, ScoringSpec, ScoringWeights,
-    SelectionSpec, ServingSpec, UnsupportedPolicy,
+    RerankerKind, RerankerSpec, RetrievalRoute, RetrievalRouteSpec, ScoringSpec, SelectionSpec,
+    ServingSpec, UnsupportedPolicy,
 };
+pub use signal::{About as SignalAbout, PerSignal, ScoringWeights, Signal};
 pub use status::{
     Condition, CorpusStatus, IndexProfileStatus, IndexVersionStatus, RetrievalRouteStatus,
     StorageStatus,

@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ObjectRef, RetrievalRouteStatus};
+use super::{ObjectRef, RetrievalRouteStatus, ScoringWeights};
 
 /// How queries against one corpus are answered.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -335,81 +335,6 @@ pub enum ProvenanceFavours {
     /// The body of a document; its annexes, schedules and exhibits score
     /// 0.
     Body,
-}
-
-/// Weights of the composite score's signals, each signal in [0, 1].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ScoringWeights {
-    /// Fused rank of the sentence (RRF, scaled to [0, 1]). Default 0.2.
-    pub fusion: f32,
-    /// Cosine similarity to the query. Default 1.0.
-    pub dense: f32,
-    /// BM25 score relative to the best one. Default 0.6.
-    pub lexical: f32,
-    /// Reranker score (`reranker`; read only when one is set), each
-    /// candidate's probability of answering the query as the reranker
-    /// judges it. Default 1.0, the dense similarity's weight.
-    pub rerank: f32,
-    /// Structure: other anchors in the same paragraph, query words in the
-    /// section path, definitions, clause id named in the query.
-    /// Default 0.15.
-    pub structure: f32,
-    /// Context: how relevant the sentence just before or after it (same
-    /// document) is, on the fusion/dense/lexical scale. Answers often sit
-    /// one sentence away from the words that match the question.
-    /// Default 0.25.
-    pub context: f32,
-    /// Heading: cosine similarity of the query to the sentence's heading
-    /// path (document title and section headings, embedded at ingest).
-    /// Default 0.3.
-    pub heading: f32,
-    /// Paragraph: cosine similarity of the query to the sentence's whole
-    /// paragraph (the normalised mean of its sentence vectors), for
-    /// questions a paragraph answers as a whole. Default 0.3.
-    pub paragraph: f32,
-    /// Definition: for a sentence that defines terms, the best cosine
-    /// similarity of the query to one of its terms (embedded at ingest);
-    /// 0 for other sentences. Carries questions about what a document
-    /// defines ("the date when the contract is effective" → `(the
-    /// "Effective Date")`). Default 1.0.
-    pub definition: f32,
-    /// Provenance: the sections `scoring.provenance` favours (annexes,
-    /// schedules and exhibits, by default) count more. Default 0.05.
-    pub provenance: f32,
-    /// Entity: dates, amounts and organisations asked for are present.
-    /// Default 0.05.
-    pub entity: f32,
-    /// Answer type: the query asks for a date ("the date of the
-    /// contract", "when …") and the sentence states one. Short questions
-    /// about a date share no word with the sentence that answers them
-    /// ("This Agreement is entered into as of May 7, 2012"). Default 0.4.
-    pub answer_type: f32,
-    /// Document: the query names the sentence's document, by the words of
-    /// its title or file name ("… the hosting agreement?" and
-    /// `webhelp-hosting-agreement.txt`), each word weighted by how few
-    /// documents it names. Default 0.3.
-    pub document: f32,
-}
-
-impl Default for ScoringWeights {
-    fn default() -> Self {
-        Self {
-            fusion: 0.2,
-            dense: 1.0,
-            lexical: 0.6,
-            rerank: 1.0,
-            structure: 0.15,
-            context: 0.25,
-            heading: 0.3,
-            paragraph: 0.3,
-            definition: 1.0,
-            provenance: 0.05,
-            entity: 0.05,
-            answer_type: 0.4,
-            document: 0.3,
-        }
-    }
 }
 
 /// What is returned.

@@ -10,7 +10,7 @@ use std::path::Path;
 use trellis::embed;
 use trellis::index::{self, IndexVersion};
 use trellis::retrieve::{Filter, Retriever};
-use trellis::spec::{self, Corpus, IndexProfile, RetrievalRoute};
+use trellis::spec::{self, Corpus, IndexProfile, RetrievalRoute, Signal};
 
 const MANIFESTS: &str = r#"
 apiVersion: trellis.dev/v1alpha1
@@ -413,16 +413,25 @@ fn a_question_about_a_defined_term_reaches_its_definition() {
         .unwrap();
     let first = &answer.hits[0];
     assert_eq!(first.sentence, defining, "{:?}", answer.hits);
-    assert!(first.signals.definition > 0.5, "{:?}", first.signals);
+    assert!(
+        first.signals[Signal::Definition] > 0.5,
+        "{:?}",
+        first.signals
+    );
     // It states a date, which the question asks for.
-    assert_eq!(first.signals.answer_type, 1.0, "{:?}", first.signals);
+    assert_eq!(
+        first.signals[Signal::AnswerType],
+        1.0,
+        "{:?}",
+        first.signals
+    );
     // Other sentences carry no definition signal.
     assert!(
         answer
             .hits
             .iter()
             .filter(|h| h.sentence != defining)
-            .all(|h| h.signals.definition == 0.0)
+            .all(|h| h.signals[Signal::Definition] == 0.0)
     );
 }
 

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use trellis::retrieve::rerank::{CrossEncoder, HttpReranker, RerankError, Reranker};
 use trellis::retrieve::{Filter, LoadedRoute};
-use trellis::spec::{RerankPassage, RerankerKind, RerankerSpec};
+use trellis::spec::{RerankPassage, RerankerKind, RerankerSpec, Signal};
 
 use crate::common;
 use crate::common::scripted::{Reply, Server};
@@ -333,14 +333,22 @@ fn a_route_reranks_its_best_candidates_and_falls_back_when_the_reranker_is_late(
     let reranked = answer(&local);
     assert!(reranked.rerank.is_some_and(|r| r.reranked));
     let (encoder, _) = load("bert");
-    for hit in reranked.hits.iter().filter(|h| h.signals.rerank > 0.0) {
+    for hit in reranked
+        .hits
+        .iter()
+        .filter(|h| h.signals[Signal::Rerank] > 0.0)
+    {
         let expected = encoder.score(question, &[&hit.text], soon()).unwrap()[0];
-        assert!((hit.signals.rerank - expected).abs() < 1e-5, "{}", hit.text);
+        assert!(
+            (hit.signals[Signal::Rerank] - expected).abs() < 1e-5,
+            "{}",
+            hit.text
+        );
     }
     let scored = reranked
         .hits
         .iter()
-        .filter(|h| h.signals.rerank > 0.0)
+        .filter(|h| h.signals[Signal::Rerank] > 0.0)
         .count();
     assert!(scored >= 1, "the best results were reranked");
     // Only the first topN places may change, and scores only rise.
@@ -362,7 +370,12 @@ fn a_route_reranks_its_best_candidates_and_falls_back_when_the_reranker_is_late(
     let fallback = answer(&late);
     assert!(fallback.rerank.is_some_and(|r| !r.reranked));
     assert_eq!(fallback.ranking, baseline.ranking);
-    assert!(fallback.hits.iter().all(|h| h.signals.rerank == 0.0));
+    assert!(
+        fallback
+            .hits
+            .iter()
+            .all(|h| h.signals[Signal::Rerank] == 0.0)
+    );
 }
 
 /// `path` relative to `base` (both absolute), for a manifest.

@@ -27,7 +27,7 @@ use thiserror::Error;
 
 use super::selection::Display;
 use crate::index::IndexVersion;
-use crate::spec::{RerankPassage, RerankerKind, RerankerSpec, RetrievalRouteSpec};
+use crate::spec::{RerankPassage, RerankerKind, RerankerSpec, RetrievalRouteSpec, Signal};
 
 pub use http::HttpReranker;
 pub use local::CrossEncoder;
@@ -149,7 +149,7 @@ pub(super) fn rerank(
     let mut scores = HashMap::new();
     let reranked = match scored {
         Ok(passage_scores) => {
-            let weight = route.scoring.weights.rerank;
+            let weight = route.scoring.weights.of(Signal::Rerank);
             for ((i, score), &n) in ranking[..top].iter_mut().zip(&passage_of) {
                 let r = passage_scores[n];
                 *score += weight * r;

@@ -26,12 +26,6 @@ const OPTIONS = [
   { name: "mmr_lambda", label: "MMR λ", kind: "float", in: "selection", min: 0, max: 1, step: 0.05 },
 ];
 
-// Per-signal scores in the order stage 3 adds them.
-const SIGNALS = [
-  "fusion", "dense", "lexical", "structure", "context", "heading", "paragraph",
-  "definition", "provenance", "entity", "answer_type", "document", "rerank",
-];
-
 // A PDF page's size when the boxes do not say more: US Letter, in points.
 const PAGE_POINTS = [612, 792];
 
@@ -274,7 +268,8 @@ function citation(hit) {
 }
 
 function signalTable(signals) {
-  const rows = SIGNALS.filter((name) => signals[name]);
+  // The service lists the signals in its own order, one key each.
+  const rows = Object.keys(signals).filter((name) => signals[name]);
   const largest = Math.max(...rows.map((name) => Math.abs(signals[name])), 1e-9);
   const table = el("table", { class: "signals" });
   table.append(el("caption", { text: "Per-signal scores" }));
