@@ -8,15 +8,16 @@
 //! terms close to the query join the anchors.
 //!
 //! With `anchors.source: graph` the two lists come from the graph store's
-//! vector and full-text indexes instead, and are fused the same way.
+//! vector and full-text indexes instead, and are fused the same way: both
+//! sources answer the two questions of [`AnchorSearch`].
 
 use std::collections::{HashMap, HashSet};
 
-use crate::index::nearest;
+use crate::index::{IndexVersion, SearchFiles, nearest};
 use crate::spec::{AnchorMode, AnchorSource, RetrievalRouteSpec, Signal};
 
 use super::vectors::QueryVectors;
-use super::{Candidate, RetrieveError, Retriever, sorted};
+use super::{Candidate, GraphAccess, RetrieveError, Retriever, sorted};
 
 /// How many times `candidates` sentences (and paragraphs) a route
 /// anchored in a graph store asks its full-text index for. The store's
@@ -38,6 +39,114 @@ pub(super) struct Anchors {
     pub definitions: HashMap<u32, f32>,
 }
 
+/// Where stage 1's two lists come from. The version's own indexes and a
+/// graph store answer the same two questions; fusion, chunk candidates
+/// and definitions do not depend on which one answers.
+trait AnchorSearch {
+    /// The `c` admitted sentences nearest the query's vector, with their
+    /// cosine similarities, best first.
+    fn nearest(
+        &self,
+        q: &[f32],
+        c: usize,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, RetrieveError>;
+
+    /// The `c` admitted sentences the version's BM25 statistics rank best
+    /// for the query, best first.
+    fn lexical(
+        &self,
+        query: &str,
+        c: usize,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, RetrieveError>;
+}
+
+/// `anchors.source: embedded`: the version's HNSW graph (or exact search)
+/// and its BM25 index.
+struct EmbeddedSearch<'a> {
+    search: &'a SearchFiles,
+    route: &'a RetrievalRouteSpec,
+}
+
+impl AnchorSearch for EmbeddedSearch<'_> {
+    fn nearest(
+        &self,
+        q: &[f32],
+        c: usize,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        let search = self.search;
+        Ok(nearest::nearest(
+            &search.vectors,
+            &search.graph,
+            search.quantized.as_ref(),
+            q,
+            c,
+            self.route.anchors.ef_search as usize,
+            allowed,
+        ))
+    }
+
+    fn lexical(
+        &self,
+        query: &str,
+        c: usize,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        let anchors = &self.route.anchors;
+        Ok(self.search.bm25.search_phrases(
+            query,
+            c,
+            anchors.paragraph_boost,
+            anchors.phrase_boost,
+            allowed,
+        )?)
+    }
+}
+
+/// `anchors.source: graph`: the graph store's vector and full-text
+/// indexes, each call on a connection of its own.
+struct StoreSearch<'a> {
+    graph: &'a GraphAccess<'a>,
+    index: &'a IndexVersion,
+    route: &'a RetrievalRouteSpec,
+}
+
+impl AnchorSearch for StoreSearch<'_> {
+    fn nearest(
+        &self,
+        q: &[f32],
+        c: usize,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        let mut store = self.graph.connection()?;
+        Ok(self.graph.search.nearest(&mut *store, q, c, allowed)?)
+    }
+
+    /// The store finds the candidates; the version's BM25 statistics rank
+    /// them, as the embedded index would, with the store free for other
+    /// queries.
+    fn lexical(
+        &self,
+        query: &str,
+        c: usize,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        let boost = self.route.anchors.paragraph_boost;
+        let with_paragraphs = boost > 0.0 && self.index.profile.index.bm25_paragraph;
+        let found = {
+            let mut store = self.graph.connection()?;
+            let recall = c * STORE_RECALL;
+            (self.graph.search).matching(&mut *store, query, recall, with_paragraphs, allowed)?
+        };
+        let stats = self.index.lexical()?;
+        let mut ranked = stats.score(&self.index.store, query, &found, boost);
+        ranked.truncate(c);
+        Ok(ranked)
+    }
+}
+
 impl Retriever<'_> {
     /// Stage 1 for `query` (and its vector, unless the mode is `bm25`)
     /// over the sentences `allowed` admits.
@@ -52,68 +161,24 @@ impl Retriever<'_> {
         let mode = route.anchors.mode;
         let c = route.anchors.candidates.max(1) as usize;
         let wants_lexical = mode != AnchorMode::Dense;
-        let (dense, lexical) = match route.anchors.source {
-            AnchorSource::Embedded => {
-                let search = self.index.search()?;
-                let dense = match query_vector {
-                    Some(q) => nearest::nearest(
-                        &search.vectors,
-                        &search.graph,
-                        search.quantized.as_ref(),
-                        q,
-                        c,
-                        route.anchors.ef_search as usize,
-                        allowed,
-                    ),
-                    None => Vec::new(),
-                };
-                let lexical = match wants_lexical {
-                    true => search.bm25.search_phrases(
-                        query,
-                        c,
-                        route.anchors.paragraph_boost,
-                        route.anchors.phrase_boost,
-                        allowed,
-                    )?,
-                    false => Vec::new(),
-                };
-                (dense, lexical)
-            }
-            AnchorSource::Graph => {
-                let graph = self.graph_store()?;
-                let boost = route.anchors.paragraph_boost;
-                let (dense, found) = {
-                    let mut store = graph.connection()?;
-                    let dense = match query_vector {
-                        Some(q) => graph.search.nearest(&mut *store, q, c, allowed)?,
-                        None => Vec::new(),
-                    };
-                    let found = match wants_lexical {
-                        true => graph.search.matching(
-                            &mut *store,
-                            query,
-                            c * STORE_RECALL,
-                            boost > 0.0 && self.index.profile.index.bm25_paragraph,
-                            allowed,
-                        )?,
-                        false => Vec::new(),
-                    };
-                    (dense, found)
-                };
-                // The store found the candidates; the version's BM25
-                // statistics rank them, as the embedded index would, with
-                // the store free for other queries.
-                let lexical = match wants_lexical {
-                    true => {
-                        let stats = self.index.lexical()?;
-                        let mut ranked = stats.score(&self.index.store, query, &found, boost);
-                        ranked.truncate(c);
-                        ranked
-                    }
-                    false => Vec::new(),
-                };
-                (dense, lexical)
-            }
+        let source: Box<dyn AnchorSearch + '_> = match route.anchors.source {
+            AnchorSource::Embedded => Box::new(EmbeddedSearch {
+                search: self.index.search()?,
+                route,
+            }),
+            AnchorSource::Graph => Box::new(StoreSearch {
+                graph: self.graph_store()?,
+                index: self.index,
+                route,
+            }),
+        };
+        let dense = match query_vector {
+            Some(q) => source.nearest(q, c, allowed)?,
+            None => Vec::new(),
+        };
+        let lexical = match wants_lexical {
+            true => source.lexical(query, c, allowed)?,
+            false => Vec::new(),
         };
         let dense = match query_vector {
             Some(q) => {
