@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use crate::embed::{Embedder, EmbeddingCache};
-use crate::index::{ChunkRecord, IndexVersion, Vectors, bm25, files};
+use crate::index::{ChunkRecord, DocumentNumber, IndexVersion, Vectors, bm25, files};
 use crate::ingest::{Progress, embed_chunks};
 
 use super::EvalError;
@@ -76,7 +76,7 @@ impl ChunkBaseline {
         &self,
         query: &str,
         vector: &[f32],
-        document: Option<u32>,
+        document: Option<DocumentNumber>,
         k: usize,
     ) -> Result<Vec<u32>, EvalError> {
         let allowed = |c: u32| {

@@ -162,11 +162,11 @@ pub struct SectionMetrics {
 impl SectionAccumulator {
     /// Adds one query: its ranking of sentences, the relevant ones, and
     /// the section of each sentence.
-    pub fn add(
+    pub fn add<T: Eq + Hash + Copy, S: Eq + Hash>(
         &mut self,
-        ranking: &[u32],
-        relevant: &HashMap<u32, f64>,
-        section: impl Fn(u32) -> u32,
+        ranking: &[T],
+        relevant: &HashMap<T, f64>,
+        section: impl Fn(T) -> S,
     ) {
         if relevant.is_empty() {
             return;
@@ -205,8 +205,8 @@ impl SectionAccumulator {
 }
 
 /// How many distinct values `items` holds.
-fn distinct(items: impl Iterator<Item = u32>) -> usize {
-    items.collect::<std::collections::HashSet<u32>>().len()
+fn distinct<S: Eq + Hash>(items: impl Iterator<Item = S>) -> usize {
+    items.collect::<std::collections::HashSet<S>>().len()
 }
 
 /// What the passages a system shows hold, averaged over the queries whose
@@ -266,19 +266,19 @@ pub struct PassageMetrics {
 impl PassageAccumulator {
     /// Adds one query: the sentences each passage shows, best passage
     /// first, the relevant sentences, and each sentence's word count.
-    pub fn add(
+    pub fn add<T: Eq + Hash + Copy>(
         &mut self,
-        passages: &[Vec<u32>],
-        relevant: &HashMap<u32, f64>,
-        words: impl Fn(u32) -> usize,
+        passages: &[Vec<T>],
+        relevant: &HashMap<T, f64>,
+        words: impl Fn(T) -> usize,
     ) {
         if relevant.is_empty() {
             return;
         }
-        let shown = |k: usize| -> std::collections::HashSet<u32> {
+        let shown = |k: usize| -> std::collections::HashSet<T> {
             passages.iter().take(k).flatten().copied().collect()
         };
-        let recall = |shown: &std::collections::HashSet<u32>| {
+        let recall = |shown: &std::collections::HashSet<T>| {
             relevant.keys().filter(|i| shown.contains(i)).count() as f64 / relevant.len() as f64
         };
         let (first, five, ten) = (shown(1), shown(5), shown(10));

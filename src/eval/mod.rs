@@ -24,7 +24,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::embed::{EmbedError, Embedder, EmbeddingCache};
-use crate::index::{IndexError, IndexVersion};
+use crate::index::{DocumentNumber, IndexError, IndexVersion, Ranking, SentenceNumber};
 use crate::ingest::{self, IngestError, Progress};
 use crate::retrieve::{Filter, LoadedRoute, RetrieveError};
 use crate::spec::{
@@ -270,80 +270,78 @@ impl Evaluation<'_> {
         let baseline_seconds = baseline_started.elapsed().as_secs_f64();
         let total = self.set.queries.len() as u64;
         let done = std::sync::atomic::AtomicU64::new(0);
-        let outcomes: Vec<QueryOutcome> =
-            self.set
-                .queries
-                .par_iter()
-                .enumerate()
-                .map(|(n, q)| {
-                    let _span = tracing::debug_span!("eval query", id = %q.id).entered();
-                    let vector = query_vectors.as_ref().map(|v| v[n].as_slice());
-                    let run = |filter: &Filter| {
-                        retriever
-                            .retrieve_embedded(&route, &q.text, vector, Some(RESULTS), filter)
-                            .map_err(|source| EvalError::Retrieve {
-                                id: q.id.clone(),
-                                source,
-                            })
-                    };
-                    let filter = Filter {
-                        documents: q
-                            .within
-                            .as_ref()
-                            .map(|file| vec![relevance.key_of(index, file)]),
-                        ..Filter::default()
-                    };
-                    let answer = run(&filter)?;
-                    let written = match self.generator {
-                        Some(generator) if !q.answers.is_empty() && n < self.answer_limit => {
-                            Some(write_answer(generator, &route, q, &answer, &loaded))
-                        }
-                        _ => None,
-                    };
-                    let passages = answer
-                        .hits
-                        .iter()
-                        .map(|hit| {
-                            let [from, to] = hit.passage;
-                            (from..to).collect()
+        let outcomes: Vec<QueryOutcome> = self
+            .set
+            .queries
+            .par_iter()
+            .enumerate()
+            .map(|(n, q)| {
+                let _span = tracing::debug_span!("eval query", id = %q.id).entered();
+                let vector = query_vectors.as_ref().map(|v| v[n].as_slice());
+                let run = |filter: &Filter| {
+                    retriever
+                        .retrieve_embedded(&route, &q.text, vector, Some(RESULTS), filter)
+                        .map_err(|source| EvalError::Retrieve {
+                            id: q.id.clone(),
+                            source,
                         })
-                        .collect();
-                    let baseline = match (&baseline, vector) {
-                        (Some(b), Some(v)) => {
-                            // Within an unindexed document: within nothing.
-                            let within = q.within.as_ref().map(|file| {
-                                relevance.by_file.get(file).copied().unwrap_or(u32::MAX)
-                            });
-                            let found = b.search(&q.text, v, within, RESULTS).map_err(|e| {
-                                EvalError::Dataset(format!("query {}: chunk baseline: {e}", q.id))
-                            })?;
-                            Some(found)
-                        }
-                        _ => None,
-                    };
-                    let unfiltered = match q.within {
-                        Some(_) => Some(run(&Filter::default())?),
-                        None => None,
-                    };
-                    let documents = first_occurrences(
-                        answer
-                            .ranking
-                            .iter()
-                            .map(|&(i, _)| index.store.sentences[i as usize].document),
-                    );
-                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    progress("query", n, total);
-                    Ok(QueryOutcome {
-                        sentences: answer.sentences,
-                        documents,
-                        passages,
-                        unfiltered: unfiltered.map(|a| a.sentences),
-                        baseline,
-                        written,
-                        routed: answer.routing.as_ref().map(|r| r.granularity),
-                    })
+                };
+                let filter = Filter {
+                    documents: q
+                        .within
+                        .as_ref()
+                        .map(|file| vec![relevance.key_of(index, file)]),
+                    ..Filter::default()
+                };
+                let answer = run(&filter)?;
+                let written = match self.generator {
+                    Some(generator) if !q.answers.is_empty() && n < self.answer_limit => {
+                        Some(write_answer(generator, &route, q, &answer, &loaded))
+                    }
+                    _ => None,
+                };
+                let passages = answer
+                    .hits
+                    .iter()
+                    .map(|hit| SentenceNumber::range(hit.passage).collect())
+                    .collect();
+                let baseline = match (&baseline, vector) {
+                    (Some(b), Some(v)) => {
+                        // Within an unindexed document: within nothing.
+                        let within = q.within.as_ref().map(|file| {
+                            let none = DocumentNumber(u32::MAX);
+                            relevance.by_file.get(file).copied().unwrap_or(none)
+                        });
+                        let found = b.search(&q.text, v, within, RESULTS).map_err(|e| {
+                            EvalError::Dataset(format!("query {}: chunk baseline: {e}", q.id))
+                        })?;
+                        Some(found)
+                    }
+                    _ => None,
+                };
+                let unfiltered = match q.within {
+                    Some(_) => Some(run(&Filter::default())?),
+                    None => None,
+                };
+                let documents = first_occurrences(
+                    answer
+                        .ranking
+                        .iter()
+                        .map(|&(i, _)| index.store.sentences[i].document),
+                );
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress("query", n, total);
+                Ok(QueryOutcome {
+                    sentences: answer.sentences,
+                    documents,
+                    passages,
+                    unfiltered: unfiltered.map(|a| a.sentences),
+                    baseline,
+                    written,
+                    routed: answer.routing.as_ref().map(|r| r.granularity),
                 })
-                .collect::<Result<_, EvalError>>()?;
+            })
+            .collect::<Result<_, EvalError>>()?;
         let query_seconds = t.elapsed().as_secs_f64();
 
         let mut document = Accumulator::default();
@@ -353,12 +351,7 @@ impl Evaluation<'_> {
         let mut passages = PassageAccumulator::default();
         let mut baseline_documents = Accumulator::default();
         let mut baseline_passages = PassageAccumulator::default();
-        let words = |i: u32| {
-            index.store.sentences[i as usize]
-                .text
-                .split_whitespace()
-                .count()
-        };
+        let words = |i: SentenceNumber| index.store.sentences[i].text.split_whitespace().count();
         let mut per_query = Vec::new();
         let mut written = answers::AnswerAccumulator::default();
         for (n, outcome) in outcomes.iter().enumerate() {
@@ -392,7 +385,7 @@ impl Evaluation<'_> {
             }
             sentence.add(&outcome.sentences, &judged.sentences);
             sections.add(&outcome.sentences, &judged.sentences, |i| {
-                index.store.sentences[i as usize].section
+                index.store.sentences[i].section
             });
             if let Some(ranked) = &outcome.unfiltered {
                 unfiltered.add(ranked, &judged.sentences);
@@ -403,7 +396,7 @@ impl Evaluation<'_> {
                     let documents = first_occurrences(found.iter().map(|&c| b.chunk(c).document));
                     baseline_documents.add(&documents, &judged.documents);
                 }
-                let shown: Vec<Vec<u32>> = found
+                let shown: Vec<Vec<SentenceNumber>> = found
                     .iter()
                     .map(|&c| b.chunk(c).sentences.clone())
                     .collect();
@@ -476,12 +469,12 @@ fn embed_queries(
 
 struct QueryOutcome {
     /// The route's results, best first.
-    sentences: Vec<u32>,
+    sentences: Vec<SentenceNumber>,
     /// Documents in the order of their best sentence.
-    documents: Vec<u32>,
+    documents: Vec<DocumentNumber>,
     /// The sentences each result displays, best result first.
-    passages: Vec<Vec<u32>>,
-    unfiltered: Option<Vec<u32>>,
+    passages: Vec<Vec<SentenceNumber>>,
+    unfiltered: Option<Vec<SentenceNumber>>,
     /// What `anchors.mode: auto` chose.
     routed: Option<crate::retrieve::Granularity>,
     /// The chunk baseline's chunks, best first.
@@ -513,7 +506,7 @@ fn write_answer(
         named_documents: retrieved.named_documents.clone(),
         context_budget: retrieved.context_budget,
         routing: retrieved.routing.clone(),
-        ranking: Vec::new(),
+        ranking: Ranking::default(),
         sentences: Vec::new(),
         rerank: None,
     };
@@ -568,35 +561,35 @@ struct Judgements {
     /// Per query (in the set's order).
     queries: Vec<QueryJudgement>,
     /// Document file name → its number in the index version.
-    by_file: HashMap<String, u32>,
+    by_file: HashMap<String, DocumentNumber>,
     unmatched: usize,
 }
 
 #[derive(Default)]
 struct QueryJudgement {
     /// Document numbers of the index version and their grades.
-    documents: HashMap<u32, f64>,
+    documents: HashMap<DocumentNumber, f64>,
     /// Global sentence numbers judged relevant.
-    sentences: HashMap<u32, f64>,
+    sentences: HashMap<SentenceNumber, f64>,
 }
 
 impl Judgements {
     fn resolve(set: &EvalSet, index: &IndexVersion) -> Self {
         let store = &index.store;
-        let by_file: HashMap<String, u32> = store
+        let by_file: HashMap<String, DocumentNumber> = store
             .documents
             .iter()
             .enumerate()
             .filter_map(|(n, d)| {
                 let file = d.key.rsplit('/').next()?;
-                Some((file.to_string(), n as u32))
+                Some((file.to_string(), DocumentNumber(n as u32)))
             })
             .collect();
         let references: HashMap<&str, &crate::eval::dataset::EvalDocument> =
             set.documents.iter().map(|d| (d.file.as_str(), d)).collect();
 
         // Aligning a document once serves all its queries.
-        let mut aligned: HashMap<u32, Aligned> = HashMap::new();
+        let mut aligned: HashMap<DocumentNumber, Aligned> = HashMap::new();
         let mut queries = Vec::with_capacity(set.queries.len());
         let mut unmatched = 0;
         for q in &set.queries {
@@ -614,7 +607,7 @@ impl Judgements {
                 let a = aligned
                     .entry(d)
                     .or_insert_with(|| Aligned::new(index, d, doc));
-                let [start, _] = store.documents[d as usize].sentences;
+                let [start, _] = store.documents[d].sentences;
                 let excerpts: Vec<Excerpt> = match relevance {
                     Relevance::Excerpts(list) => {
                         list.iter().map(|e| Excerpt::new(e, &a.folded)).collect()
@@ -623,13 +616,13 @@ impl Judgements {
                 };
                 for (offset, range) in a.ranges.iter().enumerate() {
                     let Some(range) = range else { continue };
-                    let i = start + offset as u32;
+                    let i = start.after(offset as u32);
                     let holds = match relevance {
                         Relevance::Spans(spans) => spans
                             .iter()
                             .any(|s| s.start < range.end && range.start < s.end),
                         Relevance::Excerpts(_) => {
-                            let text = normalise(&store.sentences[i as usize].text);
+                            let text = normalise(&store.sentences[i].text);
                             excerpts.iter().any(|e| e.matches(&text, range))
                         }
                     };
@@ -654,7 +647,7 @@ impl Judgements {
     /// matches no document, when it was not indexed).
     fn key_of(&self, index: &IndexVersion, file: &str) -> String {
         match self.by_file.get(file) {
-            Some(&d) => index.store.documents[d as usize].key.clone(),
+            Some(&d) => index.store.documents[d].key.clone(),
             None => file.to_string(),
         }
     }
@@ -667,11 +660,10 @@ struct Aligned {
 }
 
 impl Aligned {
-    fn new(index: &IndexVersion, d: u32, doc: &dataset::EvalDocument) -> Self {
+    fn new(index: &IndexVersion, d: DocumentNumber, doc: &dataset::EvalDocument) -> Self {
         let store = &index.store;
-        let [start, end] = store.documents[d as usize].sentences;
-        let texts: Vec<&str> = (start..end)
-            .map(|i| store.sentences[i as usize].text.as_str())
+        let texts: Vec<&str> = SentenceNumber::range(store.documents[d].sentences)
+            .map(|i| store.sentences[i].text.as_str())
             .collect();
         // A team's own file has no text of its own beside Trellis': its
         // quotes are looked for in the sentences, one per line.

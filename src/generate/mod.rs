@@ -40,7 +40,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::embed::{EmbedError, Embedder};
-use crate::index::IndexVersion;
+use crate::index::{IndexVersion, SentenceNumber};
 use crate::retrieve::Answer;
 use crate::skeleton::PageBox;
 use crate::spec::{GenerationProvider, GenerationSpec, UnsupportedPolicy};
@@ -142,7 +142,7 @@ pub struct Source {
 pub struct SourceSentence {
     /// Global sentence number in the index version.
     #[serde(skip)]
-    pub number: u32,
+    pub number: SentenceNumber,
     pub sentence_id: String,
     pub text: String,
     /// Character offset and length in the document's canonical text.
@@ -331,10 +331,10 @@ impl Generator {
             &self.counter,
         ));
         let store = &index.store;
-        let cost = |i: u32| {
+        let cost = |i: SentenceNumber| {
             let text = store
                 .sentences
-                .get(i as usize)
+                .get(i.index())
                 .map_or("", |s| s.text.as_str());
             // The space that joins it to the next.
             self.counter.count(text) + 1

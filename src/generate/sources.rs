@@ -5,7 +5,7 @@
 //! whole still counts over the budget drops whole sources from the lowest
 //! score.
 
-use crate::index::IndexVersion;
+use crate::index::{IndexVersion, SentenceNumber};
 use crate::retrieve::Hit;
 
 use super::prompt::Prompt;
@@ -30,8 +30,11 @@ pub(super) fn from_hits(hits: &[Hit], index: &IndexVersion) -> Vec<Source> {
         let selected = std::iter::once(hit.citation.sentence_id.clone())
             .chain(hit.highlights.iter().map(|h| h.sentence_id.clone()));
         let container = sources.iter_mut().find(|s| {
-            let first = s.sentences.first().map_or(u32::MAX, |x| x.number);
-            let end = s.sentences.last().map_or(0, |x| x.number + 1);
+            let first = s.sentences.first().map(|x| x.number);
+            let end = s.sentences.last().map(|x| x.number.after(1));
+            let (Some(first), Some(end)) = (first, end) else {
+                return false;
+            };
             s.document == hit.citation.document && first <= from && to <= end
         });
         if let Some(container) = container {
@@ -45,13 +48,13 @@ pub(super) fn from_hits(hits: &[Hit], index: &IndexVersion) -> Vec<Source> {
         }
         let Some(document) = store
             .sentences
-            .get(hit.sentence as usize)
-            .and_then(|s| store.documents.get(s.document as usize))
+            .get(hit.sentence.index())
+            .and_then(|s| store.documents.get(s.document.index()))
         else {
             continue;
         };
-        let sentences: Vec<SourceSentence> = (from..to)
-            .filter_map(|i| store.sentences.get(i as usize).map(|s| (i, s)))
+        let sentences: Vec<SourceSentence> = SentenceNumber::range([from, to])
+            .filter_map(|i| store.sentences.get(i.index()).map(|s| (i, s)))
             .map(|(i, s)| SourceSentence {
                 number: i,
                 sentence_id: s.id.clone(),

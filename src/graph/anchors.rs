@@ -10,9 +10,9 @@
 //! for more while the store had more to give and too few were kept.
 
 use super::{GraphError, GraphStore, Statement, Value, cypher, reply_error, run_with_retries};
-use crate::index::IndexVersion;
 use crate::index::ids::IdNumbers;
 use crate::index::lexical::query_words;
+use crate::index::{IndexVersion, ParagraphNumber, Ranking, SentenceNumber};
 
 /// What a store's search procedures are asked, and how they answer.
 #[derive(Clone, Copy)]
@@ -151,8 +151,8 @@ impl<'a> VersionSearch<'a> {
         store: &mut dyn GraphStore,
         vector: &[f32],
         k: usize,
-        admits: &dyn Fn(u32) -> bool,
-    ) -> Result<Vec<(u32, f32)>, GraphError> {
+        admits: &dyn Fn(SentenceNumber) -> bool,
+    ) -> Result<Ranking, GraphError> {
         let keep = |id: &str| self.numbers.sentence(id).is_some_and(admits);
         let found = nearest(store, self.version(), vector, k, self.retries, &keep)?;
         Ok(self.numbered(found))
@@ -171,8 +171,8 @@ impl<'a> VersionSearch<'a> {
         query: &str,
         k: usize,
         with_paragraphs: bool,
-        admits: &dyn Fn(u32) -> bool,
-    ) -> Result<Vec<u32>, GraphError> {
+        admits: &dyn Fn(SentenceNumber) -> bool,
+    ) -> Result<Vec<SentenceNumber>, GraphError> {
         let words = match store.search().weighs_rarity {
             true => query_words(query),
             // The engine's first matches would be those of the common
@@ -182,12 +182,11 @@ impl<'a> VersionSearch<'a> {
         let keep = |id: &str| self.numbers.sentence(id).is_some_and(admits);
         let wanted = (Matched::Sentences, k);
         let found = matching(store, self.version(), &words, wanted, self.retries, &keep)?;
-        let mut sentences: Vec<u32> = self.numbered(found).into_iter().map(|(i, _)| i).collect();
+        let mut sentences: Vec<SentenceNumber> = self.numbered(found).sentences().collect();
         if with_paragraphs {
             let skeleton = &self.index.store;
-            let members = |p: u32| {
-                let [start, end] = skeleton.paragraphs[p as usize].sentences;
-                (start..end).filter(|&i| admits(i))
+            let members = |p: ParagraphNumber| {
+                SentenceNumber::range(skeleton.paragraphs[p].sentences).filter(|&i| admits(i))
             };
             let keep = |id: &str| {
                 self.numbers
@@ -212,11 +211,11 @@ impl<'a> VersionSearch<'a> {
     pub fn vectors(
         &self,
         store: &mut dyn GraphStore,
-        sentences: &[u32],
-    ) -> Result<Vec<(u32, Vec<f32>)>, GraphError> {
+        sentences: &[SentenceNumber],
+    ) -> Result<Vec<(SentenceNumber, Vec<f32>)>, GraphError> {
         let ids = sentences
             .iter()
-            .map(|&i| self.index.store.sentences[i as usize].id.clone())
+            .map(|&i| self.index.store.sentences[i].id.clone())
             .collect();
         let statement = Statement::new("sentence_vectors", cypher::SENTENCE_VECTORS);
         self.vectors_by_id(store, statement, ids, |id| self.numbers.sentence(id))
@@ -227,8 +226,8 @@ impl<'a> VersionSearch<'a> {
     pub fn centroids(
         &self,
         store: &mut dyn GraphStore,
-        paragraphs: &[u32],
-    ) -> Result<Vec<(u32, Vec<f32>)>, GraphError> {
+        paragraphs: &[ParagraphNumber],
+    ) -> Result<Vec<(ParagraphNumber, Vec<f32>)>, GraphError> {
         let skeleton = &self.index.store;
         let ids = paragraphs
             .iter()
@@ -240,13 +239,13 @@ impl<'a> VersionSearch<'a> {
 
     /// Runs `statement`, which returns an id and a vector (or null) for
     /// each of `$ids`, and numbers its rows by `number`.
-    fn vectors_by_id(
+    fn vectors_by_id<N>(
         &self,
         store: &mut dyn GraphStore,
         statement: Statement<'_>,
         ids: Vec<String>,
-        number: impl Fn(&str) -> Option<u32>,
-    ) -> Result<Vec<(u32, Vec<f32>)>, GraphError> {
+        number: impl Fn(&str) -> Option<N>,
+    ) -> Result<Vec<(N, Vec<f32>)>, GraphError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -276,11 +275,12 @@ impl<'a> VersionSearch<'a> {
         &self.index.manifest.version
     }
 
-    fn numbered(&self, found: Vec<(String, f32)>) -> Vec<(u32, f32)> {
-        found
+    /// The store's best-first list, by sentence number.
+    fn numbered(&self, found: Vec<(String, f32)>) -> Ranking {
+        let numbered = found
             .into_iter()
-            .filter_map(|(id, score)| Some((self.numbers.sentence(&id)?, score)))
-            .collect()
+            .filter_map(|(id, score)| Some((self.numbers.sentence(&id)?, score)));
+        Ranking::as_ranked(numbered)
     }
 }
 

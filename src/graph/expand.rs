@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{GraphError, GraphStore, Statement, Value, cypher, reply_error, run_with_retries};
-use crate::index::IndexVersion;
+use crate::index::{IndexVersion, SentenceNumber};
 use crate::spec::{ExpansionSpec, ParentLevel};
 
 /// How far past an anchor a numbered clause is followed (the embedded
@@ -16,9 +16,13 @@ pub const CLAUSE_REACH: u32 = 8;
 /// The `max` members of an anchor's parent nearest it in reading order,
 /// the earlier first between two as near: the sentences a climb to the
 /// parent brings in, the same whichever store lists the members.
-pub fn nearest_of_parent(anchor: u32, members: impl Iterator<Item = u32>, max: usize) -> Vec<u32> {
-    let mut members: Vec<u32> = members.collect();
-    members.sort_unstable_by_key(|&j| (j.abs_diff(anchor), j));
+pub fn nearest_of_parent(
+    anchor: SentenceNumber,
+    members: impl Iterator<Item = SentenceNumber>,
+    max: usize,
+) -> Vec<SentenceNumber> {
+    let mut members: Vec<SentenceNumber> = members.collect();
+    members.sort_unstable_by_key(|&j| (j.distance(anchor), j));
     members.truncate(max);
     members
 }
@@ -33,11 +37,11 @@ pub struct AnchorContext {
 }
 
 /// The anchor ids of `anchors`, as a parameter.
-fn anchor_ids(index: &IndexVersion, anchors: &[u32]) -> Value {
+fn anchor_ids(index: &IndexVersion, anchors: &[SentenceNumber]) -> Value {
     Value::List(
         anchors
             .iter()
-            .map(|&a| index.store.sentences[a as usize].id.as_str().into())
+            .map(|&a| index.store.sentences[a].id.as_str().into())
             .collect(),
     )
 }
@@ -49,15 +53,15 @@ fn anchor_ids(index: &IndexVersion, anchors: &[u32]) -> Value {
 pub fn expand(
     store: &mut dyn GraphStore,
     index: &IndexVersion,
-    anchors: &[u32],
+    anchors: &[SentenceNumber],
     spec: &ExpansionSpec,
     retries: u32,
-) -> Result<BTreeSet<u32>, GraphError> {
+) -> Result<BTreeSet<SentenceNumber>, GraphError> {
     let _span = tracing::debug_span!("graph_expansion", anchors = anchors.len()).entered();
     let numbers = index.ids();
     let version = index.manifest.version.as_str();
     let ids = anchor_ids(index, anchors);
-    let mut added: BTreeSet<u32> = anchors.iter().copied().collect();
+    let mut added: BTreeSet<SentenceNumber> = anchors.iter().copied().collect();
     if anchors.is_empty() {
         return Ok(added);
     }
@@ -89,7 +93,7 @@ pub fn expand(
     if spec.same_clause && from <= CLAUSE_REACH {
         let text = cypher::expand_clause(from, CLAUSE_REACH);
         // anchor → (distance, id, same clause)
-        let mut following: BTreeMap<String, Vec<(i64, u32, bool)>> = BTreeMap::new();
+        let mut following: BTreeMap<String, Vec<(i64, SentenceNumber, bool)>> = BTreeMap::new();
         for row in run(store, "expand clause", &text)? {
             let [anchor, id, clause, anchor_clause, distance] = row.as_slice() else {
                 return Err(reply_error(store, "expand clause", format!("{row:?}")));
@@ -125,14 +129,14 @@ pub fn expand(
 fn referenced(
     store: &mut dyn GraphStore,
     index: &IndexVersion,
-    anchors: &[u32],
+    anchors: &[SentenceNumber],
     spec: &ExpansionSpec,
     retries: u32,
-) -> Result<Vec<u32>, GraphError> {
+) -> Result<Vec<SentenceNumber>, GraphError> {
     let numbers = index.ids();
     let ids = anchor_ids(index, anchors);
     // (anchor, target) → its sentences.
-    let mut targets: BTreeMap<(String, String), Vec<u32>> = BTreeMap::new();
+    let mut targets: BTreeMap<(String, String), Vec<SentenceNumber>> = BTreeMap::new();
     for (name, text) in [
         (
             "expand references to paragraphs",
@@ -175,16 +179,16 @@ fn referenced(
 fn parents(
     store: &mut dyn GraphStore,
     index: &IndexVersion,
-    anchors: &[u32],
+    anchors: &[SentenceNumber],
     spec: &ExpansionSpec,
     retries: u32,
-) -> Result<Vec<u32>, GraphError> {
+) -> Result<Vec<SentenceNumber>, GraphError> {
     let (name, text) = match spec.parent {
         ParentLevel::None => return Ok(Vec::new()),
         ParentLevel::Chunk => ("expand chunk", cypher::CHUNK_MEMBERS),
         ParentLevel::Section => ("expand section", cypher::SECTION_MEMBERS),
     };
-    let parent_of: Vec<(u32, String)> = context(store, index, anchors, retries)?
+    let parent_of: Vec<(SentenceNumber, String)> = context(store, index, anchors, retries)?
         .into_iter()
         .filter_map(|(anchor, found)| match spec.parent {
             ParentLevel::Chunk => found.chunk.map(|c| (anchor, c)),
@@ -199,7 +203,7 @@ fn parents(
             Value::List(wanted.into_iter().map(Value::from).collect()),
         );
     let numbers = index.ids();
-    let mut members: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut members: BTreeMap<String, Vec<SentenceNumber>> = BTreeMap::new();
     for row in run_with_retries(store, &statement, retries)? {
         let [parent, id] = row.as_slice() else {
             return Err(reply_error(store, name, format!("{row:?}")));
@@ -226,9 +230,9 @@ fn parents(
 pub fn context(
     store: &mut dyn GraphStore,
     index: &IndexVersion,
-    anchors: &[u32],
+    anchors: &[SentenceNumber],
     retries: u32,
-) -> Result<BTreeMap<u32, AnchorContext>, GraphError> {
+) -> Result<BTreeMap<SentenceNumber, AnchorContext>, GraphError> {
     let numbers = index.ids();
     let statement = Statement::new("expand context", cypher::EXPAND_CONTEXT)
         .param("version", index.manifest.version.as_str())

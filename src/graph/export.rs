@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::cypher::{self, Link};
 use super::{GraphError, GraphStore, Statement, Value, run_with_retries};
-use crate::index::{ChunkRecord, IndexVersion, ReferenceTarget, SkeletonStore};
+use crate::index::{
+    ChunkRecord, DocumentNumber, IndexVersion, ParagraphNumber, ReferenceTarget, SectionNumber,
+    SentenceNumber, SkeletonStore,
+};
 use crate::parse::FieldValue;
 
 /// What an export writes, numbered: 2 added the version's serving files
@@ -61,8 +64,8 @@ pub struct Ids<'a> {
     vectors: &'a crate::index::Vectors,
     /// Per document, its first section and paragraph numbers: the store's
     /// arrays are appended document by document.
-    section_base: Vec<u32>,
-    paragraph_base: Vec<u32>,
+    section_base: Vec<SectionNumber>,
+    paragraph_base: Vec<ParagraphNumber>,
     /// Each paragraph's text, made once: the paragraph node and each of
     /// its sentences' nodes carry it.
     paragraph_text: Vec<String>,
@@ -71,13 +74,13 @@ pub struct Ids<'a> {
 impl<'a> Ids<'a> {
     fn new(index: &'a IndexVersion) -> Result<Self, GraphError> {
         let store = &index.store;
-        let mut section_base = vec![u32::MAX; store.documents.len()];
+        let mut section_base = vec![SectionNumber(u32::MAX); store.documents.len()];
         for (i, s) in store.sections.iter().enumerate().rev() {
-            section_base[s.document as usize] = i as u32;
+            section_base[s.document.index()] = SectionNumber(i as u32);
         }
-        let mut paragraph_base = vec![u32::MAX; store.documents.len()];
+        let mut paragraph_base = vec![ParagraphNumber(u32::MAX); store.documents.len()];
         for (i, p) in store.paragraphs.iter().enumerate().rev() {
-            paragraph_base[store.sections[p.section as usize].document as usize] = i as u32;
+            paragraph_base[store.sections[p.section].document.index()] = ParagraphNumber(i as u32);
         }
         Ok(Self {
             index,
@@ -96,49 +99,46 @@ impl<'a> Ids<'a> {
         &self.index.store
     }
 
-    fn document(&self, d: u32) -> &'a str {
-        &self.store().documents[d as usize].id
+    fn document(&self, d: DocumentNumber) -> &'a str {
+        &self.store().documents[d].id
     }
 
-    fn section(&self, s: u32) -> String {
-        let d = self.store().sections[s as usize].document;
-        format!(
-            "{}:h{}",
-            self.document(d),
-            s - self.section_base[d as usize]
-        )
+    fn section(&self, s: SectionNumber) -> String {
+        let d = self.store().sections[s].document;
+        format!("{}:h{}", self.document(d), s - self.section_base[d.index()])
     }
 
-    fn paragraph_document(&self, p: u32) -> u32 {
+    fn paragraph_document(&self, p: ParagraphNumber) -> DocumentNumber {
         let store = self.store();
-        store.sections[store.paragraphs[p as usize].section as usize].document
+        store.sections[store.paragraphs[p].section].document
     }
 
-    fn paragraph(&self, p: u32) -> String {
+    fn paragraph(&self, p: ParagraphNumber) -> String {
         let d = self.paragraph_document(p);
         format!(
             "{}:p{}",
             self.document(d),
-            p - self.paragraph_base[d as usize]
+            p - self.paragraph_base[d.index()]
         )
     }
 
-    fn sentence(&self, i: u32) -> &'a str {
-        &self.store().sentences[i as usize].id
+    fn sentence(&self, i: SentenceNumber) -> &'a str {
+        &self.store().sentences[i].id
     }
 
     /// The sentence after `i` in its document.
-    fn next(&self, i: u32) -> Option<u32> {
+    fn next(&self, i: SentenceNumber) -> Option<SentenceNumber> {
         let store = self.store();
-        let [_, end] = store.documents[store.sentences[i as usize].document as usize].sentences;
-        (i + 1 < end).then_some(i + 1)
+        let [_, end] = store.documents[store.sentences[i].document].sentences;
+        let next = i.after(1);
+        (next < end).then_some(next)
     }
 
     /// The sentence before `i` in its document.
-    fn prev(&self, i: u32) -> Option<u32> {
+    fn prev(&self, i: SentenceNumber) -> Option<SentenceNumber> {
         let store = self.store();
-        let [start, _] = store.documents[store.sentences[i as usize].document as usize].sentences;
-        (i > start).then(|| i - 1)
+        let [start, _] = store.documents[store.sentences[i].document].sentences;
+        (i > start).then(|| SentenceNumber(i.0 - 1))
     }
 }
 
@@ -152,7 +152,7 @@ pub enum Rows {
     /// At most one row per sentence, made as it is written: these tables
     /// are most of an export, and the sentence rows hold the embeddings.
     PerSentence {
-        row: fn(&Ids<'_>, u32) -> Option<Value>,
+        row: fn(&Ids<'_>, SentenceNumber) -> Option<Value>,
         /// Every sentence has a row (counted without making them).
         every: bool,
     },
@@ -179,7 +179,9 @@ impl GraphRows<'_> {
             Rows::Made(rows) => Box::new(rows.chunks(batch).map(<[Value]>::to_vec)),
             Rows::PerSentence { row, .. } => {
                 let n = self.ids.store().sentences.len() as u32;
-                let mut rows = (0..n).filter_map(move |i| row(&self.ids, i)).peekable();
+                let mut rows = (0..n)
+                    .filter_map(move |i| row(&self.ids, SentenceNumber(i)))
+                    .peekable();
                 Box::new(std::iter::from_fn(move || {
                     rows.peek()?;
                     Some(rows.by_ref().take(batch).collect())
@@ -194,7 +196,9 @@ impl GraphRows<'_> {
             Rows::PerSentence { every: true, .. } => self.ids.store().sentences.len(),
             Rows::PerSentence { row, .. } => {
                 let n = self.ids.store().sentences.len() as u32;
-                (0..n).filter(|&i| row(&self.ids, i).is_some()).count()
+                (0..n)
+                    .filter(|&i| row(&self.ids, SentenceNumber(i)).is_some())
+                    .count()
             }
         }
     }
@@ -221,12 +225,12 @@ impl GraphRows<'_> {
 /// two lists, as a store's properties hold only lists of plain values:
 /// `box_pages` (one page per box) and `boxes` (`x0, y0, x1, y1` per box,
 /// in PDF points), empty where the format has no pages.
-fn sentence_row(ids: &Ids<'_>, i: u32) -> Option<Value> {
+fn sentence_row(ids: &Ids<'_>, i: SentenceNumber) -> Option<Value> {
     let store = ids.store();
-    let s = &store.sentences[i as usize];
-    let [start, _] = store.documents[s.document as usize].sentences;
+    let s = &store.sentences[i];
+    let [start, _] = store.documents[s.document].sentences;
     let embedding = if s.indexed {
-        Value::Vector(ids.vectors.row(i).to_vec())
+        Value::Vector(ids.vectors.row(i.0).to_vec())
     } else {
         Value::Null
     };
@@ -243,7 +247,7 @@ fn sentence_row(ids: &Ids<'_>, i: u32) -> Option<Value> {
         ("parent_paragraph_id", ids.paragraph(s.paragraph).into()),
         (
             "paragraph_text",
-            ids.paragraph_text[s.paragraph as usize].as_str().into(),
+            ids.paragraph_text[s.paragraph.index()].as_str().into(),
         ),
         (
             "box_pages",
@@ -274,22 +278,22 @@ fn sentence_row(ids: &Ids<'_>, i: u32) -> Option<Value> {
     ]))
 }
 
-fn sentence_in_paragraph(ids: &Ids<'_>, i: u32) -> Option<Value> {
-    let s = &ids.store().sentences[i as usize];
+fn sentence_in_paragraph(ids: &Ids<'_>, i: SentenceNumber) -> Option<Value> {
+    let s = &ids.store().sentences[i];
     Some(pair(s.id.as_str(), ids.paragraph(s.paragraph)))
 }
 
-fn sentence_in_section(ids: &Ids<'_>, i: u32) -> Option<Value> {
-    let s = &ids.store().sentences[i as usize];
+fn sentence_in_section(ids: &Ids<'_>, i: SentenceNumber) -> Option<Value> {
+    let s = &ids.store().sentences[i];
     Some(pair(s.id.as_str(), ids.section(s.section)))
 }
 
-fn sentence_in_document(ids: &Ids<'_>, i: u32) -> Option<Value> {
-    let s = &ids.store().sentences[i as usize];
+fn sentence_in_document(ids: &Ids<'_>, i: SentenceNumber) -> Option<Value> {
+    let s = &ids.store().sentences[i];
     Some(pair(s.id.as_str(), ids.document(s.document)))
 }
 
-fn sentence_next(ids: &Ids<'_>, i: u32) -> Option<Value> {
+fn sentence_next(ids: &Ids<'_>, i: SentenceNumber) -> Option<Value> {
     ids.next(i).map(|j| pair(ids.sentence(i), ids.sentence(j)))
 }
 
@@ -328,7 +332,7 @@ pub fn rows<'a>(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let id = ids.section(i as u32);
+            let id = ids.section(SectionNumber(i as u32));
             match s.parent {
                 Some(parent) => subsection_of.push(pair(id.clone(), ids.section(parent))),
                 None => has_section.push(pair(ids.document(s.document), id.clone())),
@@ -372,23 +376,22 @@ pub fn rows<'a>(
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let i = i as u32;
+            let i = ParagraphNumber(i as u32);
             let document = ids.paragraph_document(i);
             paragraph_in_section.push(pair(ids.paragraph(i), ids.section(p.section)));
-            if (i as usize + 1) < store.paragraphs.len()
-                && ids.paragraph_document(i + 1) == document
-            {
-                paragraph_next.push(pair(ids.paragraph(i), ids.paragraph(i + 1)));
+            let next = i.after(1);
+            if next.index() < store.paragraphs.len() && ids.paragraph_document(next) == document {
+                paragraph_next.push(pair(ids.paragraph(i), ids.paragraph(next)));
             }
             Value::map([
                 ("id", ids.paragraph(i).into()),
-                ("text", ids.paragraph_text[i as usize].as_str().into()),
+                ("text", ids.paragraph_text[i.index()].as_str().into()),
                 (
                     "position",
-                    (i - ids.paragraph_base[document as usize]).into(),
+                    (i - ids.paragraph_base[document.index()]).into(),
                 ),
                 ("document_id", ids.document(document).into()),
-                ("centroid", centroid(centroids.row(i))),
+                ("centroid", centroid(centroids.row(i.0))),
             ])
         })
         .collect();
@@ -399,10 +402,10 @@ pub fn rows<'a>(
         .iter()
         .map(|c| {
             chunk_in_document.push(pair(c.id.as_str(), ids.document(c.document)));
-            let sentences: BTreeSet<u32> = c.sentences.iter().copied().collect();
+            let sentences: BTreeSet<SentenceNumber> = c.sentences.iter().copied().collect();
             for &s in &sentences {
                 sentence_in_chunk.push(pair(ids.sentence(s), c.id.as_str()));
-                paragraph_in_chunk.insert((store.sentences[s as usize].paragraph, c.id.as_str()));
+                paragraph_in_chunk.insert((store.sentences[s].paragraph, c.id.as_str()));
             }
             Value::map([
                 ("id", c.id.as_str().into()),
@@ -472,8 +475,7 @@ pub fn rows<'a>(
             }
             let mut row = 0u32;
             for &part in &t.parts {
-                let [start, end] = store.paragraphs[part as usize].sentences;
-                for s in start..end {
+                for s in SentenceNumber::range(store.paragraphs[part].sentences) {
                     row += 1;
                     row_of.push(Value::map([
                         ("from", ids.sentence(s).into()),

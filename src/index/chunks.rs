@@ -13,6 +13,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::files::{self, read_json};
+use super::numbers::{DocumentNumber, SentenceNumber};
 use super::{ChunkRecord, IndexError, SkeletonStore, Vectors};
 
 /// The normalised mean of each chunk's indexed sentence vectors; zeros
@@ -22,8 +23,8 @@ pub fn mean_vectors(chunks: &[ChunkRecord], store: &SkeletonStore, vectors: &Vec
     let mut data = vec![0f32; chunks.len() * dims];
     for (chunk, out) in chunks.iter().zip(data.chunks_exact_mut(dims)) {
         for &i in &chunk.sentences {
-            if store.sentences.get(i as usize).is_some_and(|s| s.indexed) {
-                for (o, x) in out.iter_mut().zip(vectors.row(i)) {
+            if store.sentences.get(i.index()).is_some_and(|s| s.indexed) {
+                for (o, x) in out.iter_mut().zip(vectors.row(i.0)) {
                     *o += x;
                 }
             }
@@ -38,14 +39,14 @@ pub fn mean_vectors(chunks: &[ChunkRecord], store: &SkeletonStore, vectors: &Vec
 pub struct ChunkIndex {
     pub vectors: Vectors,
     /// Per chunk, the global numbers of its indexed sentences.
-    pub sentences: Vec<Vec<u32>>,
+    pub sentences: Vec<Vec<SentenceNumber>>,
 }
 
 /// A chunk record as the chunk index reads it: its sentences only (the
 /// text is skipped while parsing, never held).
 #[derive(Deserialize)]
 struct ChunkSentences {
-    sentences: Vec<u32>,
+    sentences: Vec<SentenceNumber>,
 }
 
 impl ChunkIndex {
@@ -68,7 +69,7 @@ impl ChunkIndex {
         for record in records {
             let mut indexed = Vec::with_capacity(record.sentences.len());
             for i in record.sentences {
-                match store.sentences.get(i as usize) {
+                match store.sentences.get(i.index()) {
                     Some(s) if s.indexed => indexed.push(i),
                     Some(_) => {}
                     None => {
@@ -91,7 +92,7 @@ impl ChunkIndex {
         &self,
         query: &[f32],
         k: usize,
-        allowed: &dyn Fn(u32) -> bool,
+        allowed: &dyn Fn(SentenceNumber) -> bool,
     ) -> Vec<(u32, f32)> {
         let admitted = |c: u32| {
             self.sentences
@@ -108,15 +109,15 @@ pub struct ChunkMembers {
     /// Per document, the position in `sentences` of its first chunk.
     first: Vec<u32>,
     /// Per chunk, in `chunks.json` order, its sentences in reading order.
-    sentences: Vec<Vec<u32>>,
+    sentences: Vec<Vec<SentenceNumber>>,
 }
 
 /// A chunk record as the members read it: its place and sentences.
 #[derive(Deserialize)]
 struct ChunkPlace {
-    document: u32,
+    document: DocumentNumber,
     index: u32,
-    sentences: Vec<u32>,
+    sentences: Vec<SentenceNumber>,
 }
 
 impl ChunkMembers {
@@ -130,7 +131,7 @@ impl ChunkMembers {
         let mut first = Vec::with_capacity(store.documents.len());
         let mut sentences = Vec::with_capacity(records.len());
         for (n, record) in records.into_iter().enumerate() {
-            let document = record.document as usize;
+            let document = record.document.index();
             if document >= store.documents.len() || document + 1 < first.len() {
                 return Err(corrupt(format!(
                     "chunk {n} of document {document}, out of order"
@@ -159,13 +160,13 @@ impl ChunkMembers {
 
     /// The sentences of `document`'s chunk numbered `chunk` (from 0);
     /// empty when it has none such.
-    pub fn of(&self, document: u32, chunk: u32) -> &[u32] {
-        let Some(&first) = self.first.get(document as usize) else {
+    pub fn of(&self, document: DocumentNumber, chunk: u32) -> &[SentenceNumber] {
+        let Some(&first) = self.first.get(document.index()) else {
             return &[];
         };
         let end = self
             .first
-            .get(document as usize + 1)
+            .get(document.index() + 1)
             .map_or(self.sentences.len() as u32, |&f| f);
         match first.checked_add(chunk).filter(|&c| c < end) {
             Some(c) => &self.sentences[c as usize],

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::SkeletonStore;
+use super::numbers::{ParagraphNumber, SentenceNumber};
 
 /// Sentence and paragraph ids to numbers, built once per loaded version
 /// ([`super::IndexVersion::ids`]).
@@ -24,10 +25,14 @@ impl IdNumbers {
             .enumerate()
             .map(|(i, d)| (d.id.clone(), i as u32))
             .collect();
-        let sentences = store.documents.iter().map(|d| d.sentences).collect();
+        let sentences = store
+            .documents
+            .iter()
+            .map(|d| d.sentences.map(|s| s.0))
+            .collect();
         let mut paragraphs = vec![[u32::MAX, 0]; store.documents.len()];
         for (p, paragraph) in store.paragraphs.iter().enumerate() {
-            let d = store.sections[paragraph.section as usize].document as usize;
+            let d = store.sections[paragraph.section].document.index();
             let range = &mut paragraphs[d];
             range[0] = range[0].min(p as u32);
             range[1] = range[1].max(p as u32 + 1);
@@ -40,25 +45,29 @@ impl IdNumbers {
     }
 
     /// The sentence number of a sentence id (`<doc>:s<n>`).
-    pub fn sentence(&self, id: &str) -> Option<u32> {
-        Self::within(&self.sentences, self.document(id, ":s")?)
+    pub fn sentence(&self, id: &str) -> Option<SentenceNumber> {
+        Self::within(&self.sentences, self.document(id, ":s")?).map(SentenceNumber)
     }
 
     /// The paragraph number of a paragraph id (`<doc>:p<n>`).
-    pub fn paragraph(&self, id: &str) -> Option<u32> {
-        Self::within(&self.paragraphs, self.document(id, ":p")?)
+    pub fn paragraph(&self, id: &str) -> Option<ParagraphNumber> {
+        Self::within(&self.paragraphs, self.document(id, ":p")?).map(ParagraphNumber)
     }
 
     /// The id of paragraph `p` of `store` (`<doc>:p<n>`), as the graph
     /// export writes it.
-    pub fn paragraph_id(&self, store: &SkeletonStore, p: u32) -> Option<String> {
-        let paragraph = store.paragraphs.get(p as usize)?;
-        let d = store.sections.get(paragraph.section as usize)?.document as usize;
+    pub fn paragraph_id(&self, store: &SkeletonStore, p: ParagraphNumber) -> Option<String> {
+        let paragraph = store.paragraphs.get(p.index())?;
+        let d = store
+            .sections
+            .get(paragraph.section.index())?
+            .document
+            .index();
         let [start, _] = *self.paragraphs.get(d)?;
         Some(format!(
             "{}:p{}",
             store.documents.get(d)?.id,
-            p.checked_sub(start)?
+            p.0.checked_sub(start)?
         ))
     }
 

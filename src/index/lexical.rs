@@ -20,6 +20,8 @@ use super::bm25::{
     ID_BOOST, ID_TOKENIZER, SECTION_BOOST, TEXT_TOKENIZER, TOPIC_TOKENIZER, analyzer,
     distinct_words, mean_share,
 };
+use super::numbers::{ParagraphNumber, SectionNumber, SentenceNumber};
+use super::ranking::Ranking;
 use super::{IndexError, SkeletonStore};
 use crate::spec::IndexProfileSpec;
 
@@ -122,8 +124,8 @@ impl LexicalStats {
             ids_analyzer: ids_analyzer.clone(),
             topic: analyzer(TOPIC_TOKENIZER)?,
         };
-        let indexed = |[start, end]: [u32; 2]| {
-            store.sentences[start as usize..end as usize]
+        let indexed = |[start, end]: [SentenceNumber; 2]| {
+            store.sentences[start.index()..end.index()]
                 .iter()
                 .filter(|s| s.indexed)
                 .count() as u32
@@ -146,7 +148,7 @@ impl LexicalStats {
         if stats.with_section {
             let mut per_section = vec![0u32; store.sections.len()];
             for s in store.sentences.iter().filter(|s| s.indexed) {
-                per_section[s.section as usize] += 1;
+                per_section[s.section.index()] += 1;
             }
             for (section, &held) in store.sections.iter().zip(&per_section) {
                 if held > 0 {
@@ -232,19 +234,19 @@ impl LexicalStats {
         &self,
         store: &SkeletonStore,
         query: &str,
-        sentences: &[u32],
+        sentences: &[SentenceNumber],
         paragraph_boost: f32,
-    ) -> Vec<(u32, f32)> {
+    ) -> Ranking {
         let mut english = self.english.clone();
         let mut ids = self.ids_analyzer.clone();
         let words = distinct_words(&mut english, query);
         let id_words = distinct_words(&mut ids, query);
         let n = self.sentences;
-        let mut paragraphs: HashMap<u32, f32> = HashMap::new();
-        let mut sections: HashMap<u32, f32> = HashMap::new();
-        let mut scored: Vec<(u32, f32)> = Vec::with_capacity(sentences.len());
+        let mut paragraphs: HashMap<ParagraphNumber, f32> = HashMap::new();
+        let mut sections: HashMap<SectionNumber, f32> = HashMap::new();
+        let mut scored: Vec<(SentenceNumber, f32)> = Vec::with_capacity(sentences.len());
         for &i in sentences {
-            let s = &store.sentences[i as usize];
+            let s = &store.sentences[i];
             let (tf, length) = frequencies(&mut english, &s.text, &words);
             let mut score = self.text.score(&words, &tf, length, n);
             let (tf, length) = frequencies(&mut ids, &s.text, &id_words);
@@ -252,7 +254,7 @@ impl LexicalStats {
             if self.with_section {
                 score += SECTION_BOOST
                     * *sections.entry(s.section).or_insert_with(|| {
-                        let path = store.sections[s.section as usize].path.join(" ");
+                        let path = store.sections[s.section].path.join(" ");
                         let (tf, length) = frequencies(&mut english, &path, &words);
                         self.section.score(&words, &tf, length, n)
                     });
@@ -260,7 +262,7 @@ impl LexicalStats {
             if self.with_paragraph && paragraph_boost > 0.0 {
                 score += paragraph_boost
                     * *paragraphs.entry(s.paragraph).or_insert_with(|| {
-                        let text = store.paragraph_text(&store.paragraphs[s.paragraph as usize]);
+                        let text = store.paragraph_text(&store.paragraphs[s.paragraph]);
                         let (tf, length) = frequencies(&mut english, &text, &words);
                         self.paragraph.score(&words, &tf, length, n)
                     });
@@ -269,8 +271,7 @@ impl LexicalStats {
                 scored.push((i, score));
             }
         }
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored
+        Ranking::best_first(scored)
     }
 }
 

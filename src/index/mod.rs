@@ -18,6 +18,8 @@ pub mod links;
 pub mod manifest;
 pub mod names;
 pub mod nearest;
+pub mod numbers;
+pub mod ranking;
 pub mod store;
 pub mod vectors;
 mod version;
@@ -33,6 +35,8 @@ pub use files::{CACHE_DIR, FORMAT_VERSION, READABLE_FORMATS, corpus_dir};
 pub use hnsw::HnswGraph;
 pub use links::RelatedEdge;
 pub use manifest::{Counts, DocumentNote, Timings, VersionManifest};
+pub use numbers::{DocumentNumber, ParagraphNumber, SectionNumber, SentenceNumber};
+pub use ranking::Ranking;
 pub use store::{
     ChunkRecord, DocumentRecord, ReferenceRecord, ReferenceTarget, SkeletonStore, TableRecord,
 };

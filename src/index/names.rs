@@ -9,12 +9,13 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::numbers::DocumentNumber;
 use super::store::DocumentRecord;
 
 /// Words of document names, each with the documents it names.
 pub struct DocumentNames {
     documents: usize,
-    by_word: HashMap<String, Vec<u32>>,
+    by_word: HashMap<String, Vec<DocumentNumber>>,
     /// Each document's names, its file name's words and its title's, in
     /// the singular, distinct.
     names: Vec<[Vec<String>; 2]>,
@@ -22,7 +23,7 @@ pub struct DocumentNames {
 
 impl DocumentNames {
     pub fn new(documents: &[DocumentRecord]) -> Self {
-        let mut by_word: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut by_word: HashMap<String, Vec<DocumentNumber>> = HashMap::new();
         let mut names = Vec::with_capacity(documents.len());
         for (d, document) in documents.iter().enumerate() {
             let file = document.key.rsplit('/').next().unwrap_or_default();
@@ -33,7 +34,10 @@ impl DocumentNames {
             words.sort_unstable();
             words.dedup();
             for word in words {
-                by_word.entry(word).or_default().push(d as u32);
+                by_word
+                    .entry(word)
+                    .or_default()
+                    .push(DocumentNumber(d as u32));
             }
             let singular = |text: &str| {
                 let mut words: Vec<String> =
@@ -60,8 +64,8 @@ impl DocumentNames {
     /// names (`ln(documents / named)`). A word in every name, or in none,
     /// names nothing; a query none of whose words names a document gives
     /// an empty map. A plural matches its singular ("Normans", "Norman").
-    pub fn named_by(&self, words: &[String]) -> HashMap<u32, f32> {
-        let mut scores: HashMap<u32, f32> = HashMap::new();
+    pub fn named_by(&self, words: &[String]) -> HashMap<DocumentNumber, f32> {
+        let mut scores: HashMap<DocumentNumber, f32> = HashMap::new();
         let mut total = 0.0;
         for (_, named) in self.naming(words) {
             let weight = (self.documents as f32 / named.len() as f32).ln();
@@ -100,13 +104,13 @@ impl DocumentNames {
             // word, and at least half of it.
             held > 0 && held + 1 >= name.len() && 2 * held >= name.len()
         };
-        let documents: Vec<u32> = first
+        let documents: Vec<DocumentNumber> = first
             .iter()
             .copied()
             .filter(|d| naming.iter().all(|(_, named)| named.contains(d)))
             .filter(|&d| {
                 self.names
-                    .get(d as usize)
+                    .get(d.index())
                     .is_some_and(|names| names.iter().any(|name| mentioned(name)))
             })
             .collect();
@@ -122,14 +126,14 @@ impl DocumentNames {
     /// Each distinct word of `words` that names some documents but not
     /// all (singular, as names are matched), with the documents it names,
     /// sorted.
-    fn naming(&self, words: &[String]) -> Vec<(String, Vec<u32>)> {
-        let mut naming: Vec<(String, Vec<u32>)> = Vec::new();
+    fn naming(&self, words: &[String]) -> Vec<(String, Vec<DocumentNumber>)> {
+        let mut naming: Vec<(String, Vec<DocumentNumber>)> = Vec::new();
         for word in words {
             let word = singular(word);
             if naming.iter().any(|(w, _)| w == word) {
                 continue;
             }
-            let mut named: Vec<u32> = [word.to_string(), format!("{word}s")]
+            let mut named: Vec<DocumentNumber> = [word.to_string(), format!("{word}s")]
                 .iter()
                 .filter_map(|w| self.by_word.get(w))
                 .flatten()
@@ -149,7 +153,7 @@ impl DocumentNames {
 #[derive(Debug, PartialEq)]
 pub struct Outright {
     /// The documents, in order.
-    pub documents: Vec<u32>,
+    pub documents: Vec<DocumentNumber>,
     /// The query's words that name them, in both numbers ("agreement",
     /// "agreements").
     pub words: HashSet<String>,
@@ -173,6 +177,7 @@ fn name_words(text: &str) -> impl Iterator<Item = String> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::SentenceNumber;
 
     fn document(key: &str, title: Option<&str>) -> DocumentRecord {
         DocumentRecord {
@@ -182,7 +187,7 @@ mod tests {
             info: Default::default(),
             acl: Vec::new(),
             metadata: Default::default(),
-            sentences: [0, 0],
+            sentences: [SentenceNumber(0); 2],
         }
     }
 
@@ -196,13 +201,13 @@ mod tests {
         ]);
         let words = |q: &str| name_words(q).collect::<Vec<_>>();
         let named = names.named_by(&words("which state law governs the hosting agreement"));
-        assert_eq!(named.get(&0), Some(&1.0));
-        let endorsement = named[&1];
+        assert_eq!(named.get(&DocumentNumber(0)), Some(&1.0));
+        let endorsement = named[&DocumentNumber(1)];
         assert!(endorsement > 0.0 && endorsement < 0.5, "{endorsement}");
-        assert!(!named.contains_key(&2));
+        assert!(!named.contains_key(&DocumentNumber(2)));
         // A plural or singular of a name word names it.
         let norman = names.named_by(&words("who was the norman leader"));
-        assert_eq!(norman.get(&2), Some(&1.0));
+        assert_eq!(norman.get(&DocumentNumber(2)), Some(&1.0));
         // Words in no name, or in every name, name nothing.
         assert!(
             names
@@ -221,7 +226,7 @@ mod tests {
         assert_eq!(
             naming("which state law governs the hosting agreement"),
             Some((
-                vec![0],
+                vec![DocumentNumber(0)],
                 ["agreement", "agreements", "hosting", "hostings"]
                     .map(String::from)
                     .to_vec()
@@ -229,7 +234,10 @@ mod tests {
         );
         assert_eq!(
             naming("who were the normans"),
-            Some((vec![2], ["norman", "normans"].map(String::from).to_vec()))
+            Some((
+                vec![DocumentNumber(2)],
+                ["norman", "normans"].map(String::from).to_vec()
+            ))
         );
         // A long title that holds the query's naming words is not named
         // by them: they are less than half of it.
@@ -252,7 +260,7 @@ mod tests {
             papers
                 .named_outright(&words("does vitamin intake change bone density"))
                 .map(|o| o.documents),
-            Some(vec![1])
+            Some(vec![DocumentNumber(1)])
         );
         // Two names share the query's naming words only in part: neither
         // is named outright.

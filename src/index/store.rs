@@ -16,6 +16,8 @@ use crate::parse::{DocumentInfo, FormField};
 use crate::pipeline::ProcessedDocument;
 use crate::skeleton::{PageBox, Skeleton, SourceTag};
 
+use super::numbers::{DocumentNumber, ParagraphNumber, SectionNumber, SentenceNumber};
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SkeletonStore {
     pub documents: Vec<DocumentRecord>,
@@ -42,15 +44,15 @@ pub struct DocumentRecord {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
     /// Global sentence numbers of the document, `[start, end)`.
-    pub sentences: [u32; 2],
+    pub sentences: [SentenceNumber; 2],
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SectionRecord {
-    pub document: u32,
+    pub document: DocumentNumber,
     /// The enclosing section (global number); `None` for a document's root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<u32>,
+    pub parent: Option<SectionNumber>,
     pub path: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub numbering: Option<String>,
@@ -62,18 +64,18 @@ pub struct SectionRecord {
     /// Sentences whose references point here (global numbers), in reading
     /// order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub inbound: Vec<u32>,
+    pub inbound: Vec<SentenceNumber>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ParagraphRecord {
-    pub section: u32,
+    pub section: SectionNumber,
     /// Global sentence numbers, `[start, end)`.
-    pub sentences: [u32; 2],
+    pub sentences: [SentenceNumber; 2],
     /// Sentences whose references point here (a caption, a title line, a
     /// numbered clause), in reading order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub inbound: Vec<u32>,
+    pub inbound: Vec<SentenceNumber>,
     /// The table this paragraph holds (part of), by global number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<u32>,
@@ -84,10 +86,10 @@ pub struct ParagraphRecord {
 pub struct TableRecord {
     /// Stable id, `<doc>:t<n>`.
     pub id: String,
-    pub document: u32,
+    pub document: DocumentNumber,
     /// Its paragraphs (global numbers) in reading order: more than one
     /// when it continues over a page break.
-    pub parts: Vec<u32>,
+    pub parts: Vec<ParagraphNumber>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caption: Option<String>,
     /// Each column's label, its header cells joined.
@@ -121,17 +123,17 @@ pub struct ReferenceRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", content = "id", rename_all = "snake_case")]
 pub enum ReferenceTarget {
-    Section(u32),
-    Paragraph(u32),
+    Section(SectionNumber),
+    Paragraph(ParagraphNumber),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SentenceRecord {
     /// Stable id, `<doc>:s<n>`.
     pub id: String,
-    pub document: u32,
-    pub section: u32,
-    pub paragraph: u32,
+    pub document: DocumentNumber,
+    pub section: SectionNumber,
+    pub paragraph: ParagraphNumber,
     /// Document-local chunk number of the first chunk holding it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunk: Option<u32>,
@@ -174,14 +176,14 @@ pub struct SentenceRecord {
 pub struct ChunkRecord {
     /// Stable id, `<doc>:c<n>`.
     pub id: String,
-    pub document: u32,
+    pub document: DocumentNumber,
     /// Position among the document's chunks, from 0.
     pub index: u32,
     pub text: String,
     pub heading_path: Vec<String>,
     pub tokens: u32,
     /// Global sentence numbers of the sentences it covers, in reading order.
-    pub sentences: Vec<u32>,
+    pub sentences: Vec<SentenceNumber>,
     /// For a chunk of a table (or of a shard of one), the table's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
@@ -190,7 +192,7 @@ pub struct ChunkRecord {
 impl ChunkRecord {
     /// The chunks of `doc`, numbered as if it were appended to `store` next.
     pub fn of(doc: &ProcessedDocument, store: &SkeletonStore) -> Vec<ChunkRecord> {
-        let document = store.documents.len() as u32;
+        let document = DocumentNumber(store.documents.len() as u32);
         Self::of_document(&doc.skeleton, &doc.chunks, document, store)
     }
 
@@ -198,13 +200,15 @@ impl ChunkRecord {
     pub fn of_document(
         skeleton: &Skeleton,
         chunks: &[Chunk],
-        document: u32,
+        document: DocumentNumber,
         store: &SkeletonStore,
     ) -> Vec<ChunkRecord> {
         let sentence_base = store
             .documents
-            .get(document as usize)
-            .map_or(store.sentences.len() as u32, |d| d.sentences[0]);
+            .get(document.index())
+            .map_or(SentenceNumber(store.sentences.len() as u32), |d| {
+                d.sentences[0]
+            });
         chunks
             .iter()
             .map(|chunk| ChunkRecord {
@@ -217,7 +221,7 @@ impl ChunkRecord {
                 sentences: chunk
                     .sentences
                     .iter()
-                    .map(|s| sentence_base + s.0)
+                    .map(|s| sentence_base.after(s.0))
                     .collect(),
                 // Its rows' table (a caption's sentence may come first).
                 table: (chunk.kind == ChunkKind::Table)
@@ -266,44 +270,44 @@ impl SkeletonStore {
             self.paragraphs.len(),
             self.sentences.len(),
         );
-        let range = |what: &str, i: usize, [start, end]: [u32; 2]| {
-            if start > end || end as usize > sentences {
+        let range = |what: &str, i: usize, [start, end]: [SentenceNumber; 2]| {
+            if start > end || end.index() > sentences {
                 Err(format!(
                     "{what} {i}: sentences {start}..{end} outside the {sentences} sentences"
                 ))
             } else {
-                Ok(start as usize..end as usize)
+                Ok(start.index()..end.index())
             }
         };
         for (d, document) in self.documents.iter().enumerate() {
             for s in range("document", d, document.sentences)? {
-                if self.sentences[s].document as usize != d {
+                if self.sentences[s].document.index() != d {
                     return Err(format!("document {d}: sentence {s} names another document"));
                 }
             }
         }
         for (i, section) in self.sections.iter().enumerate() {
-            if section.document as usize >= documents {
+            if section.document.index() >= documents {
                 return Err(format!(
                     "section {i}: document {} of {documents}",
                     section.document
                 ));
             }
-            if section.parent.is_some_and(|p| p as usize >= sections) {
+            if section.parent.is_some_and(|p| p.index() >= sections) {
                 return Err(format!(
                     "section {i}: parent outside the {sections} sections"
                 ));
             }
         }
         for (p, paragraph) in self.paragraphs.iter().enumerate() {
-            if paragraph.section as usize >= sections {
+            if paragraph.section.index() >= sections {
                 return Err(format!(
                     "paragraph {p}: section {} of {sections}",
                     paragraph.section
                 ));
             }
             for s in range("paragraph", p, paragraph.sentences)? {
-                if self.sentences[s].paragraph as usize != p {
+                if self.sentences[s].paragraph.index() != p {
                     return Err(format!(
                         "paragraph {p}: sentence {s} names another paragraph"
                     ));
@@ -313,15 +317,15 @@ impl SkeletonStore {
                 && !self
                     .tables
                     .get(t as usize)
-                    .is_some_and(|table| table.parts.contains(&(p as u32)))
+                    .is_some_and(|table| table.parts.contains(&ParagraphNumber(p as u32)))
             {
                 return Err(format!("paragraph {p}: table {t} does not hold it"));
             }
         }
         for (t, table) in self.tables.iter().enumerate() {
-            if table.document as usize >= documents
+            if table.document.index() >= documents
                 || table.parts.is_empty()
-                || table.parts.iter().any(|&p| p as usize >= paragraphs)
+                || table.parts.iter().any(|&p| p.index() >= paragraphs)
                 || table.duplicate_of.is_some_and(|d| d as usize >= t)
             {
                 return Err(format!(
@@ -330,9 +334,9 @@ impl SkeletonStore {
             }
         }
         for (i, sentence) in self.sentences.iter().enumerate() {
-            if sentence.document as usize >= documents
-                || sentence.section as usize >= sections
-                || sentence.paragraph as usize >= paragraphs
+            if sentence.document.index() >= documents
+                || sentence.section.index() >= sections
+                || sentence.paragraph.index() >= paragraphs
             {
                 return Err(format!(
                     "sentence {i}: document {}, section {}, paragraph {} outside the store",
@@ -346,12 +350,12 @@ impl SkeletonStore {
                 let document = match reference.target {
                     None => continue,
                     Some(ReferenceTarget::Section(t)) => {
-                        self.sections.get(t as usize).map(|s| s.document)
+                        self.sections.get(t.index()).map(|s| s.document)
                     }
                     Some(ReferenceTarget::Paragraph(t)) => self
                         .paragraphs
-                        .get(t as usize)
-                        .and_then(|p| self.sections.get(p.section as usize))
+                        .get(t.index())
+                        .and_then(|p| self.sections.get(p.section.index()))
                         .map(|s| s.document),
                 };
                 if document != Some(sentence.document) {
@@ -368,16 +372,16 @@ impl SkeletonStore {
     /// Points each sentence of `document` at the first of `chunks` that
     /// holds it: for chunks cut after the document was added (the
     /// `semantic` strategy cuts once the vectors are known).
-    pub fn set_chunks(&mut self, document: u32, chunks: &[Chunk]) {
+    pub fn set_chunks(&mut self, document: DocumentNumber, chunks: &[Chunk]) {
         let Some(&DocumentRecord {
             sentences: [start, end],
             ..
-        }) = self.documents.get(document as usize)
+        }) = self.documents.get(document.index())
         else {
             return;
         };
         let first = first_chunks(chunks, (end - start) as usize);
-        for (sentence, chunk) in self.sentences[start as usize..end as usize]
+        for (sentence, chunk) in self.sentences[start.index()..end.index()]
             .iter_mut()
             .zip(first)
         {
@@ -392,20 +396,20 @@ impl SkeletonStore {
     pub fn has_indexed_sentence(&self, document: &DocumentRecord) -> bool {
         let [start, end] = document.sentences;
         self.sentences
-            .get(start as usize..end as usize)
+            .get(start.index()..end.index())
             .is_some_and(|sentences| sentences.iter().any(|s| s.indexed))
     }
 
     /// The form fields of section `section` and of the sections
     /// enclosing it (global numbers), outermost first: the key-values
     /// that frame what the section says.
-    pub fn framing_fields(&self, section: u32) -> Vec<FormField> {
+    pub fn framing_fields(&self, section: SectionNumber) -> Vec<FormField> {
         let mut chain = Vec::new();
         let mut at = Some(section);
         // Only a parent numbered before its child is followed, so the walk
         // ends even over a damaged store.
         while let Some(s) = at {
-            let Some(record) = self.sections.get(s as usize) else {
+            let Some(record) = self.sections.get(s.index()) else {
                 break;
             };
             chain.push(record);
@@ -426,34 +430,34 @@ impl SkeletonStore {
         labels: &BTreeMap<String, String>,
     ) {
         let skeleton = &doc.skeleton;
-        let document = self.documents.len() as u32;
-        let section_base = self.sections.len() as u32;
-        let paragraph_base = self.paragraphs.len() as u32;
-        let sentence_base = self.sentences.len() as u32;
+        let document = DocumentNumber(self.documents.len() as u32);
+        let section_base = SectionNumber(self.sections.len() as u32);
+        let paragraph_base = ParagraphNumber(self.paragraphs.len() as u32);
+        let sentence_base = SentenceNumber(self.sentences.len() as u32);
         let enrichment: &Enrichment = &doc.enrichment;
 
         for (i, section) in skeleton.sections.iter().enumerate() {
             self.sections.push(SectionRecord {
                 document,
-                parent: section.parent.map(|p| section_base + p.0),
+                parent: section.parent.map(|p| section_base.after(p.0)),
                 path: section.path.0.clone(),
                 numbering: section.numbering.clone(),
                 is_annex: enrichment.sections.get(i).is_some_and(|a| a.is_annex),
                 fields: section.fields.clone(),
                 inbound: enrichment.sections.get(i).map_or_else(Vec::new, |a| {
-                    a.inbound.iter().map(|s| sentence_base + s.0).collect()
+                    a.inbound.iter().map(|s| sentence_base.after(s.0)).collect()
                 }),
             });
         }
         for (i, paragraph) in skeleton.paragraphs.iter().enumerate() {
             self.paragraphs.push(ParagraphRecord {
-                section: section_base + paragraph.section.0,
+                section: section_base.after(paragraph.section.0),
                 sentences: [
-                    sentence_base + paragraph.sentences.start,
-                    sentence_base + paragraph.sentences.end,
+                    sentence_base.after(paragraph.sentences.start),
+                    sentence_base.after(paragraph.sentences.end),
                 ],
                 inbound: enrichment.paragraphs.get(i).map_or_else(Vec::new, |a| {
-                    a.inbound.iter().map(|s| sentence_base + s.0).collect()
+                    a.inbound.iter().map(|s| sentence_base.after(s.0)).collect()
                 }),
                 table: None,
             });
@@ -462,12 +466,16 @@ impl SkeletonStore {
         for table in &skeleton.tables {
             let number = table_base + table.index;
             for part in &table.parts {
-                self.paragraphs[(paragraph_base + part.0) as usize].table = Some(number);
+                self.paragraphs[paragraph_base.after(part.0).index()].table = Some(number);
             }
             self.tables.push(TableRecord {
                 id: format!("{}:t{}", skeleton.document.id, table.index),
                 document,
-                parts: table.parts.iter().map(|p| paragraph_base + p.0).collect(),
+                parts: table
+                    .parts
+                    .iter()
+                    .map(|p| paragraph_base.after(p.0))
+                    .collect(),
                 caption: table.caption.clone(),
                 columns: table.columns.clone(),
                 units: table.units.clone(),
@@ -489,8 +497,8 @@ impl SkeletonStore {
             self.sentences.push(SentenceRecord {
                 id: skeleton.sentence_key(sentence.id),
                 document,
-                section: section_base + sentence.section.0,
-                paragraph: paragraph_base + sentence.paragraph.0,
+                section: section_base.after(sentence.section.0),
+                paragraph: paragraph_base.after(sentence.paragraph.0),
                 chunk: chunk_of[sentence.id.index()],
                 text: sentence.text.clone(),
                 source: sentence.source,
@@ -509,9 +517,11 @@ impl SkeletonStore {
                     .map(|r| ReferenceRecord {
                         label: r.label.clone(),
                         target: r.target.map(|t| match t {
-                            Target::Section(id) => ReferenceTarget::Section(section_base + id.0),
+                            Target::Section(id) => {
+                                ReferenceTarget::Section(section_base.after(id.0))
+                            }
                             Target::Paragraph(id) => {
-                                ReferenceTarget::Paragraph(paragraph_base + id.0)
+                                ReferenceTarget::Paragraph(paragraph_base.after(id.0))
                             }
                         }),
                     })
@@ -531,7 +541,7 @@ impl SkeletonStore {
             info: skeleton.document.info.clone(),
             acl: acl.to_vec(),
             metadata,
-            sentences: [sentence_base, self.sentences.len() as u32],
+            sentences: [sentence_base, SentenceNumber(self.sentences.len() as u32)],
         });
     }
 
@@ -546,9 +556,9 @@ impl SkeletonStore {
     }
 
     /// The indexed sentences of the range `[start, end)`, joined by spaces.
-    fn indexed_text(&self, [start, end]: [u32; 2]) -> String {
+    fn indexed_text(&self, [start, end]: [SentenceNumber; 2]) -> String {
         let mut text = String::new();
-        for s in &self.sentences[start as usize..end as usize] {
+        for s in &self.sentences[start.index()..end.index()] {
             if s.indexed {
                 if !text.is_empty() {
                     text.push(' ');
@@ -562,19 +572,18 @@ impl SkeletonStore {
     /// The sentences a reference's target holds, in reading order: a
     /// paragraph's, or a section's own (not its subsections'). Empty for a
     /// target outside the store.
-    pub fn target_sentences(&self, target: ReferenceTarget) -> Vec<u32> {
+    pub fn target_sentences(&self, target: ReferenceTarget) -> Vec<SentenceNumber> {
         match target {
             ReferenceTarget::Paragraph(p) => self
                 .paragraphs
-                .get(p as usize)
-                .map_or(Vec::new(), |p| (p.sentences[0]..p.sentences[1]).collect()),
+                .get(p.index())
+                .map_or(Vec::new(), |p| SentenceNumber::range(p.sentences).collect()),
             ReferenceTarget::Section(h) => {
-                let Some(section) = self.sections.get(h as usize) else {
+                let Some(section) = self.sections.get(h.index()) else {
                     return Vec::new();
                 };
-                let [start, end] = self.documents[section.document as usize].sentences;
-                (start..end)
-                    .filter(|&i| self.sentences[i as usize].section == h)
+                SentenceNumber::range(self.documents[section.document].sentences)
+                    .filter(|&i| self.sentences[i].section == h)
                     .collect()
             }
         }
@@ -583,15 +592,15 @@ impl SkeletonStore {
     /// The table sentence `i` is a row of, with the row's position among
     /// the table's data rows (over all its parts); `None` for a sentence
     /// outside tables.
-    pub fn table_row(&self, i: u32) -> Option<(&TableRecord, usize)> {
-        let s = self.sentences.get(i as usize)?;
+    pub fn table_row(&self, i: SentenceNumber) -> Option<(&TableRecord, usize)> {
+        let s = self.sentences.get(i.index())?;
         let p = s.paragraph;
         let table = self
             .tables
-            .get(self.paragraphs.get(p as usize)?.table? as usize)?;
+            .get(self.paragraphs.get(p.index())?.table? as usize)?;
         let mut row = 0usize;
         for &part in &table.parts {
-            let [start, end] = self.paragraphs.get(part as usize)?.sentences;
+            let [start, end] = self.paragraphs.get(part.index())?.sentences;
             if part == p {
                 return Some((table, row + (i - start) as usize));
             }
@@ -600,8 +609,8 @@ impl SkeletonStore {
         None
     }
 
-    pub fn section_path(&self, sentence: u32) -> &[String] {
-        let s = &self.sentences[sentence as usize];
-        &self.sections[s.section as usize].path
+    pub fn section_path(&self, sentence: SentenceNumber) -> &[String] {
+        let s = &self.sentences[sentence];
+        &self.sections[s.section].path
     }
 }

@@ -8,6 +8,7 @@ use super::files::{self, corpus_dir, read_json, read_manifest};
 use super::ids::IdNumbers;
 use super::lexical::LexicalStats;
 use super::names::DocumentNames;
+use super::numbers::SentenceNumber;
 use super::vectors::Paging;
 use super::{
     ChunkIndex, ChunkMembers, ChunkRecord, HnswGraph, IndexError, Quantized, READABLE_FORMATS,
@@ -27,7 +28,7 @@ pub struct IndexVersion {
     /// One vector per defined term of an indexed sentence (the term
     /// embedded alone), and the sentence defining it.
     pub terms: Vectors,
-    pub term_sentences: Vec<u32>,
+    pub term_sentences: Vec<SentenceNumber>,
     /// Documents with at least one indexed sentence: those the BM25
     /// index's document field counts.
     pub indexed_documents: usize,
@@ -215,7 +216,8 @@ impl IndexVersion {
             store.sections.len(),
             Paging::Resident,
         )?;
-        let term_sentences: Vec<u32> = defined_terms(&store).iter().map(|&(i, _)| i).collect();
+        let term_sentences: Vec<SentenceNumber> =
+            defined_terms(&store).iter().map(|&(i, _)| i).collect();
         let terms = read_rows(
             &dir,
             files::TERM_VECTORS,
@@ -380,10 +382,9 @@ pub(crate) fn paragraph_centroids(store: &SkeletonStore, vectors: &Vectors) -> V
     let dims = vectors.dims;
     let mut data = vec![0f32; store.paragraphs.len() * dims];
     for (p, out) in data.chunks_exact_mut(dims).enumerate() {
-        let [start, end] = store.paragraphs[p].sentences;
-        for i in start..end {
-            if store.sentences[i as usize].indexed {
-                for (o, x) in out.iter_mut().zip(vectors.row(i)) {
+        for i in SentenceNumber::range(store.paragraphs[p].sentences) {
+            if store.sentences[i].indexed {
+                for (o, x) in out.iter_mut().zip(vectors.row(i.0)) {
                     *o += x;
                 }
             }
@@ -416,12 +417,15 @@ fn read_rows(
 
 /// The defined terms of the indexed sentences, in sentence order: row
 /// `n` of `terms.f32` is the `n`th (sentence, term).
-pub(crate) fn defined_terms(store: &SkeletonStore) -> Vec<(u32, &str)> {
+pub(crate) fn defined_terms(store: &SkeletonStore) -> Vec<(SentenceNumber, &str)> {
     store
         .sentences
         .iter()
         .enumerate()
         .filter(|(_, s)| s.indexed)
-        .flat_map(|(i, s)| s.terms.iter().map(move |t| (i as u32, t.as_str())))
+        .flat_map(|(i, s)| {
+            let i = SentenceNumber(i as u32);
+            s.terms.iter().map(move |t| (i, t.as_str()))
+        })
         .collect()
 }

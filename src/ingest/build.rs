@@ -12,8 +12,8 @@ use crate::chunk::Chunk;
 use crate::embed::{self, Embedder, EmbeddingCache};
 use crate::index::files;
 use crate::index::{
-    ChunkRecord, Counts, DocumentNote, FORMAT_VERSION, HnswGraph, Quantized, SkeletonStore,
-    Timings, Vectors, VersionManifest, bm25, links,
+    ChunkRecord, Counts, DocumentNote, DocumentNumber, FORMAT_VERSION, HnswGraph, Quantized,
+    SentenceNumber, SkeletonStore, Timings, Vectors, VersionManifest, bm25, links,
 };
 use crate::pipeline::Pipeline;
 use crate::skeleton::Skeleton;
@@ -245,7 +245,7 @@ fn write_bm25(
         Vec::new()
     };
     // Each document's words ride on its first indexed sentence.
-    let mut first_rows: HashMap<u32, u32> = HashMap::new();
+    let mut first_rows: HashMap<DocumentNumber, u32> = HashMap::new();
     for &i in rows {
         first_rows
             .entry(store.sentences[i as usize].document)
@@ -268,14 +268,14 @@ fn write_bm25(
                 sentence: i,
                 text: &sentence.text,
                 section_path: if profile.index.bm25_section_path {
-                    store.section_path(i).join(" ")
+                    store.section_path(SentenceNumber(i)).join(" ")
                 } else {
                     String::new()
                 },
                 paragraph: paragraphs
-                    .get(sentence.paragraph as usize)
+                    .get(sentence.paragraph.index())
                     .map_or("", String::as_str),
-                document: match documents.get(sentence.document as usize) {
+                document: match documents.get(sentence.document.index()) {
                     Some(text) if first => text,
                     _ => "",
                 },
@@ -296,7 +296,7 @@ pub(super) struct Processed {
     /// For the `semantic` strategy, each indexed document's skeleton, by
     /// document number, to be chunked once the vectors are known
     /// ([`chunk_semantic`]); empty otherwise.
-    pub(super) unchunked: Vec<(u32, Skeleton)>,
+    pub(super) unchunked: Vec<(DocumentNumber, Skeleton)>,
 }
 
 /// Parses, segments, chunks and enriches `documents` in parallel; a
@@ -359,7 +359,7 @@ pub(super) fn process_documents(
                 chunks.extend(ChunkRecord::of(&p, &store));
                 store.add(&p, &doc.acl, &doc.metadata);
                 if semantic {
-                    unchunked.push((store.documents.len() as u32 - 1, p.skeleton));
+                    unchunked.push((DocumentNumber(store.documents.len() as u32 - 1), p.skeleton));
                 }
             }
             Err(reason) => {
@@ -386,21 +386,21 @@ pub(super) fn process_documents(
 /// their chunks.
 pub(super) fn chunk_semantic(
     pipeline: &Pipeline,
-    unchunked: &[(u32, Skeleton)],
+    unchunked: &[(DocumentNumber, Skeleton)],
     store: &mut SkeletonStore,
     vectors: &Vectors,
 ) -> Vec<ChunkRecord> {
     let cut: Vec<Vec<Chunk>> = unchunked
         .par_iter()
         .map(|(document, skeleton)| {
-            let [start, _] = store.documents[*document as usize].sentences;
+            let [start, _] = store.documents[*document].sentences;
             pipeline.chunk_at_shifts(skeleton, |i| {
-                let row = start + i as u32;
+                let row = start.after(i as u32);
                 store
                     .sentences
-                    .get(row as usize)
+                    .get(row.index())
                     .filter(|s| s.indexed)
-                    .map(|_| vectors.row(row))
+                    .map(|_| vectors.row(row.0))
             })
         })
         .collect();

@@ -41,12 +41,7 @@ pub(super) fn embed_store(
     let heading_texts: Vec<String> = store
         .sections
         .iter()
-        .map(|s| {
-            heading_text(
-                &s.path,
-                store.documents[s.document as usize].title.as_deref(),
-            )
-        })
+        .map(|s| heading_text(&s.path, store.documents[s.document].title.as_deref()))
         .collect();
     let present: Vec<(usize, &str)> = heading_texts
         .iter()
@@ -167,8 +162,8 @@ fn passages(
     let group = |i: usize| {
         let sentence = &store.sentences[i];
         match context {
-            EmbeddingContext::Window => sentence.section,
-            _ => sentence.paragraph,
+            EmbeddingContext::Window => sentence.section.0,
+            _ => sentence.paragraph.0,
         }
     };
     let mut out: Vec<(Passage, Vec<usize>)> = Vec::new();

@@ -13,11 +13,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::index::{IndexVersion, SearchFiles, nearest};
+use crate::index::{IndexVersion, Ranking, SearchFiles, SentenceNumber, nearest};
 use crate::spec::{AnchorMode, AnchorSource, RetrievalRouteSpec, Signal};
 
 use super::vectors::QueryVectors;
-use super::{Candidate, GraphAccess, RetrieveError, Retriever, sorted};
+use super::{Candidates, GraphAccess, RetrieveError, Retriever};
 
 /// How many times `candidates` sentences (and paragraphs) a route
 /// anchored in a graph store asks its full-text index for. The store's
@@ -30,13 +30,13 @@ const STORE_RECALL: usize = 4;
 /// What stage 1 found.
 pub(super) struct Anchors {
     /// Every anchor with its fused score and the signals known so far.
-    pub candidates: HashMap<u32, Candidate>,
+    pub candidates: Candidates,
     /// The dense list, best first (paragraph-mixed similarities).
-    pub dense: Vec<(u32, f32)>,
+    pub dense: Ranking,
     /// The BM25 list, best first.
-    pub lexical: Vec<(u32, f32)>,
+    pub lexical: Ranking,
     /// Full mode: each defining sentence's best similarity to the query.
-    pub definitions: HashMap<u32, f32>,
+    pub definitions: HashMap<SentenceNumber, f32>,
 }
 
 /// Where stage 1's two lists come from. The version's own indexes and a
@@ -49,8 +49,8 @@ trait AnchorSearch {
         &self,
         q: &[f32],
         c: usize,
-        allowed: &dyn Fn(u32) -> bool,
-    ) -> Result<Vec<(u32, f32)>, RetrieveError>;
+        allowed: &dyn Fn(SentenceNumber) -> bool,
+    ) -> Result<Ranking, RetrieveError>;
 
     /// The `c` admitted sentences the version's BM25 statistics rank best
     /// for the query, best first.
@@ -58,8 +58,8 @@ trait AnchorSearch {
         &self,
         query: &str,
         c: usize,
-        allowed: &dyn Fn(u32) -> bool,
-    ) -> Result<Vec<(u32, f32)>, RetrieveError>;
+        allowed: &dyn Fn(SentenceNumber) -> bool,
+    ) -> Result<Ranking, RetrieveError>;
 }
 
 /// `anchors.source: embedded`: the version's HNSW graph (or exact search)
@@ -74,34 +74,38 @@ impl AnchorSearch for EmbeddedSearch<'_> {
         &self,
         q: &[f32],
         c: usize,
-        allowed: &dyn Fn(u32) -> bool,
-    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        allowed: &dyn Fn(SentenceNumber) -> bool,
+    ) -> Result<Ranking, RetrieveError> {
         let search = self.search;
-        Ok(nearest::nearest(
+        // The vector file's rows are sentence numbers.
+        let rows = |i: u32| allowed(SentenceNumber(i));
+        Ok(Ranking::from_rows(nearest::nearest(
             &search.vectors,
             &search.graph,
             search.quantized.as_ref(),
             q,
             c,
             self.route.anchors.ef_search as usize,
-            allowed,
-        ))
+            &rows,
+        )))
     }
 
     fn lexical(
         &self,
         query: &str,
         c: usize,
-        allowed: &dyn Fn(u32) -> bool,
-    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        allowed: &dyn Fn(SentenceNumber) -> bool,
+    ) -> Result<Ranking, RetrieveError> {
         let anchors = &self.route.anchors;
-        Ok(self.search.bm25.search_phrases(
+        // The BM25 index's documents are sentences, by number.
+        let rows = |i: u32| allowed(SentenceNumber(i));
+        Ok(Ranking::from_rows(self.search.bm25.search_phrases(
             query,
             c,
             anchors.paragraph_boost,
             anchors.phrase_boost,
-            allowed,
-        )?)
+            &rows,
+        )?))
     }
 }
 
@@ -118,8 +122,8 @@ impl AnchorSearch for StoreSearch<'_> {
         &self,
         q: &[f32],
         c: usize,
-        allowed: &dyn Fn(u32) -> bool,
-    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        allowed: &dyn Fn(SentenceNumber) -> bool,
+    ) -> Result<Ranking, RetrieveError> {
         let mut store = self.graph.connection()?;
         Ok(self.graph.search.nearest(&mut *store, q, c, allowed)?)
     }
@@ -131,8 +135,8 @@ impl AnchorSearch for StoreSearch<'_> {
         &self,
         query: &str,
         c: usize,
-        allowed: &dyn Fn(u32) -> bool,
-    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        allowed: &dyn Fn(SentenceNumber) -> bool,
+    ) -> Result<Ranking, RetrieveError> {
         let boost = self.route.anchors.paragraph_boost;
         let with_paragraphs = boost > 0.0 && self.index.profile.index.bm25_paragraph;
         let found = {
@@ -155,7 +159,7 @@ impl Retriever<'_> {
         route: &RetrievalRouteSpec,
         query: &str,
         query_vector: Option<&[f32]>,
-        allowed: &dyn Fn(u32) -> bool,
+        allowed: &dyn Fn(SentenceNumber) -> bool,
         vectors: &mut QueryVectors<'_>,
     ) -> Result<Anchors, RetrieveError> {
         let mode = route.anchors.mode;
@@ -174,11 +178,11 @@ impl Retriever<'_> {
         };
         let dense = match query_vector {
             Some(q) => source.nearest(q, c, allowed)?,
-            None => Vec::new(),
+            None => Ranking::default(),
         };
         let lexical = match wants_lexical {
             true => source.lexical(query, c, allowed)?,
-            false => Vec::new(),
+            false => Ranking::default(),
         };
         let dense = match query_vector {
             Some(q) => {
@@ -188,7 +192,7 @@ impl Retriever<'_> {
             None => dense,
         };
 
-        let mut candidates: HashMap<u32, Candidate> = HashMap::new();
+        let mut candidates = Candidates::new();
         let rrf_k = route.fusion.k as f32;
         // Chunk candidates: every admitted sentence of each chunk near the
         // query, at its chunk's rank (the best one, for a sentence two
@@ -200,7 +204,7 @@ impl Retriever<'_> {
             {
                 let chunks = self.index.chunk_index()?;
                 let found = chunks.nearest(q, route.anchors.chunks as usize, allowed);
-                let mut seen: HashSet<u32> = HashSet::new();
+                let mut seen: HashSet<SentenceNumber> = HashSet::new();
                 for (rank, &(c, _)) in found.iter().enumerate() {
                     for &i in &chunks.sentences[c as usize] {
                         if allowed(i) && seen.insert(i) {
@@ -254,8 +258,12 @@ impl Retriever<'_> {
 
     /// The sentences that define a term, each with the best cosine
     /// similarity of the query to one of its terms.
-    fn definitions(&self, q: &[f32], allowed: &dyn Fn(u32) -> bool) -> HashMap<u32, f32> {
-        let mut best: HashMap<u32, f32> = HashMap::new();
+    fn definitions(
+        &self,
+        q: &[f32],
+        allowed: &dyn Fn(SentenceNumber) -> bool,
+    ) -> HashMap<SentenceNumber, f32> {
+        let mut best: HashMap<SentenceNumber, f32> = HashMap::new();
         for (row, &i) in self.index.term_sentences.iter().enumerate() {
             if allowed(i) {
                 let similarity = crate::vector::dot(q, self.index.terms.row(row as u32));
@@ -272,17 +280,17 @@ impl Retriever<'_> {
     fn with_paragraphs(
         &self,
         q: &[f32],
-        hits: Vec<(u32, f32)>,
+        hits: Ranking,
         mix: f32,
         vectors: &QueryVectors<'_>,
-    ) -> Vec<(u32, f32)> {
+    ) -> Ranking {
         let mix = mix.clamp(0.0, 1.0);
         if mix == 0.0 {
             return hits;
         }
         let store = &self.index.store;
-        sorted(hits.into_iter().map(|(i, score)| {
-            let p = store.sentences[i as usize].paragraph;
+        Ranking::best_first(hits.into_iter().map(|(i, score)| {
+            let p = store.sentences[i].paragraph;
             let paragraph = vectors
                 .paragraph(p)
                 .map_or(0.0, |centroid| crate::vector::dot(q, centroid));

@@ -18,6 +18,8 @@
 
 use serde::Serialize;
 
+use crate::index::SentenceNumber;
+
 /// Characters per token of the estimate that counts a text without its
 /// model's tokenizer. English text runs at about four characters per
 /// token in the tokenizers of current models (GPT-4o, Llama 3, Gemma 3,
@@ -36,20 +38,20 @@ pub fn estimate_tokens(text: &str) -> usize {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reach {
     /// The result's own sentence.
-    pub lead: u32,
+    pub lead: SentenceNumber,
     /// Its paragraph, as far as the display shows it.
-    pub paragraph: [u32; 2],
+    pub paragraph: [SentenceNumber; 2],
     /// The display without a budget (paragraph, window or clause).
-    pub display: [u32; 2],
+    pub display: [SentenceNumber; 2],
     /// The display and the parent's sentences around it.
-    pub parent: [u32; 2],
+    pub parent: [SentenceNumber; 2],
 }
 
 impl Reach {
     /// The range of step `n` (0: the lead alone).
-    fn step(&self, n: usize) -> [u32; 2] {
+    fn step(&self, n: usize) -> [SentenceNumber; 2] {
         match n {
-            0 => [self.lead, self.lead + 1],
+            0 => [self.lead, self.lead.after(1)],
             1 => self.paragraph,
             2 => self.display,
             _ => self.parent,
@@ -58,8 +60,8 @@ impl Reach {
 
     /// The same reach, shown no further than `[from, to)` (which holds the
     /// lead).
-    pub fn within(self, [from, to]: [u32; 2]) -> Self {
-        let clamp = |[a, b]: [u32; 2]| [a.max(from), b.min(to)];
+    pub fn within(self, [from, to]: [SentenceNumber; 2]) -> Self {
+        let clamp = |[a, b]: [SentenceNumber; 2]| [a.max(from), b.min(to)];
         Reach {
             lead: self.lead,
             paragraph: clamp(self.paragraph),
@@ -69,7 +71,7 @@ impl Reach {
     }
 
     /// The widest range: what shows with no budget.
-    pub fn full(&self) -> [u32; 2] {
+    pub fn full(&self) -> [SentenceNumber; 2] {
         self.parent
     }
 }
@@ -94,16 +96,16 @@ pub struct BudgetUse {
 pub fn fill(
     reaches: &[Reach],
     budget: usize,
-    cost: &dyn Fn(u32) -> usize,
+    cost: &dyn Fn(SentenceNumber) -> usize,
     frame: &dyn Fn(usize) -> usize,
-) -> (Vec<Option<[u32; 2]>>, BudgetUse) {
+) -> (Vec<Option<[SentenceNumber; 2]>>, BudgetUse) {
     let mut used = 0;
-    let mut ranges: Vec<Option<[u32; 2]>> = Vec::with_capacity(reaches.len());
+    let mut ranges: Vec<Option<[SentenceNumber; 2]>> = Vec::with_capacity(reaches.len());
     for (n, reach) in reaches.iter().enumerate() {
         let first = frame(n) + cost(reach.lead);
         if used + first <= budget {
             used += first;
-            ranges.push(Some([reach.lead, reach.lead + 1]));
+            ranges.push(Some([reach.lead, reach.lead.after(1)]));
         } else {
             ranges.push(None);
         }
@@ -120,13 +122,13 @@ pub fn fill(
                     after = *to < high && used + cost(*to) <= budget;
                     if after {
                         used += cost(*to);
-                        *to += 1;
+                        *to = to.after(1);
                     }
                 }
                 if before {
-                    before = *from > low && used + cost(*from - 1) <= budget;
+                    before = *from > low && used + cost(from.before(1)) <= budget;
                     if before {
-                        *from -= 1;
+                        *from = from.before(1);
                         used += cost(*from);
                     }
                 }
@@ -156,21 +158,25 @@ mod tests {
     /// to 7 and a parent 0..10; every sentence costs its number + 1.
     fn reach() -> Reach {
         Reach {
-            lead: 4,
-            paragraph: [2, 6],
-            display: [2, 7],
-            parent: [0, 10],
+            lead: SentenceNumber(4),
+            paragraph: span(2, 6),
+            display: span(2, 7),
+            parent: span(0, 10),
         }
     }
 
-    fn cost(i: u32) -> usize {
-        i as usize + 1
+    fn cost(i: SentenceNumber) -> usize {
+        i.index() + 1
+    }
+
+    fn span(from: u32, to: u32) -> [SentenceNumber; 2] {
+        [SentenceNumber(from), SentenceNumber(to)]
     }
 
     #[test]
     fn without_a_limit_a_passage_shows_its_whole_reach() {
         let (ranges, spent) = fill(&[reach()], usize::MAX, &cost, &|_| 0);
-        assert_eq!(ranges, vec![Some([0, 10])]);
+        assert_eq!(ranges, vec![Some(span(0, 10))]);
         assert_eq!(spent.used, 55);
         assert_eq!((spent.shortened, spent.dropped), (0, 0));
     }
@@ -179,35 +185,35 @@ mod tests {
     fn the_lead_comes_first_then_its_paragraph_nearest_first() {
         // 5 for the lead, then 6 (sentence 5) and 4 (sentence 3).
         let (ranges, _) = fill(&[reach()], 15, &cost, &|_| 0);
-        assert_eq!(ranges, vec![Some([3, 6])]);
+        assert_eq!(ranges, vec![Some(span(3, 6))]);
         // A sentence that does not fit stops its side; the other goes on.
         let (ranges, spent) = fill(&[reach()], 9, &cost, &|_| 0);
-        assert_eq!(ranges, vec![Some([3, 5])]);
+        assert_eq!(ranges, vec![Some(span(3, 5))]);
         assert_eq!((spent.used, spent.shortened), (9, 1));
     }
 
     #[test]
     fn every_lead_before_any_paragraph_and_a_lead_that_does_not_fit_is_left_out() {
         let second = Reach {
-            lead: 8,
-            paragraph: [8, 9],
-            display: [8, 9],
-            parent: [8, 9],
+            lead: SentenceNumber(8),
+            paragraph: span(8, 9),
+            display: span(8, 9),
+            parent: span(8, 9),
         };
         let big = Reach {
-            lead: 9,
-            paragraph: [9, 10],
-            display: [9, 10],
-            parent: [9, 10],
+            lead: SentenceNumber(9),
+            paragraph: span(9, 10),
+            display: span(9, 10),
+            parent: span(9, 10),
         };
         // With a frame of 1 each, leads 4 and 8 take 6 + 10; lead 9 (11)
         // would pass 20; the paragraph of the first takes what is left
         // (sentence 5, cost 6, does not fit; sentence 3, cost 4, does).
         let (ranges, spent) = fill(&[reach(), second, big], 20, &cost, &|_| 1);
-        assert_eq!(ranges, vec![Some([3, 5]), Some([8, 9]), None]);
+        assert_eq!(ranges, vec![Some(span(3, 5)), Some(span(8, 9)), None]);
         assert_eq!(spent.used, 20);
         assert_eq!(spent.dropped, 1);
         let (ranges, _) = fill(&[reach(), second], 20, &cost, &|_| 0);
-        assert_eq!(ranges, vec![Some([4, 6]), Some([8, 9])]);
+        assert_eq!(ranges, vec![Some(span(4, 6)), Some(span(8, 9))]);
     }
 }

@@ -7,10 +7,10 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::graph::expand::{CLAUSE_REACH, nearest_of_parent};
-use crate::index::{IndexError, IndexVersion};
+use crate::index::{IndexError, IndexVersion, Ranking, SentenceNumber};
 use crate::spec::{ExpansionSource, ExpansionSpec, ParentLevel, RetrievalRouteSpec};
 
-use super::{Candidate, RetrieveError, Retriever, sorted};
+use super::{Candidate, RetrieveError, Retriever};
 
 impl Retriever<'_> {
     /// Stage 2: adds the window, related and same-clause neighbours of the
@@ -19,15 +19,15 @@ impl Retriever<'_> {
     pub(super) fn expand(
         &self,
         route: &RetrievalRouteSpec,
-        candidates: &mut HashMap<u32, Candidate>,
-        allowed: &dyn Fn(u32) -> bool,
+        candidates: &mut HashMap<SentenceNumber, Candidate>,
+        allowed: &dyn Fn(SentenceNumber) -> bool,
     ) -> Result<(), RetrieveError> {
         let spec = &route.expansion;
-        let anchors: Vec<u32> = sorted(candidates.iter().map(|(&i, c)| (i, c.fused)))
-            .into_iter()
-            .take(spec.anchors as usize)
-            .map(|(i, _)| i)
-            .collect();
+        let anchors: Vec<SentenceNumber> =
+            Ranking::best_first(candidates.iter().map(|(&i, c)| (i, c.fused)))
+                .sentences()
+                .take(spec.anchors as usize)
+                .collect();
         let added = match spec.source {
             ExpansionSource::Embedded => expansion(self.index, &anchors, spec)?,
             ExpansionSource::Graph => {
@@ -61,31 +61,35 @@ impl Retriever<'_> {
 /// a graph store.
 pub fn expansion(
     index: &IndexVersion,
-    anchors: &[u32],
+    anchors: &[SentenceNumber],
     spec: &ExpansionSpec,
-) -> Result<BTreeSet<u32>, IndexError> {
+) -> Result<BTreeSet<SentenceNumber>, IndexError> {
     let store = &index.store;
     let mut added = BTreeSet::new();
     for &a in anchors {
-        let doc = store.sentences[a as usize].document;
-        let [start, end] = store.documents[doc as usize].sentences;
+        let [start, end] = store.documents[store.sentences[a].document].sentences;
         let w = spec.window;
-        added.extend(a.saturating_sub(w).max(start)..(a + w + 1).min(end));
+        let from = SentenceNumber(a.0.saturating_sub(w)).max(start);
+        added.extend(SentenceNumber::range([from, a.after(w + 1).min(end)]));
         if spec.related {
-            added.extend(index.related[a as usize].iter().map(|&(j, _)| j));
+            added.extend(
+                index.related[a.index()]
+                    .iter()
+                    .map(|&(j, _)| SentenceNumber(j)),
+            );
         }
         if spec.same_clause
-            && let Some(clause) = &store.sentences[a as usize].clause
+            && let Some(clause) = &store.sentences[a].clause
         {
             // The clause continues past the window: its next sentences
             // up to the next clause, within the document.
-            let mut j = a + w + 1;
-            while j < end && j <= a + CLAUSE_REACH {
-                if store.sentences[j as usize].clause.as_ref() != Some(clause) {
+            let mut j = a.after(w + 1);
+            while j < end && j <= a.after(CLAUSE_REACH) {
+                if store.sentences[j].clause.as_ref() != Some(clause) {
                     break;
                 }
                 added.insert(j);
-                j += 1;
+                j = j.after(1);
             }
         }
     }
@@ -93,7 +97,7 @@ pub fn expansion(
     if spec.references {
         let max = spec.reference_sentences as usize;
         for &a in anchors {
-            for target in store.sentences[a as usize]
+            for target in store.sentences[a]
                 .references
                 .iter()
                 .filter_map(|r| r.target)
@@ -110,9 +114,9 @@ pub fn expansion(
 /// `spec.parentSentences` each.
 fn parents(
     index: &IndexVersion,
-    anchors: &[u32],
+    anchors: &[SentenceNumber],
     spec: &ExpansionSpec,
-) -> Result<Vec<u32>, IndexError> {
+) -> Result<Vec<SentenceNumber>, IndexError> {
     let store = &index.store;
     let max = spec.parent_sentences as usize;
     let mut added = Vec::new();
@@ -121,7 +125,7 @@ fn parents(
         ParentLevel::Chunk => {
             let members = index.chunk_members()?;
             for &a in anchors {
-                let s = &store.sentences[a as usize];
+                let s = &store.sentences[a];
                 if let Some(chunk) = s.chunk {
                     let of = members.of(s.document, chunk).iter().copied();
                     added.extend(nearest_of_parent(a, of, max));
@@ -130,9 +134,9 @@ fn parents(
         }
         ParentLevel::Section => {
             for &a in anchors {
-                let s = &store.sentences[a as usize];
-                let [start, end] = store.documents[s.document as usize].sentences;
-                let of = (start..end).filter(|&j| store.sentences[j as usize].section == s.section);
+                let s = &store.sentences[a];
+                let of = SentenceNumber::range(store.documents[s.document].sentences)
+                    .filter(|&j| store.sentences[j].section == s.section);
                 added.extend(nearest_of_parent(a, of, max));
             }
         }

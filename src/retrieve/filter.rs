@@ -4,7 +4,7 @@
 //! outside them is ever scored or shown.
 
 use crate::enrich::TypedValue;
-use crate::index::{DocumentRecord, IndexVersion};
+use crate::index::{DocumentRecord, IndexVersion, SentenceNumber};
 use crate::parse::DateRange;
 
 /// Which sentences a caller may see and wants.
@@ -181,15 +181,15 @@ impl<'a> Access<'a> {
     }
 
     /// Whether sentence `i` may be ranked and shown.
-    pub(super) fn admits(&self, i: u32) -> bool {
-        let s = &self.index.store.sentences[i as usize];
+    pub(super) fn admits(&self, i: SentenceNumber) -> bool {
+        let s = &self.index.store.sentences[i];
         s.indexed
-            && self.documents[s.document as usize]
+            && self.documents[s.document.index()]
             && s.confidence >= self.confidence_floor
             && self
                 .sections
                 .as_ref()
-                .is_none_or(|sections| sections[s.section as usize])
+                .is_none_or(|sections| sections[s.section.index()])
             && self.values.as_ref().is_none_or(|v| v.admits(&s.values))
     }
 
@@ -231,7 +231,7 @@ fn with_fields(
 ) -> Vec<bool> {
     let mut met = vec![vec![false; wanted.len()]; index.store.documents.len()];
     for section in &index.store.sections {
-        let Some(met) = met.get_mut(section.document as usize) else {
+        let Some(met) = met.get_mut(section.document.index()) else {
             continue;
         };
         for field in &section.fields {

@@ -45,7 +45,7 @@ use thiserror::Error;
 use crate::embed::{EmbedError, Embedder};
 use crate::graph::anchors::VersionSearch;
 use crate::graph::{GraphError, Pool, Pooled};
-use crate::index::{IndexError, IndexVersion};
+use crate::index::{IndexError, IndexVersion, Ranking, SentenceNumber};
 use crate::parse::DocumentInfo;
 use crate::skeleton::PageBox;
 use crate::spec::{AnchorMode, ParentLevel, RerankerKind, RetrievalRouteSpec, Signal};
@@ -187,7 +187,7 @@ pub struct CitedReference {
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Hit {
     /// Global sentence number in the index version.
-    pub sentence: u32,
+    pub sentence: SentenceNumber,
     pub score: f32,
     pub signals: Signals,
     pub text: String,
@@ -196,7 +196,7 @@ pub struct Hit {
     /// The sentences `display` shows, `[first, end)`, as global sentence
     /// numbers (the generation stage's sources).
     #[serde(skip)]
-    pub passage: [u32; 2],
+    pub passage: [SentenceNumber; 2],
     /// What the passage may show, step by step, for a context budget to
     /// fill (the generation stage's own budget reads it).
     #[serde(skip)]
@@ -213,7 +213,7 @@ pub struct Hit {
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Highlight {
     /// Global sentence number in the index version.
-    pub sentence: u32,
+    pub sentence: SentenceNumber,
     /// Its own composite score, below the result's.
     pub score: f32,
     pub text: String,
@@ -246,12 +246,12 @@ pub struct Answer {
     pub routing: Option<Routing>,
     /// Every scored sentence, best first (for evaluation).
     #[serde(skip)]
-    pub ranking: Vec<(u32, f32)>,
+    pub ranking: Ranking,
     /// The selected sentences, best first, before results that show the
     /// same passage were joined: the hits' sentences and highlights in
     /// rank order (for evaluation).
     #[serde(skip)]
-    pub sentences: Vec<u32>,
+    pub sentences: Vec<SentenceNumber>,
     /// What the route's reranker did; `None` without one.
     #[serde(skip)]
     pub rerank: Option<RerankOutcome>,
@@ -281,6 +281,9 @@ impl GraphAccess<'_> {
         self.pool.get()
     }
 }
+
+/// Every candidate sentence of a query, with what is known of it.
+type Candidates = HashMap<SentenceNumber, Candidate>;
 
 /// A candidate sentence and what is known of it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -359,7 +362,7 @@ impl<'a> Retriever<'a> {
     ) -> Result<Answer, RetrieveError> {
         let _span = tracing::info_span!("query", mode = ?route.anchors.mode).entered();
         let access = filter::Access::new(self.index, filter, route.scoring.confidence_floor);
-        let allowed = |i: u32| access.admits(i);
+        let allowed = |i: SentenceNumber| access.admits(i);
         // Auto mode decides once per query, then runs as `full`.
         let decided;
         let (route, routing) = match route.anchors.mode {
@@ -406,10 +409,12 @@ impl<'a> Retriever<'a> {
             _ => None,
         };
         let mut features = None;
-        let ranking: Vec<(u32, f32)> = match mode {
+        let ranking: Ranking = match mode {
             AnchorMode::Bm25 => lexical,
             AnchorMode::Dense => dense,
-            AnchorMode::Hybrid => sorted(candidates.iter().map(|(&i, c)| (i, c.fused))),
+            AnchorMode::Hybrid => {
+                Ranking::best_first(candidates.iter().map(|(&i, c)| (i, c.fused)))
+            }
             // Auto was decided above, into `full`.
             AnchorMode::Full | AnchorMode::Auto => {
                 self.expand(route, &mut candidates, &allowed)?;
@@ -436,11 +441,11 @@ impl<'a> Retriever<'a> {
                     &candidates,
                     definitions,
                 ));
-                sorted(scoring::score(self.index, &vectors, route, f, &candidates).into_iter())
+                Ranking::best_first(scoring::score(self.index, &vectors, route, f, &candidates))
             }
         };
 
-        let signals_of = |i: u32| -> Signals {
+        let signals_of = |i: SentenceNumber| -> Signals {
             let c = candidates.get(&i).copied().unwrap_or_default();
             let mut signals = Signals::default();
             signals[Signal::Fusion] = c.fused;
@@ -474,10 +479,10 @@ impl<'a> Retriever<'a> {
         if selection.mmr_lambda < 1.0 && query_vector.is_some() {
             // MMR compares the results with each other: a common query's
             // ranking holds sentences its per-document searches read.
-            self.read_vectors(&mut vectors, ranking.iter().map(|&(i, _)| i))?;
+            self.read_vectors(&mut vectors, ranking.sentences())?;
         }
         let selected = scoring::select(self.index, &vectors, &selection, &ranking, k, query_vector);
-        let signals = |i: u32| {
+        let signals = |i: SentenceNumber| {
             let mut signals = match &features {
                 Some(f) => scoring::signals(self.index, &vectors, f, i, &candidates),
                 None => signals_of(i),
@@ -494,7 +499,7 @@ impl<'a> Retriever<'a> {
             0 => (hits, None),
             budget => {
                 let store = &self.index.store;
-                let cost = |i: u32| estimate_tokens(&store.sentences[i as usize].text);
+                let cost = |i: SentenceNumber| estimate_tokens(&store.sentences[i].text);
                 let (hits, spent) = fit_hits(self.index, hits, budget as usize, &cost, &|_| 0);
                 (hits, Some(spent))
             }
@@ -503,7 +508,7 @@ impl<'a> Retriever<'a> {
         let named_documents = named
             .iter()
             .flat_map(|n| &n.documents)
-            .map(|&d| self.index.store.documents[d as usize].key.clone())
+            .map(|&d| self.index.store.documents[d].key.clone())
             .collect();
         Ok(Answer {
             hits,
@@ -517,11 +522,4 @@ impl<'a> Retriever<'a> {
             rerank,
         })
     }
-}
-
-/// Best first; ties broken by sentence number for determinism.
-fn sorted(items: impl Iterator<Item = (u32, f32)>) -> Vec<(u32, f32)> {
-    let mut v: Vec<(u32, f32)> = items.collect();
-    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    v
 }

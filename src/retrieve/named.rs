@@ -9,13 +9,11 @@
 //! picks the sentence: its dense, lexical, heading and paragraph signals
 //! read what is left once the naming words are taken out.
 
-use std::collections::HashMap;
-
-use crate::index::IndexVersion;
+use crate::index::{DocumentNumber, IndexVersion, Ranking, SentenceNumber};
 use crate::spec::{AnchorSource, RetrievalRouteSpec};
 
 use super::scoring::query_words;
-use super::{Candidate, RetrieveError, Retriever};
+use super::{Candidates, RetrieveError, Retriever};
 
 /// A query that names documents outright, and what is left of it.
 ///
@@ -25,7 +23,7 @@ use super::{Candidate, RetrieveError, Retriever};
 /// names one article is sometimes answered in another).
 pub(super) struct Named {
     /// The documents it names.
-    pub documents: Vec<u32>,
+    pub documents: Vec<DocumentNumber>,
     /// The query without its naming words.
     pub rest: String,
 }
@@ -41,7 +39,7 @@ pub(super) fn named(index: &IndexVersion, query: &str, visible: &[bool]) -> Opti
     let mut outright = index.document_names().named_outright(&query_words(query))?;
     outright
         .documents
-        .retain(|&d| visible.get(d as usize).copied().unwrap_or(false));
+        .retain(|&d| visible.get(d.index()).copied().unwrap_or(false));
     if outright.documents.is_empty() {
         return None;
     }
@@ -79,18 +77,19 @@ impl Retriever<'_> {
         &self,
         route: &RetrievalRouteSpec,
         rest: &str,
-        candidates: &mut HashMap<u32, Candidate>,
+        candidates: &mut Candidates,
     ) -> Result<(), RetrieveError> {
         for c in candidates.values_mut() {
             c.dense = None;
         }
-        let ids: Vec<u32> = candidates.keys().copied().collect();
+        let ids: Vec<SentenceNumber> = candidates.keys().copied().collect();
         let boost = route.anchors.paragraph_boost;
         let lexical = match route.anchors.source {
             AnchorSource::Embedded => {
-                let among = |i: u32| candidates.contains_key(&i);
+                // The BM25 index's documents are sentences, by number.
+                let among = |i: u32| candidates.contains_key(&SentenceNumber(i));
                 let search = self.index.search()?;
-                search.bm25.search(rest, ids.len(), boost, &among)?
+                Ranking::from_rows(search.bm25.search(rest, ids.len(), boost, &among)?)
             }
             AnchorSource::Graph => {
                 self.index

@@ -3,8 +3,10 @@
 use std::collections::{HashMap, HashSet};
 
 use super::vectors::QueryVectors;
-use super::{Candidate, Signals};
-use crate::index::IndexVersion;
+use super::{Candidate, Candidates, Signals};
+use crate::index::{
+    DocumentNumber, IndexVersion, ParagraphNumber, Ranking, SectionNumber, SentenceNumber,
+};
 use crate::spec::{ProvenanceFavours, RetrievalRouteSpec, ScoringSpec, SelectionSpec, Signal};
 use crate::vector::dot;
 
@@ -40,7 +42,7 @@ pub(super) struct QueryFeatures<'q> {
     /// hold it (a name every paragraph holds tells none apart), with the
     /// paragraphs that do.
     name_weights: Vec<f32>,
-    name_paragraphs: HashMap<u32, Vec<bool>>,
+    name_paragraphs: HashMap<ParagraphNumber, Vec<bool>>,
     /// The query asks for a date ("the date of the contract", "when
     /// does …"), so a sentence that states one may hold the answer.
     asks_date: bool,
@@ -52,10 +54,10 @@ pub(super) struct QueryFeatures<'q> {
     relevance_weights: [f32; 3],
     /// Sentences that define terms, with the query's best similarity to
     /// one of them.
-    definitions: HashMap<u32, f32>,
+    definitions: HashMap<SentenceNumber, f32>,
     /// Documents whose names (titles, file names) the query's words name,
     /// and how strongly.
-    named: HashMap<u32, f32>,
+    named: HashMap<DocumentNumber, f32>,
     /// Which sections the provenance signal favours.
     provenance: ProvenanceFavours,
 }
@@ -77,8 +79,8 @@ impl<'q> QueryFeatures<'q> {
         index: &IndexVersion,
         query: Query<'q>,
         scoring: &ScoringSpec,
-        candidates: &HashMap<u32, Candidate>,
-        definitions: HashMap<u32, f32>,
+        candidates: &Candidates,
+        definitions: HashMap<SentenceNumber, f32>,
     ) -> Self {
         let Query { text, rest, vector } = query;
         let named = index.document_names().named_by(&query_words(text));
@@ -96,15 +98,15 @@ impl<'q> QueryFeatures<'q> {
         // A name marks the passage that is about it, not one sentence of
         // it (the next says "he" or "the company"): it is looked for in
         // the candidates' paragraphs.
-        let mut paragraphs: HashMap<u32, Vec<bool>> = HashMap::new();
+        let mut paragraphs: HashMap<ParagraphNumber, Vec<bool>> = HashMap::new();
         if !names.is_empty() {
             for &i in candidates.keys() {
-                let p = index.store.sentences[i as usize].paragraph;
+                let p = index.store.sentences[i].paragraph;
                 paragraphs.entry(p).or_insert_with(|| {
-                    let record = &index.store.paragraphs[p as usize];
+                    let record = &index.store.paragraphs[p];
                     let text = index.store.paragraph_text(record).to_lowercase();
                     let [start, end] = record.sentences;
-                    let entities = &index.store.sentences[start as usize..end as usize];
+                    let entities = &index.store.sentences[start.index()..end.index()];
                     names
                         .iter()
                         .map(|name| {
@@ -166,25 +168,21 @@ pub(super) fn signals(
     index: &IndexVersion,
     vectors: &QueryVectors<'_>,
     query: &QueryFeatures<'_>,
-    i: u32,
-    candidates: &HashMap<u32, Candidate>,
+    i: SentenceNumber,
+    candidates: &Candidates,
 ) -> Signals {
     let store = &index.store;
-    let s = &store.sentences[i as usize];
+    let s = &store.sentences[i];
     let c = candidates.get(&i).copied().unwrap_or_default();
     let words = &query.words;
 
     // Structure: anchors clustering in the same paragraph, query words in
     // the heading path, definitions, a clause id named in the query.
-    let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
-    let others = (p_start..p_end)
+    let others = SentenceNumber::range(store.paragraphs[s.paragraph].sentences)
         .filter(|&j| j != i && candidates.get(&j).is_some_and(|c| c.anchor))
         .count();
     let coherence = (others as f32 / 2.0).min(1.0);
-    let path = store.sections[s.section as usize]
-        .path
-        .join(" ")
-        .to_lowercase();
+    let path = store.sections[s.section].path.join(" ").to_lowercase();
     let in_path = if words.is_empty() {
         0.0
     } else {
@@ -205,7 +203,7 @@ pub(super) fn signals(
 
     // Provenance: the body, or the annexes, count more, as the route
     // says.
-    let annex = store.sections[s.section as usize].is_annex;
+    let annex = store.sections[s.section].is_annex;
     let favoured = match query.provenance {
         ProvenanceFavours::Body => !annex,
         ProvenanceFavours::Annexes => annex,
@@ -243,13 +241,14 @@ pub(super) fn signals(
 
     // Context: the better of the sentences just before and after, within
     // the document.
-    let context = [i.checked_sub(1), i.checked_add(1)]
+    let context = [i.0.checked_sub(1), i.0.checked_add(1)]
         .into_iter()
         .flatten()
+        .map(SentenceNumber)
         .filter(|&j| {
             store
                 .sentences
-                .get(j as usize)
+                .get(j.index())
                 .is_some_and(|o| o.document == s.document)
         })
         .filter_map(|j| candidates.get(&j).map(|c| query.relevance(c)))
@@ -259,7 +258,7 @@ pub(super) fn signals(
     let heading = if query.vector.is_empty() {
         0.0
     } else {
-        dot(query.vector, index.headings.row(s.section)).max(0.0)
+        dot(query.vector, index.headings.row(s.section.0)).max(0.0)
     };
 
     // Paragraph: the query against the paragraph's centroid.
@@ -412,8 +411,8 @@ pub(super) fn score(
     vectors: &QueryVectors<'_>,
     route: &RetrievalRouteSpec,
     query: &QueryFeatures<'_>,
-    candidates: &HashMap<u32, Candidate>,
-) -> Vec<(u32, f32)> {
+    candidates: &Candidates,
+) -> Vec<(SentenceNumber, f32)> {
     let weights = &route.scoring.weights;
     candidates
         .keys()
@@ -432,25 +431,25 @@ pub(super) fn select(
     index: &IndexVersion,
     vectors: &QueryVectors<'_>,
     spec: &SelectionSpec,
-    ranking: &[(u32, f32)],
+    ranking: &Ranking,
     k: usize,
     query: Option<&[f32]>,
-) -> Vec<(u32, f32)> {
+) -> Ranking {
     let store = &index.store;
-    let mut pool: Vec<(u32, f32)> = ranking
+    let mut pool: Vec<(SentenceNumber, f32)> = ranking
         .iter()
         .copied()
         .filter(|&(_, s)| s >= spec.threshold)
         .collect();
-    let mut chosen: Vec<(u32, f32)> = Vec::with_capacity(k);
-    let mut per_doc: HashMap<u32, u32> = HashMap::new();
+    let mut chosen: Vec<(SentenceNumber, f32)> = Vec::with_capacity(k);
+    let mut per_doc: HashMap<DocumentNumber, u32> = HashMap::new();
     let mut seen_text: HashSet<&str> = HashSet::new();
-    let mut deferred: Vec<(u32, f32)> = Vec::new();
+    let mut deferred: Vec<(SentenceNumber, f32)> = Vec::new();
     let lambda = spec.mmr_lambda.clamp(0.0, 1.0);
     let mmr = lambda < 1.0 && query.is_some();
     let keep = 1.0 - spec.document_decay.clamp(0.0, 1.0);
     let keep_section = 1.0 - spec.section_decay.clamp(0.0, 1.0);
-    let mut per_section: HashMap<u32, u32> = HashMap::new();
+    let mut per_section: HashMap<SectionNumber, u32> = HashMap::new();
     while chosen.len() < k && !pool.is_empty() {
         let pick = if mmr || keep < 1.0 || keep_section < 1.0 {
             let best = pool
@@ -459,7 +458,7 @@ pub(super) fn select(
                 .map(|(n, &(i, s))| {
                     // Each result already taken from the same document, or
                     // the same section of it, discounts this one.
-                    let sentence = &store.sentences[i as usize];
+                    let sentence = &store.sentences[i];
                     let taken = per_doc.get(&sentence.document).copied().unwrap_or(0);
                     let in_section = per_section.get(&sentence.section).copied().unwrap_or(0);
                     let s = s * keep.powi(taken as i32) * keep_section.powi(in_section as i32);
@@ -483,7 +482,7 @@ pub(super) fn select(
             0
         };
         let (i, s) = pool.remove(pick);
-        let sentence = &store.sentences[i as usize];
+        let sentence = &store.sentences[i];
         let n = per_doc.entry(sentence.document).or_default();
         if spec.max_per_document > 0 && *n >= spec.max_per_document {
             continue;
@@ -506,7 +505,7 @@ pub(super) fn select(
         if chosen.len() >= k {
             break;
         }
-        let sentence = &store.sentences[i as usize];
+        let sentence = &store.sentences[i];
         let n = per_doc.entry(sentence.document).or_default();
         if spec.max_per_document > 0 && *n >= spec.max_per_document {
             continue;
@@ -516,7 +515,8 @@ pub(super) fn select(
             chosen.push((i, s));
         }
     }
-    chosen
+    // In the order chosen: each pick was the best of what was left.
+    Ranking::as_ranked(chosen)
 }
 
 #[cfg(test)]

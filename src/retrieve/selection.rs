@@ -6,13 +6,13 @@
 //! that would show the same passage become one, with each of their
 //! sentences highlighted.
 
-use crate::index::IndexVersion;
+use crate::index::{DocumentNumber, IndexVersion, ParagraphNumber, Ranking, SentenceNumber};
 use crate::spec::{ParentLevel, RetrievalRouteSpec};
 
 use super::budget::{self, BudgetUse, Reach};
 use super::{
     Citation, CitedReference, CitedTable, Filter, Highlight, Hit, REFERENCED_BY_SHOWN,
-    RetrieveError, Retriever, Signals, sorted,
+    RetrieveError, Retriever, Signals,
 };
 
 /// The places of the corpus-wide ranking in which one document must not
@@ -32,14 +32,14 @@ impl Retriever<'_> {
         route: &RetrievalRouteSpec,
         query: &str,
         allowed_docs: &[bool],
-        ranking: &[(u32, f32)],
+        ranking: &Ranking,
     ) -> Result<bool, RetrieveError> {
         let spec = &route.selection;
         if spec.common_query_share > 1.0 || allowed_docs.iter().filter(|&&a| a).nth(1).is_none() {
             return Ok(false);
         }
         let store = &self.index.store;
-        let document = |&(i, _): &(u32, f32)| store.sentences[i as usize].document;
+        let document = |&(i, _): &(SentenceNumber, f32)| store.sentences[i].document;
         let Some(first) = ranking.first().map(document) else {
             return Ok(false);
         };
@@ -67,12 +67,13 @@ impl Retriever<'_> {
         query_vector: Option<&[f32]>,
         k: usize,
         filter: &Filter,
-        ranking: Vec<(u32, f32)>,
-    ) -> Result<Vec<(u32, f32)>, RetrieveError> {
+        ranking: Ranking,
+    ) -> Result<Ranking, RetrieveError> {
         let store = &self.index.store;
-        let mut best: Vec<(u32, f32)> = Vec::new();
+        // The best documents, each with its best sentence's score.
+        let mut best: Vec<(DocumentNumber, f32)> = Vec::new();
         for &(i, score) in &ranking {
-            let document = store.sentences[i as usize].document;
+            let document = store.sentences[i].document;
             if !best.iter().any(|&(d, _)| d == document) {
                 best.push((document, score));
                 if best.len() == k {
@@ -85,20 +86,20 @@ impl Retriever<'_> {
         let mut alone = route.clone();
         alone.selection.common_query_share = f32::INFINITY;
         alone.reranker.kind = crate::spec::RerankerKind::None;
-        let mut merged: Vec<(u32, f32)> = ranking
+        let mut merged: Vec<(SentenceNumber, f32)> = ranking
             .into_iter()
             .filter(|&(i, _)| {
-                let document = store.sentences[i as usize].document;
+                let document = store.sentences[i].document;
                 !best.iter().any(|&(d, _)| d == document)
             })
             .collect();
         for (document, corpus_best) in best {
             let only = Filter {
-                documents: Some(vec![store.documents[document as usize].key.clone()]),
+                documents: Some(vec![store.documents[document].key.clone()]),
                 ..filter.clone()
             };
             let answer = self.retrieve_embedded(&alone, query, query_vector, Some(k), &only)?;
-            let local_best = answer.ranking.first().map_or(1.0, |&(_, s)| s);
+            let local_best = answer.ranking.best_score().unwrap_or(1.0);
             let scale = if local_best > 0.0 && corpus_best > 0.0 {
                 corpus_best / local_best
             } else {
@@ -106,7 +107,7 @@ impl Retriever<'_> {
             };
             merged.extend(answer.ranking.into_iter().map(|(i, s)| (i, s * scale)));
         }
-        Ok(sorted(merged.into_iter()))
+        Ok(Ranking::best_first(merged))
     }
 
     /// The results of `selected` (best first): a sentence whose passage
@@ -116,22 +117,22 @@ impl Retriever<'_> {
     /// sentence's rank and score.
     pub(super) fn hits(
         &self,
-        selected: &[(u32, f32)],
-        signals: impl Fn(u32) -> Signals,
+        selected: &Ranking,
+        signals: impl Fn(SentenceNumber) -> Signals,
         display: Display,
     ) -> Vec<Hit> {
         let store = &self.index.store;
         struct Group {
-            lead: (u32, f32),
+            lead: (SentenceNumber, f32),
             reach: Reach,
-            paragraph: u32,
-            range: [u32; 2],
-            also: Vec<(u32, f32)>,
+            paragraph: ParagraphNumber,
+            range: [SentenceNumber; 2],
+            also: Vec<(SentenceNumber, f32)>,
         }
-        let hull = |[a, b]: [u32; 2], [c, d]: [u32; 2]| [a.min(c), b.max(d)];
+        let hull = |[a, b]: [SentenceNumber; 2], [c, d]: [SentenceNumber; 2]| [a.min(c), b.max(d)];
         let mut groups: Vec<Group> = Vec::new();
         for &(i, score) in selected {
-            let paragraph = store.sentences[i as usize].paragraph;
+            let paragraph = store.sentences[i].paragraph;
             let reach = display.reach(self.index, i);
             let [from, to] = reach.full();
             // One passage: the same paragraph shown in touching windows,
@@ -166,7 +167,7 @@ impl Retriever<'_> {
                     .also
                     .iter()
                     .map(|&(j, score)| {
-                        let s = &store.sentences[j as usize];
+                        let s = &store.sentences[j];
                         Highlight {
                             sentence: j,
                             score,
@@ -183,7 +184,7 @@ impl Retriever<'_> {
 
     fn hit(
         &self,
-        i: u32,
+        i: SentenceNumber,
         score: f32,
         signals: Signals,
         reach: Reach,
@@ -191,8 +192,8 @@ impl Retriever<'_> {
     ) -> Hit {
         let [from, to] = reach.full();
         let store = &self.index.store;
-        let s = &store.sentences[i as usize];
-        let doc = &store.documents[s.document as usize];
+        let s = &store.sentences[i];
+        let doc = &store.documents[s.document];
         Hit {
             sentence: i,
             score,
@@ -208,7 +209,7 @@ impl Retriever<'_> {
                 document_title: doc.title.clone(),
                 document_info: doc.info.clone(),
                 sentence_id: s.id.clone(),
-                section_path: store.sections[s.section as usize].path.clone(),
+                section_path: store.sections[s.section].path.clone(),
                 page: s.page,
                 char_span: s.span,
                 boxes: s.boxes.clone(),
@@ -222,7 +223,7 @@ impl Retriever<'_> {
                         CitedReference {
                             label: r.label.clone(),
                             section_path: first.map(|f| store.section_path(f).to_vec()),
-                            sentence_id: first.map(|f| store.sentences[f as usize].id.clone()),
+                            sentence_id: first.map(|f| store.sentences[f].id.clone()),
                         }
                     })
                     .collect(),
@@ -267,7 +268,7 @@ impl Display {
     /// The passage a result shows: its paragraph, or a window of
     /// `neighbours` sentences around it when the paragraph is long or the
     /// route shows no paragraphs.
-    pub(super) fn text(self, index: &IndexVersion, i: u32) -> String {
+    pub(super) fn text(self, index: &IndexVersion, i: SentenceNumber) -> String {
         let [from, to] = self.range(index, i);
         joined(index, from, to)
     }
@@ -276,16 +277,16 @@ impl Display {
     /// numbers: the sentence's clause when the route shows clauses and it
     /// has one, else never past its paragraph; then its parent's
     /// sentences around that when the route climbs.
-    pub fn range(self, index: &IndexVersion, i: u32) -> [u32; 2] {
+    pub fn range(self, index: &IndexVersion, i: SentenceNumber) -> [SentenceNumber; 2] {
         self.reach(index, i).full()
     }
 
     /// What a result at sentence `i` shows, step by step, for a budget to
     /// fill ([`budget::fill`](super::budget::fill)).
-    pub fn reach(self, index: &IndexVersion, i: u32) -> Reach {
+    pub fn reach(self, index: &IndexVersion, i: SentenceNumber) -> Reach {
         let store = &index.store;
-        let s = &store.sentences[i as usize];
-        let [p_start, p_end] = store.paragraphs[s.paragraph as usize].sentences;
+        let s = &store.sentences[i];
+        let [p_start, p_end] = store.paragraphs[s.paragraph].sentences;
         let neighbours = self.neighbours;
         let display = match self
             .clause_chars
@@ -294,8 +295,8 @@ impl Display {
             Some(clause) => clause,
             None if self.paragraph && p_end - p_start <= 2 * neighbours + 1 + 4 => [p_start, p_end],
             None => [
-                i.saturating_sub(neighbours).max(p_start),
-                (i + neighbours + 1).min(p_end),
+                SentenceNumber(i.0.saturating_sub(neighbours)).max(p_start),
+                i.after(neighbours + 1).min(p_end),
             ],
         };
         let parent = match self.parent {
@@ -317,22 +318,22 @@ impl Display {
 /// parent: the parent's sentences nearest the display, in one run.
 fn parent_range(
     index: &IndexVersion,
-    i: u32,
-    [mut from, mut to]: [u32; 2],
+    i: SentenceNumber,
+    [mut from, mut to]: [SentenceNumber; 2],
     level: ParentLevel,
     max: u32,
-) -> [u32; 2] {
+) -> [SentenceNumber; 2] {
     let store = &index.store;
-    let s = &store.sentences[i as usize];
-    let [start, end] = store.documents[s.document as usize].sentences;
+    let s = &store.sentences[i];
+    let [start, end] = store.documents[s.document].sentences;
     // The chunk members were read when the query's expansion climbed.
-    let chunk: &[u32] = match (level, s.chunk, index.chunk_members()) {
+    let chunk: &[SentenceNumber] = match (level, s.chunk, index.chunk_members()) {
         (ParentLevel::Chunk, Some(c), Ok(members)) => members.of(s.document, c),
         _ => &[],
     };
-    let member = |j: u32| match level {
+    let member = |j: SentenceNumber| match level {
         ParentLevel::None => false,
-        ParentLevel::Section => store.sentences[j as usize].section == s.section,
+        ParentLevel::Section => store.sentences[j].section == s.section,
         ParentLevel::Chunk => chunk.binary_search(&j).is_ok(),
     };
     let mut added = 0;
@@ -341,14 +342,14 @@ fn parent_range(
         if after {
             after = to < end && member(to);
             if after {
-                to += 1;
+                to = to.after(1);
                 added += 1;
             }
         }
         if before && added < max {
-            before = from > start && member(from - 1);
+            before = from > start && member(from.before(1));
             if before {
-                from -= 1;
+                from = from.before(1);
                 added += 1;
             }
         }
@@ -360,14 +361,18 @@ fn parent_range(
 /// within its document, as a range: all of it when its text fits in
 /// `max_chars`, else a sentence before and one after `i` in turn while
 /// they fit (`i` itself always). None for a sentence in no clause.
-fn clause_range(index: &IndexVersion, i: u32, max_chars: usize) -> Option<[u32; 2]> {
+fn clause_range(
+    index: &IndexVersion,
+    i: SentenceNumber,
+    max_chars: usize,
+) -> Option<[SentenceNumber; 2]> {
     let store = &index.store;
-    let s = &store.sentences[i as usize];
+    let s = &store.sentences[i];
     let clause = s.clause.as_ref()?;
-    let [start, end] = store.documents[s.document as usize].sentences;
-    let same = |j: u32| store.sentences[j as usize].clause.as_ref() == Some(clause);
-    let chars = |j: u32| store.sentences[j as usize].text.chars().count() + 1;
-    let (mut from, mut to) = (i, i + 1);
+    let [start, end] = store.documents[s.document].sentences;
+    let same = |j: SentenceNumber| store.sentences[j].clause.as_ref() == Some(clause);
+    let chars = |j: SentenceNumber| store.sentences[j].text.chars().count() + 1;
+    let (mut from, mut to) = (i, i.after(1));
     let mut used = chars(i);
     let (mut before, mut after) = (true, true);
     while before || after {
@@ -375,13 +380,14 @@ fn clause_range(index: &IndexVersion, i: u32, max_chars: usize) -> Option<[u32; 
             after = to < end && same(to) && used + chars(to) <= max_chars;
             if after {
                 used += chars(to);
-                to += 1;
+                to = to.after(1);
             }
         }
         if before {
-            before = from > start && same(from - 1) && used + chars(from - 1) <= max_chars;
+            let previous = from.before(1);
+            before = from > start && same(previous) && used + chars(previous) <= max_chars;
             if before {
-                from -= 1;
+                from = previous;
                 used += chars(from);
             }
         }
@@ -390,9 +396,9 @@ fn clause_range(index: &IndexVersion, i: u32, max_chars: usize) -> Option<[u32; 
 }
 
 /// The table sentence `i` is a row of, as its citation shows it.
-fn cited_table(store: &crate::index::SkeletonStore, i: u32) -> Option<CitedTable> {
+fn cited_table(store: &crate::index::SkeletonStore, i: SentenceNumber) -> Option<CitedTable> {
     let (table, row) = store.table_row(i)?;
-    let paragraph = store.sentences[i as usize].paragraph;
+    let paragraph = store.sentences[i].paragraph;
     Some(CitedTable {
         id: table.id.clone(),
         caption: table.caption.clone(),
@@ -408,20 +414,20 @@ fn cited_table(store: &crate::index::SkeletonStore, i: u32) -> Option<CitedTable
 /// The ids of the sentences whose references point to sentence `i`'s
 /// paragraph or section, in reading order, each once, at most
 /// [`REFERENCED_BY_SHOWN`].
-fn referenced_by(index: &IndexVersion, i: u32) -> Vec<String> {
+fn referenced_by(index: &IndexVersion, i: SentenceNumber) -> Vec<String> {
     let store = &index.store;
-    let s = &store.sentences[i as usize];
-    let mut from: Vec<u32> = store.paragraphs[s.paragraph as usize]
+    let s = &store.sentences[i];
+    let mut from: Vec<SentenceNumber> = store.paragraphs[s.paragraph]
         .inbound
         .iter()
-        .chain(&store.sections[s.section as usize].inbound)
+        .chain(&store.sections[s.section].inbound)
         .copied()
         .collect();
     from.sort_unstable();
     from.dedup();
     from.into_iter()
         .take(REFERENCED_BY_SHOWN)
-        .map(|j| store.sentences[j as usize].id.clone())
+        .map(|j| store.sentences[j].id.clone())
         .collect()
 }
 
@@ -433,7 +439,7 @@ pub fn fit_hits(
     index: &IndexVersion,
     hits: Vec<Hit>,
     budget: usize,
-    cost: &dyn Fn(u32) -> usize,
+    cost: &dyn Fn(SentenceNumber) -> usize,
     frame: &dyn Fn(&Hit) -> usize,
 ) -> (Vec<Hit>, BudgetUse) {
     let reaches: Vec<Reach> = hits.iter().map(|h| h.reach).collect();
@@ -454,9 +460,9 @@ pub fn fit_hits(
 }
 
 /// Sentences `from..to`, joined by spaces.
-fn joined(index: &IndexVersion, from: u32, to: u32) -> String {
-    (from..to)
-        .map(|j| index.store.sentences[j as usize].text.as_str())
+fn joined(index: &IndexVersion, from: SentenceNumber, to: SentenceNumber) -> String {
+    SentenceNumber::range([from, to])
+        .map(|j| index.store.sentences[j].text.as_str())
         .collect::<Vec<_>>()
         .join(" ")
 }

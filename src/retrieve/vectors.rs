@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::index::SearchFiles;
+use crate::index::{ParagraphNumber, SearchFiles, SentenceNumber};
 
 use super::{RetrieveError, Retriever};
 
@@ -21,23 +21,23 @@ pub(super) enum QueryVectors<'a> {
 /// The vectors read so far from the graph store.
 #[derive(Default)]
 pub(super) struct Fetched {
-    sentences: HashMap<u32, Vec<f32>>,
-    paragraphs: HashMap<u32, Vec<f32>>,
+    sentences: HashMap<SentenceNumber, Vec<f32>>,
+    paragraphs: HashMap<ParagraphNumber, Vec<f32>>,
 }
 
 impl QueryVectors<'_> {
     /// Sentence `i`'s vector; `None` for one not indexed or not read.
-    pub(super) fn sentence(&self, i: u32) -> Option<&[f32]> {
+    pub(super) fn sentence(&self, i: SentenceNumber) -> Option<&[f32]> {
         match self {
-            QueryVectors::Loaded(search) => Some(search.vectors.row(i)),
+            QueryVectors::Loaded(search) => Some(search.vectors.row(i.0)),
             QueryVectors::Fetched(fetched) => fetched.sentences.get(&i).map(Vec::as_slice),
         }
     }
 
     /// Paragraph `p`'s centroid; `None` for one not read.
-    pub(super) fn paragraph(&self, p: u32) -> Option<&[f32]> {
+    pub(super) fn paragraph(&self, p: ParagraphNumber) -> Option<&[f32]> {
         match self {
-            QueryVectors::Loaded(search) => Some(search.paragraphs.row(p)),
+            QueryVectors::Loaded(search) => Some(search.paragraphs.row(p.0)),
             QueryVectors::Fetched(fetched) => fetched.paragraphs.get(&p).map(Vec::as_slice),
         }
     }
@@ -59,16 +59,16 @@ impl<'a> Retriever<'a> {
     pub(super) fn read_vectors(
         &self,
         vectors: &mut QueryVectors<'_>,
-        sentences: impl IntoIterator<Item = u32>,
+        sentences: impl IntoIterator<Item = SentenceNumber>,
     ) -> Result<(), RetrieveError> {
         let QueryVectors::Fetched(fetched) = vectors else {
             return Ok(());
         };
         let store = &self.index.store;
-        let mut missing: HashSet<u32> = HashSet::new();
-        let mut paragraphs: HashSet<u32> = HashSet::new();
+        let mut missing: HashSet<SentenceNumber> = HashSet::new();
+        let mut paragraphs: HashSet<ParagraphNumber> = HashSet::new();
         for i in sentences {
-            let p = store.sentences[i as usize].paragraph;
+            let p = store.sentences[i].paragraph;
             if !fetched.paragraphs.contains_key(&p) {
                 paragraphs.insert(p);
             }
@@ -79,9 +79,9 @@ impl<'a> Retriever<'a> {
         if missing.is_empty() && paragraphs.is_empty() {
             return Ok(());
         }
-        let mut missing: Vec<u32> = missing.into_iter().collect();
+        let mut missing: Vec<SentenceNumber> = missing.into_iter().collect();
         missing.sort_unstable();
-        let mut paragraphs: Vec<u32> = paragraphs.into_iter().collect();
+        let mut paragraphs: Vec<ParagraphNumber> = paragraphs.into_iter().collect();
         paragraphs.sort_unstable();
         let graph = self.graph_store()?;
         let (sentence_vectors, centroids) = {

@@ -859,11 +859,14 @@ fn the_semantic_chunker_cuts_where_the_topic_shifts() {
         let index =
             trellis::index::IndexVersion::open(&asked.tmp.path().join("data"), "c", None).unwrap();
         let chunks = index.chunks().unwrap();
-        let sentences: Vec<Vec<u32>> = chunks.iter().map(|c| c.sentences.clone()).collect();
+        let sentences: Vec<Vec<u32>> = chunks
+            .iter()
+            .map(|c| c.sentences.iter().map(|s| s.0).collect())
+            .collect();
         // Each sentence points at the first chunk that holds it.
         for (c, chunk) in chunks.iter().enumerate() {
             for &s in &chunk.sentences {
-                let first = index.store.sentences[s as usize].chunk.unwrap();
+                let first = index.store.sentences[s].chunk.unwrap();
                 assert!(first as usize <= c, "{s} in {c}, first {first}");
             }
         }

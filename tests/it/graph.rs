@@ -16,8 +16,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use trellis::graph::{self, GraphError, GraphStore, Statement, Value, cypher, export};
-use trellis::index::IndexVersion;
 use trellis::index::lexical::query_words;
+use trellis::index::{IndexVersion, SentenceNumber};
 use trellis::retrieve::{self, Filter, LoadedRoute, Retriever};
 use trellis::spec::{
     self, AnchorSource, ExpansionSource, ExpansionSpec, FalkorDbSpec, GraphSpec, GraphStoreKind,
@@ -242,7 +242,7 @@ fn export_suite(spec: &GraphSpec) {
         .iter()
         .flat_map(|t| &t.parts)
         .map(|&p| {
-            let [start, end] = index.store.paragraphs[p as usize].sentences;
+            let [start, end] = index.store.paragraphs[p].sentences;
             (end - start) as usize
         })
         .sum();
@@ -304,7 +304,7 @@ fn export_suite(spec: &GraphSpec) {
     for row in &rows {
         let id = row[0].as_str().unwrap();
         let p = index.ids().paragraph(id).expect("a paragraph id");
-        let want = index.search().unwrap().paragraphs.row(p);
+        let want = index.search().unwrap().paragraphs.row(p.0);
         match row[1].as_vector() {
             Some(read) => {
                 assert!(
@@ -346,7 +346,7 @@ fn export_suite(spec: &GraphSpec) {
             .collect();
         assert_eq!(read_pages, pages, "{id}");
         assert_eq!(read_corners, corners, "{id}");
-        let paragraph = &index.store.paragraphs[sentence.paragraph as usize];
+        let paragraph = &index.store.paragraphs[sentence.paragraph];
         assert_eq!(
             row[3].as_str(),
             Some(index.store.paragraph_text(paragraph).as_str()),
@@ -565,17 +565,17 @@ fn expansion_suite(spec: &GraphSpec) {
     let index = IndexVersion::open(&dir.join("data"), "c", None).unwrap();
     let mut store = connect(spec);
     let n = index.store.sentences.len() as u32;
-    let anchor_sets: Vec<Vec<u32>> = vec![
-        (0..n).collect(),
-        (0..n).step_by(5).collect(),
-        vec![0, n - 1],
+    let anchor_sets: Vec<Vec<SentenceNumber>> = vec![
+        (0..n).map(SentenceNumber).collect(),
+        (0..n).step_by(5).map(SentenceNumber).collect(),
+        vec![SentenceNumber(0), SentenceNumber(n - 1)],
         index
             .store
             .sentences
             .iter()
             .enumerate()
             .filter(|(_, s)| s.clause.is_some())
-            .map(|(i, _)| i as u32)
+            .map(|(i, _)| SentenceNumber(i as u32))
             .collect(),
     ];
     assert!(!anchor_sets[3].is_empty(), "the corpus should have clauses");
@@ -630,9 +630,10 @@ fn expansion_suite(spec: &GraphSpec) {
         references: false,
         ..referring.clone()
     };
-    let referrers: Vec<u32> = (0..n)
+    let referrers: Vec<SentenceNumber> = (0..n)
+        .map(SentenceNumber)
         .filter(|&i| {
-            let references = &index.store.sentences[i as usize].references;
+            let references = &index.store.sentences[i].references;
             references.iter().any(|r| r.target.is_some())
         })
         .collect();
@@ -644,12 +645,12 @@ fn expansion_suite(spec: &GraphSpec) {
         followed
     );
     // Each anchor's paragraph, section and first chunk.
-    let all: Vec<u32> = (0..n).collect();
+    let all: Vec<SentenceNumber> = (0..n).map(SentenceNumber).collect();
     let context = graph::expand::context(store.as_mut(), &index, &all, 0).unwrap();
     assert_eq!(context.len(), n as usize);
     for (&i, found) in &context {
-        let s = &index.store.sentences[i as usize];
-        let doc = &index.store.documents[s.document as usize].id;
+        let s = &index.store.sentences[i];
+        let doc = &index.store.documents[s.document].id;
         assert!(
             found.paragraph.starts_with(&format!("{doc}:p")),
             "{found:?}"

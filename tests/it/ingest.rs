@@ -8,7 +8,7 @@ use crate::common;
 use std::path::Path;
 
 use trellis::embed;
-use trellis::index::{self, IndexVersion};
+use trellis::index::{self, IndexVersion, SentenceNumber};
 use trellis::retrieve::{Filter, Retriever};
 use trellis::spec::{self, Corpus, IndexProfile, RetrievalRoute, Signal};
 
@@ -397,7 +397,8 @@ fn a_question_about_a_defined_term_reaches_its_definition() {
         .sentences
         .iter()
         .position(|s| s.terms.iter().any(|t| t == "Effective Date"))
-        .expect("the preamble defines its terms") as u32;
+        .map(|i| SentenceNumber(i as u32))
+        .expect("the preamble defines its terms");
     assert!(version.term_sentences.contains(&defining));
     assert!(report.manifest.embedded_terms >= 2);
 
@@ -453,7 +454,7 @@ fn spread_and_decay_put_other_documents_first_and_never_empty_one() {
         answer
             .sentences
             .iter()
-            .map(|&i| version.store.sentences[i as usize].document)
+            .map(|&i| version.store.sentences[i].document)
             .collect::<Vec<_>>()
     };
 
@@ -629,8 +630,9 @@ fn statistics_counted_from_the_skeleton_score_as_the_bm25_index() {
     assert!(counted.search().is_err());
     let bm25 = &whole.search().unwrap().bm25;
     let stats = counted.lexical().unwrap();
-    let everything: Vec<u32> = (0..whole.store.sentences.len() as u32)
-        .filter(|&i| whole.store.sentences[i as usize].indexed)
+    let everything: Vec<SentenceNumber> = (0..whole.store.sentences.len() as u32)
+        .map(SentenceNumber)
+        .filter(|&i| whole.store.sentences[i].indexed)
         .collect();
     for query in [
         "Which law governs the agreement?",
@@ -646,10 +648,10 @@ fn statistics_counted_from_the_skeleton_score_as_the_bm25_index() {
             assert!(!index.is_empty(), "{query}");
             for (n, (&(i, a), &(j, b))) in index.iter().zip(&skeleton).enumerate() {
                 // Near-equal scores may swap places.
-                if i != j {
+                if SentenceNumber(i) != j {
                     assert!((a - b).abs() <= 0.02 * a, "{query} #{n}: {i} {a} / {j} {b}");
                 }
-                let own = skeleton.iter().find(|&&(k, _)| k == i).unwrap().1;
+                let own = skeleton.iter().find(|&&(k, _)| k.0 == i).unwrap().1;
                 assert!((a - own).abs() <= 0.02 * a, "{query}: {i} {a} / {own}");
             }
         }
@@ -733,7 +735,7 @@ fn chunk_candidates_bring_the_nearest_chunk_into_the_anchors() {
     let mut narrow = route.spec.clone();
     narrow.anchors.mode = trellis::spec::AnchorMode::Hybrid;
     narrow.anchors.candidates = 1;
-    let ranked = |spec: &trellis::spec::RetrievalRouteSpec| -> Vec<u32> {
+    let ranked = |spec: &trellis::spec::RetrievalRouteSpec| -> Vec<SentenceNumber> {
         let answer = retriever
             .retrieve(spec, query, None, &Filter::default())
             .unwrap();
@@ -904,7 +906,7 @@ fn damaged_pdfs_are_flagged_with_what_was_lost() {
     let store = &index.store;
     for (d, document) in store.documents.iter().enumerate() {
         let [start, end] = document.sentences;
-        for s in &store.sentences[start as usize..end as usize] {
+        for s in &store.sentences[start.index()..end.index()] {
             let page2 = s.text.contains("Page 2");
             if document.key == "docs/flipped.pdf" && (page2 || s.text.contains("Tj")) {
                 assert_eq!(s.confidence, 0.0, "document {d}: {:?}", s.text);

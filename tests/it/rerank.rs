@@ -352,9 +352,9 @@ fn a_route_reranks_its_best_candidates_and_falls_back_when_the_reranker_is_late(
         .count();
     assert!(scored >= 1, "the best results were reranked");
     // Only the first topN places may change, and scores only rise.
-    let top: std::collections::HashSet<u32> =
+    let top: std::collections::HashSet<_> =
         reranked.ranking.iter().take(4).map(|&(i, _)| i).collect();
-    let before: std::collections::HashSet<u32> =
+    let before: std::collections::HashSet<_> =
         baseline.ranking.iter().take(4).map(|&(i, _)| i).collect();
     assert_eq!(top, before);
     assert_eq!(reranked.ranking[4..], baseline.ranking[4..]);

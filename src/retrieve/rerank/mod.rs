@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use super::selection::Display;
-use crate::index::IndexVersion;
+use crate::index::{IndexVersion, Ranking, SentenceNumber};
 use crate::spec::{RerankPassage, RerankerKind, RerankerSpec, RetrievalRouteSpec, Signal};
 
 pub use http::HttpReranker;
@@ -97,9 +97,9 @@ pub struct RerankOutcome {
 
 /// A ranking after the reranker's pass.
 pub(super) struct Reranked {
-    pub ranking: Vec<(u32, f32)>,
+    pub ranking: Ranking,
     /// The reranker's score of each candidate it read.
-    pub scores: HashMap<u32, f32>,
+    pub scores: HashMap<SentenceNumber, f32>,
     pub outcome: RerankOutcome,
 }
 
@@ -113,7 +113,7 @@ pub(super) fn rerank(
     index: &IndexVersion,
     route: &RetrievalRouteSpec,
     query: &str,
-    mut ranking: Vec<(u32, f32)>,
+    mut ranking: Ranking,
 ) -> Reranked {
     let spec = &route.reranker;
     let _span = tracing::info_span!("rerank", reranker = reranker.name()).entered();
@@ -125,7 +125,7 @@ pub(super) fn rerank(
     let mut seen: HashMap<String, usize> = HashMap::new();
     for &(i, _) in &ranking[..top] {
         let text = match spec.passage {
-            RerankPassage::Sentence => index.store.sentences[i as usize].text.clone(),
+            RerankPassage::Sentence => index.store.sentences[i].text.clone(),
             RerankPassage::Paragraph => Display::of(route).text(index, i),
         };
         let n = *seen.entry(text).or_insert_with_key(|text| {
