@@ -14,7 +14,9 @@
 //! A file per kind holds its plan (`profile.rs`, `corpus.rs`, `route.rs`);
 //! the objects a plan applies are built apart (`ingest_job.rs`,
 //! `deployment.rs`, with what both kinds of pod share in `pod.rs`), and the
-//! ingest pod's report ConfigMap protocol is `report.rs`.
+//! ingest pod's report ConfigMap protocol is `report.rs`. The controller
+//! has a module per kind too, one generic checked reconciler and the run
+//! loop (see [`controller`]).
 //!
 //! The flow: a profile or corpus change (or the `trellis.dev/reingest`
 //! annotation, or a `refreshInterval` tick) gives the Corpus new *inputs*;

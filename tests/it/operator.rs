@@ -10,6 +10,7 @@ use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
 use serde_json::{Value, json};
 
+use trellis::operator::checked::Checked;
 use trellis::operator::controller::{self, Context};
 use trellis::operator::corpus;
 use trellis::operator::ingest_job::Names;
@@ -653,4 +654,65 @@ async fn a_profile_gets_its_hash_and_validity() {
     );
     assert_eq!(status["conditions"][0]["type"], "Valid");
     assert_eq!(status["conditions"][0]["status"], "True");
+}
+
+/// A Corpus that does not fit its type goes through the checked
+/// reconciler: it is marked on itself (`InvalidSpec`, naming the field,
+/// with a Warning) and nothing it owns is touched; once it reads, its own
+/// reconcile runs and the mark goes.
+#[tokio::test]
+async fn an_unreadable_corpus_is_marked_on_itself_until_it_reads() {
+    let (client, api) = mocked();
+    let ctx = context(client);
+    let mut raw = serde_json::to_value(corpus()).unwrap();
+    raw["metadata"]["generation"] = json!(2);
+    raw["spec"]["ingest"] = json!({"shards": "many"});
+    api.put(CORPUS_PATH, raw.clone());
+    let unreadable: Checked<Corpus> = serde_json::from_value(raw).unwrap();
+    controller::reconcile(Arc::new(unreadable), ctx.clone())
+        .await
+        .unwrap();
+
+    let writes = api.writes();
+    assert!(
+        writes
+            .iter()
+            .all(|c| c.path == format!("{CORPUS_PATH}/status") || c.path.ends_with("/events")),
+        "{writes:?}"
+    );
+    let status = api.status(CORPUS_PATH);
+    assert_eq!(status["observedGeneration"], 2);
+    let conditions = status["conditions"].as_array().unwrap().clone();
+    let ready = conditions.iter().find(|c| c["type"] == "Ready").unwrap();
+    assert_eq!(
+        (&ready["status"], &ready["reason"]),
+        (&json!("False"), &json!(controller::INVALID_SPEC))
+    );
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap()
+            .contains("spec.ingest.shards"),
+        "{ready}"
+    );
+    assert!(api.events().contains(&controller::INVALID_SPEC.to_string()));
+
+    // Mended, with the mark still on its status: the Corpus' own reconcile
+    // (its profile is missing) writes a status without it.
+    let mut mended = serde_json::to_value(corpus()).unwrap();
+    mended["status"] = json!({"conditions": conditions});
+    api.put(CORPUS_PATH, mended.clone());
+    let readable: Checked<Corpus> = serde_json::from_value(mended).unwrap();
+    controller::reconcile(Arc::new(readable), ctx)
+        .await
+        .unwrap();
+    let status = api.status(CORPUS_PATH);
+    let reasons: Vec<&str> = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["reason"].as_str())
+        .collect();
+    assert!(reasons.contains(&"ProfileNotFound"), "{reasons:?}");
+    assert!(!reasons.contains(&controller::INVALID_SPEC), "{reasons:?}");
 }
