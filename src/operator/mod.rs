@@ -11,12 +11,13 @@
 //! unit-tested without an API server; the controller is tested against a
 //! mocked one.
 //!
-//! A file per kind holds its plan (`profile.rs`, `corpus.rs`, `route.rs`);
-//! the objects a plan applies are built apart (`ingest_job.rs`,
-//! `deployment.rs`, with what both kinds of pod share in `pod.rs`), and the
-//! ingest pod's report ConfigMap protocol is `report.rs`. The controller
-//! has a module per kind too, one generic checked reconciler and the run
-//! loop (see [`controller`]).
+//! A module per kind holds its plan (`profile.rs`, `corpus/`, `route.rs`);
+//! the Corpus' ingest is explicit states, each planned by a function of
+//! its own (`corpus/ingest.rs`). The objects a plan applies are built
+//! apart (`ingest_job.rs`, `deployment.rs`, with what both kinds of pod
+//! share in `pod.rs`), and the ingest pod's report ConfigMap protocol is
+//! `report.rs`. The controller has a module per kind too, one generic
+//! checked reconciler and the run loop (see [`controller`]).
 //!
 //! The flow: a profile or corpus change (or the `trellis.dev/reingest`
 //! annotation, or a `refreshInterval` tick) gives the Corpus new *inputs*;
