@@ -11,11 +11,12 @@
 //! unit-tested without an API server; the controller is tested against a
 //! mocked one.
 //!
-//! A module per kind holds its plan (`profile.rs`, `corpus/`, `route.rs`);
-//! the Corpus' ingest is explicit states, each planned by a function of
-//! its own (`corpus/ingest.rs`). The objects a plan applies are built
-//! apart (`ingest_job.rs`, `deployment.rs`, with what both kinds of pod
-//! share in `pod.rs`), and the ingest pod's report ConfigMap protocol is
+//! A module per kind holds its plan (`profile.rs`, `corpus/`, `route/`):
+//! the Corpus' ingest and the route's serving are explicit states, each
+//! planned by a function of its own (`corpus/ingest.rs`,
+//! `route/serving.rs`). The objects a plan applies are built apart
+//! (`ingest_job.rs`, `deployment.rs`, with what both kinds of pod share in
+//! `pod.rs`), and the ingest pod's report ConfigMap protocol is
 //! `report.rs`. The controller has a module per kind too, one generic
 //! checked reconciler and the run loop (see [`controller`]).
 //!
