@@ -9,14 +9,14 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
-    SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec, Volume,
+    SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
     NetworkPolicyPort, NetworkPolicySpec,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
@@ -27,7 +27,9 @@ use super::{
     CONFIG_HASH_ANNOTATION, CORPUS_LABEL, Error, INDEX_VERSION_ANNOTATION, ROUTE_LABEL,
     SECRETS_ANNOTATION, Settings, common_labels, object_name, paths, short_hash,
 };
-use crate::spec::{AnchorSource, Corpus, IndexVersionStatus, RetrievalRoute, RetrievalRouteSpec};
+use crate::spec::{
+    AnchorSource, Corpus, IndexVersionStatus, RetrievalRoute, RetrievalRouteSpec, ServingSpec,
+};
 
 /// The port `trellis serve` listens on inside the pod.
 const CONTAINER_PORT: i32 = 8080;
@@ -144,91 +146,176 @@ pub fn route_objects(
     settings: &Settings,
     secret_versions: &BTreeMap<String, String>,
 ) -> Result<Objects, Error> {
-    let version = active.version.as_str();
     let name = route.name_any();
-    let ns = route.namespace();
-    let owner = super::owner_reference(route)?;
-    let serving = &route.spec.serving;
-    let mut labels = common_labels("retrieval");
-    labels.insert(ROUTE_LABEL.into(), super::label_value(&name));
-    labels.insert(CORPUS_LABEL.into(), super::label_value(&corpus.name_any()));
-    let meta = |object_name: String, labels: BTreeMap<String, String>| ObjectMeta {
-        name: Some(object_name),
-        namespace: ns.clone(),
-        labels: Some(labels),
-        owner_references: Some(vec![owner.clone()]),
-        ..Default::default()
-    };
-
-    let manifests = render_manifest(route)?;
-    // A route anchored in the graph store reads the version from the
-    // store that holds it, as the ingest recorded it.
-    let graph_store = match route.spec.anchors.source {
-        AnchorSource::Graph => Some(
-            serde_json::to_string(active.graph.as_ref().ok_or(Error::MissingField {
-                kind: "index version status",
-                field: "graph",
-            })?)
-            .map_err(|e| Error::Render(e.to_string()))?,
-        ),
-        AnchorSource::Embedded => None,
-    };
-    let from_graph = graph_store.is_some();
-    let config_hash = short_hash(&[
-        manifests.as_bytes(),
-        graph_store.as_deref().unwrap_or_default().as_bytes(),
-    ]);
-    let config_name = object_name(&name, &format!("config-{}", &config_hash[..8]));
-    let mut config_labels = labels.clone();
-    config_labels.insert(CONFIG_HASH_ANNOTATION.into(), config_hash.clone());
-    let config = ConfigMap {
-        metadata: meta(config_name.clone(), config_labels),
-        data: Some(
-            std::iter::once(("route.yaml".to_string(), manifests))
-                .chain(graph_store.map(|json| (GRAPH_STORE_FILE.to_string(), json)))
-                .collect(),
-        ),
-        immutable: Some(true),
-        ..Default::default()
-    };
-
+    let owned = Owned::new(route, corpus)?;
+    let config = RouteConfig::new(route, active, &owned)?;
+    let mut template = pod_template(route, corpus, active, settings, &owned, &config);
+    stamp_secrets(&mut template, secret_versions);
     let workload = workload_name(&name);
-    let mut args = [
-        "serve",
-        "-f",
-        paths::MANIFESTS,
-        "--route",
-        &name,
-        "--data-dir",
-        paths::DATA,
-        "--index-version",
-        version,
-        "--listen",
-        "0.0.0.0:8080",
-        "--log-format",
-        "json",
-    ]
-    .map(String::from)
-    .to_vec();
-    // The profile the operator rendered for the version, by hash: the
-    // pods refuse a version whose profile.json says otherwise.
-    if let Some(hash) = &active.served_profile {
-        args.extend(["--profile-hash".into(), hash.clone()]);
+    let serving = &route.spec.serving;
+    let network_policy = settings
+        .network_policy
+        .then(|| network_policy(owned.meta(&workload), &name, &route.spec));
+    Ok(Objects {
+        config: config.map,
+        deployment: deployment(owned.meta(&workload), &name, serving, template),
+        service: service(owned.meta(&workload), &name, serving),
+        budget: budget(owned.meta(&workload), &name, serving),
+        network_policy,
+        service_account: service_account(owned.meta(&workload), serving),
+    })
+}
+
+/// What every object of a route carries: its namespace, its labels and
+/// the route as its controller.
+struct Owned {
+    namespace: Option<String>,
+    labels: BTreeMap<String, String>,
+    owner: OwnerReference,
+}
+
+impl Owned {
+    fn new(route: &RetrievalRoute, corpus: &Corpus) -> Result<Self, Error> {
+        let owner = super::owner_reference(route)?;
+        let mut labels = common_labels("retrieval");
+        labels.insert(ROUTE_LABEL.into(), super::label_value(&route.name_any()));
+        labels.insert(CORPUS_LABEL.into(), super::label_value(&corpus.name_any()));
+        Ok(Self {
+            namespace: route.namespace(),
+            labels,
+            owner,
+        })
     }
-    let access = if from_graph {
-        args.extend([
-            "--index-from-graph".into(),
-            format!("{}/{GRAPH_STORE_FILE}", paths::MANIFESTS),
+
+    /// The metadata of the object `name`, with the route's labels.
+    fn meta(&self, name: &str) -> ObjectMeta {
+        self.meta_labelled(name, self.labels.clone())
+    }
+
+    fn meta_labelled(&self, name: &str, labels: BTreeMap<String, String>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: self.namespace.clone(),
+            labels: Some(labels),
+            owner_references: Some(vec![self.owner.clone()]),
+            ..Default::default()
+        }
+    }
+}
+
+/// The route's configuration: the immutable ConfigMap its pods read,
+/// named by the hash of what it holds.
+struct RouteConfig {
+    map: ConfigMap,
+    /// The hash of the rendered route (and graph store section): a new
+    /// one rolls the pods.
+    hash: String,
+    /// The pods read the version from the graph store, not the claim.
+    from_graph: bool,
+}
+
+impl RouteConfig {
+    fn new(
+        route: &RetrievalRoute,
+        active: &IndexVersionStatus,
+        owned: &Owned,
+    ) -> Result<Self, Error> {
+        let manifests = render_manifest(route)?;
+        // A route anchored in the graph store reads the version from the
+        // store that holds it, as the ingest recorded it.
+        let graph_store = match route.spec.anchors.source {
+            AnchorSource::Graph => Some(
+                serde_json::to_string(active.graph.as_ref().ok_or(Error::MissingField {
+                    kind: "index version status",
+                    field: "graph",
+                })?)
+                .map_err(|e| Error::Render(e.to_string()))?,
+            ),
+            AnchorSource::Embedded => None,
+        };
+        let from_graph = graph_store.is_some();
+        let hash = short_hash(&[
+            manifests.as_bytes(),
+            graph_store.as_deref().unwrap_or_default().as_bytes(),
         ]);
-        DataAccess::ServeFromGraph
-    } else {
-        DataAccess::Serve
+        let name = object_name(&route.name_any(), &format!("config-{}", &hash[..8]));
+        let mut labels = owned.labels.clone();
+        labels.insert(CONFIG_HASH_ANNOTATION.into(), hash.clone());
+        let map = ConfigMap {
+            metadata: owned.meta_labelled(&name, labels),
+            data: Some(
+                std::iter::once(("route.yaml".to_string(), manifests))
+                    .chain(graph_store.map(|json| (GRAPH_STORE_FILE.to_string(), json)))
+                    .collect(),
+            ),
+            immutable: Some(true),
+            ..Default::default()
+        };
+        Ok(Self {
+            map,
+            hash,
+            from_graph,
+        })
+    }
+
+    fn name(&self) -> &str {
+        self.map.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+/// The pod template of the route's Deployment: `trellis serve` over the
+/// version, the route's template applied, carrying the version and the
+/// configuration hash, whose change rolls the pods.
+fn pod_template(
+    route: &RetrievalRoute,
+    corpus: &Corpus,
+    active: &IndexVersionStatus,
+    settings: &Settings,
+    owned: &Owned,
+    config: &RouteConfig,
+) -> PodTemplateSpec {
+    let name = route.name_any();
+    let serving = &route.spec.serving;
+    let mut pod_labels = owned.labels.clone();
+    pod_labels.extend(selector(&name));
+    let mut template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(pod_labels),
+            annotations: Some(BTreeMap::from([
+                (INDEX_VERSION_ANNOTATION.to_string(), active.version.clone()),
+                (CONFIG_HASH_ANNOTATION.to_string(), config.hash.clone()),
+            ])),
+            ..Default::default()
+        }),
+        spec: Some(serve_pod(route, corpus, active, settings, config)),
     };
+    super::template::apply(&serving.template, settings, &mut template);
+    if serving.template.service_account.is_some()
+        && let Some(spec) = template.spec.as_mut()
+    {
+        spec.service_account_name = Some(workload_name(&name));
+    }
+    template
+}
+
+/// The retrieval pod: its one container and the volumes it mounts (the
+/// data claim, or none when the version comes from the graph store; the
+/// configuration; the route's tokens; the Secrets of the version's
+/// profile and of the route's reranking and generation services).
+fn serve_pod(
+    route: &RetrievalRoute,
+    corpus: &Corpus,
+    active: &IndexVersionStatus,
+    settings: &Settings,
+    config: &RouteConfig,
+) -> PodSpec {
+    let serving = &route.spec.serving;
+    let (mut args, access) = serve_args(&route.name_any(), active, config.from_graph);
     let (mut volumes, mut mounts) = pod_volumes(
         &corpus.spec.storage.claim_name,
         &corpus.name_any(),
         access,
-        &config_name,
+        config.name(),
     );
     if let Some(secret) = &serving.token_secret {
         args.extend(["--token-file".into(), format!("{}/tokens", paths::TOKENS)]);
@@ -251,17 +338,64 @@ pub fn route_objects(
     secrets.sort_unstable();
     secrets.dedup();
     mount_secrets(&secrets, &mut volumes, &mut mounts);
-    let probe = |path: &str, period: i32, failures: i32| Probe {
-        http_get: Some(HTTPGetAction {
-            path: Some(path.into()),
-            port: IntOrString::String("http".into()),
-            ..Default::default()
-        }),
-        period_seconds: Some(period),
-        failure_threshold: Some(failures),
+    PodSpec {
+        automount_service_account_token: Some(false),
+        security_context: Some(pod_security()),
+        termination_grace_period_seconds: Some(30),
+        containers: vec![serve_container(serving, settings, args, mounts)],
+        volumes: Some(volumes),
         ..Default::default()
-    };
-    let container = Container {
+    }
+}
+
+/// The arguments of `trellis serve` for route `name` over `active`, and
+/// how the pod reaches the version's data.
+fn serve_args(
+    name: &str,
+    active: &IndexVersionStatus,
+    from_graph: bool,
+) -> (Vec<String>, DataAccess) {
+    let mut args = [
+        "serve",
+        "-f",
+        paths::MANIFESTS,
+        "--route",
+        name,
+        "--data-dir",
+        paths::DATA,
+        "--index-version",
+        &active.version,
+        "--listen",
+        "0.0.0.0:8080",
+        "--log-format",
+        "json",
+    ]
+    .map(String::from)
+    .to_vec();
+    // The profile the operator rendered for the version, by hash: the
+    // pods refuse a version whose profile.json says otherwise.
+    if let Some(hash) = &active.served_profile {
+        args.extend(["--profile-hash".into(), hash.clone()]);
+    }
+    if !from_graph {
+        return (args, DataAccess::Serve);
+    }
+    args.extend([
+        "--index-from-graph".into(),
+        format!("{}/{GRAPH_STORE_FILE}", paths::MANIFESTS),
+    ]);
+    (args, DataAccess::ServeFromGraph)
+}
+
+/// The `serve` container: hardened, probed, with the route's resources
+/// (else the chart's).
+fn serve_container(
+    serving: &ServingSpec,
+    settings: &Settings,
+    args: Vec<String>,
+    mounts: Vec<VolumeMount>,
+) -> Container {
+    Container {
         name: "serve".into(),
         image: Some(settings.image.clone()),
         image_pull_policy: Some(settings.image_pull_policy.clone()),
@@ -292,60 +426,65 @@ pub fn route_objects(
         volume_mounts: Some(mounts),
         security_context: Some(container_security()),
         ..Default::default()
-    };
-    let mut pod_labels = labels.clone();
-    pod_labels.extend(selector(&name));
-    let mut template = PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(pod_labels),
-            annotations: Some(BTreeMap::from([
-                (INDEX_VERSION_ANNOTATION.to_string(), version.to_string()),
-                (CONFIG_HASH_ANNOTATION.to_string(), config_hash),
-            ])),
-            ..Default::default()
-        }),
-        spec: Some(PodSpec {
-            automount_service_account_token: Some(false),
-            security_context: Some(pod_security()),
-            termination_grace_period_seconds: Some(30),
-            containers: vec![container],
-            volumes: Some(volumes),
-            ..Default::default()
-        }),
-    };
-    super::template::apply(&serving.template, settings, &mut template);
-    if serving.template.service_account.is_some()
-        && let Some(spec) = template.spec.as_mut()
-    {
-        spec.service_account_name = Some(workload_name(&name));
     }
+}
+
+/// An HTTP probe of `path` on the serving port every `period` seconds,
+/// failing after `failures` misses.
+fn probe(path: &str, period: i32, failures: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::String("http".into()),
+            ..Default::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        ..Default::default()
+    }
+}
+
+/// Stamps the pod template with the resource versions of the Secrets its
+/// pods read (when they read any), so that rotating one rolls them.
+fn stamp_secrets(template: &mut PodTemplateSpec, secret_versions: &BTreeMap<String, String>) {
     let secrets = template
         .spec
         .as_ref()
         .map(referenced_secrets)
         .unwrap_or_default();
-    if !secrets.is_empty() {
-        let stamp: Vec<String> = secrets
-            .iter()
-            .map(|s| format!("{s}={}", secret_versions.get(s).map_or("", String::as_str)))
-            .collect();
-        template
-            .metadata
-            .get_or_insert_with(Default::default)
-            .annotations
-            .get_or_insert_with(Default::default)
-            .insert(
-                SECRETS_ANNOTATION.into(),
-                short_hash(&[stamp.join(",").as_bytes()]),
-            );
+    if secrets.is_empty() {
+        return;
     }
-    let deployment = Deployment {
-        metadata: meta(workload.clone(), labels.clone()),
+    let stamp: Vec<String> = secrets
+        .iter()
+        .map(|s| format!("{s}={}", secret_versions.get(s).map_or("", String::as_str)))
+        .collect();
+    template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            SECRETS_ANNOTATION.into(),
+            short_hash(&[stamp.join(",").as_bytes()]),
+        );
+}
+
+/// The Deployment: surge first, so that old pods serve until new ones are
+/// ready.
+fn deployment(
+    metadata: ObjectMeta,
+    name: &str,
+    serving: &ServingSpec,
+    template: PodTemplateSpec,
+) -> Deployment {
+    Deployment {
+        metadata,
         spec: Some(DeploymentSpec {
             replicas: Some(serving.replicas),
             progress_deadline_seconds: serving.progress_deadline_seconds.map(saturating_i32),
             selector: LabelSelector {
-                match_labels: Some(selector(&name)),
+                match_labels: Some(selector(name)),
                 ..Default::default()
             },
             strategy: Some(DeploymentStrategy {
@@ -359,11 +498,15 @@ pub fn route_objects(
             ..Default::default()
         }),
         status: None,
-    };
-    let service = Service {
-        metadata: meta(workload.clone(), labels.clone()),
+    }
+}
+
+/// The Service in front of the route's pods, on `serving.port`.
+fn service(metadata: ObjectMeta, name: &str, serving: &ServingSpec) -> Service {
+    Service {
+        metadata,
         spec: Some(ServiceSpec {
-            selector: Some(selector(&name)),
+            selector: Some(selector(name)),
             ports: Some(vec![ServicePort {
                 name: Some("http".into()),
                 port: serving.port,
@@ -374,47 +517,45 @@ pub fn route_objects(
             ..Default::default()
         }),
         status: None,
-    };
-    let budget = (serving.replicas >= 2).then(|| PodDisruptionBudget {
-        metadata: meta(workload.clone(), labels.clone()),
+    }
+}
+
+/// The PodDisruptionBudget, only with two replicas or more: a budget over
+/// one pod would block every node drain.
+fn budget(metadata: ObjectMeta, name: &str, serving: &ServingSpec) -> Option<PodDisruptionBudget> {
+    (serving.replicas >= 2).then(|| PodDisruptionBudget {
+        metadata,
         spec: Some(PodDisruptionBudgetSpec {
             min_available: Some(IntOrString::Int(
                 serving.min_available.clamp(0, serving.replicas - 1),
             )),
             selector: Some(LabelSelector {
-                match_labels: Some(selector(&name)),
+                match_labels: Some(selector(name)),
                 ..Default::default()
             }),
             ..Default::default()
         }),
         status: None,
-    });
-    let network_policy = settings
-        .network_policy
-        .then(|| network_policy(meta(workload.clone(), labels.clone()), &name, &route.spec));
-    let service_account =
-        serving
-            .template
-            .service_account
-            .as_ref()
-            .map(|identity| ServiceAccount {
-                metadata: ObjectMeta {
-                    annotations: Some(identity.annotations.clone()).filter(|a| !a.is_empty()),
-                    ..meta(workload, labels)
-                },
-                // The identity webhooks (IRSA, Azure) project their own
-                // token; the Kubernetes API's is of no use to these pods.
-                automount_service_account_token: Some(false),
-                ..Default::default()
-            });
-    Ok(Objects {
-        config,
-        deployment,
-        service,
-        budget,
-        network_policy,
-        service_account,
     })
+}
+
+/// The ServiceAccount the pods run as, only when the route's template
+/// asks for one (a cloud identity).
+fn service_account(metadata: ObjectMeta, serving: &ServingSpec) -> Option<ServiceAccount> {
+    serving
+        .template
+        .service_account
+        .as_ref()
+        .map(|identity| ServiceAccount {
+            metadata: ObjectMeta {
+                annotations: Some(identity.annotations.clone()).filter(|a| !a.is_empty()),
+                ..metadata
+            },
+            // The identity webhooks (IRSA, Azure) project their own
+            // token; the Kubernetes API's is of no use to these pods.
+            automount_service_account_token: Some(false),
+            ..Default::default()
+        })
 }
 
 /// The retrieval pods' NetworkPolicy: in, only to the serving port, from

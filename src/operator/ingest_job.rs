@@ -10,7 +10,7 @@ use k8s_openapi::api::batch::v1::{
 };
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EnvVar, PersistentVolumeClaimVolumeSource,
-    PodSpec, PodTemplateSpec, ServiceAccount, Volume,
+    PodSpec, PodTemplateSpec, ServiceAccount, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicySpec};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
@@ -165,38 +165,7 @@ pub fn ingest_objects(
     let ns = corpus.namespace();
     let owner = super::owner_reference(corpus)?;
     let base = labels(corpus, None);
-    let mut account = ServiceAccount {
-        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
-        automount_service_account_token: Some(true),
-        ..Default::default()
-    };
-    if let Some(identity) = &corpus.spec.ingest.template.service_account {
-        account.metadata.annotations = Some(identity.annotations.clone()).filter(|a| !a.is_empty());
-    }
-    let role = Role {
-        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
-        rules: Some(vec![PolicyRule {
-            api_groups: Some(vec![String::new()]),
-            resources: Some(vec!["configmaps".into()]),
-            resource_names: Some(vec![names.report.clone()]),
-            verbs: vec!["get".into(), "patch".into(), "update".into()],
-            ..Default::default()
-        }]),
-    };
-    let binding = RoleBinding {
-        metadata: meta(&names.service_account, ns.clone(), base.clone(), &owner),
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".into(),
-            kind: "Role".into(),
-            name: names.service_account.clone(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".into(),
-            name: names.service_account.clone(),
-            namespace: ns.clone(),
-            ..Default::default()
-        }]),
-    };
+    let account_meta = || meta(&names.service_account, ns.clone(), base.clone(), &owner);
     let report = ConfigMap {
         metadata: meta(&names.report, ns.clone(), base.clone(), &owner),
         ..Default::default()
@@ -223,35 +192,79 @@ pub fn ingest_objects(
             format!("$(JOB_COMPLETION_INDEX)/{shards}"),
         ]);
     }
-    let fence = settings.ingest_network_policy.then(|| {
-        network_policy(
-            corpus,
-            meta(&names.service_account, ns, base.clone(), &owner),
-        )
-    });
-    let job = job(
+    let fence = settings
+        .ingest_network_policy
+        .then(|| network_policy(corpus, account_meta()));
+    let pods = IngestPods {
         corpus,
         profile,
-        &names.ingest_job,
         inputs,
         content,
         names,
         settings,
-        args,
-        shards,
-        owner,
-    );
+    };
     let mut objects = vec![
-        Desired::ServiceAccount(account),
-        Desired::Role(role),
-        Desired::RoleBinding(binding),
+        Desired::ServiceAccount(service_account(corpus, account_meta())),
+        Desired::Role(role(names, account_meta())),
+        Desired::RoleBinding(role_binding(names, ns.clone(), account_meta())),
         Desired::ConfigMap(report),
         Desired::ConfigMap(manifests),
     ];
     // Before the Job: its pods start fenced.
     objects.extend(fence.map(Desired::NetworkPolicy));
-    objects.push(Desired::Job(Box::new(job)));
+    objects.push(Desired::Job(Box::new(pods.job(
+        &names.ingest_job,
+        args,
+        shards,
+        owner,
+    ))));
     Ok(objects)
+}
+
+/// The ServiceAccount the ingest pods run as, with the cloud identity the
+/// Corpus' template gives it.
+fn service_account(corpus: &Corpus, metadata: ObjectMeta) -> ServiceAccount {
+    let mut account = ServiceAccount {
+        metadata,
+        automount_service_account_token: Some(true),
+        ..Default::default()
+    };
+    if let Some(identity) = &corpus.spec.ingest.template.service_account {
+        account.metadata.annotations = Some(identity.annotations.clone()).filter(|a| !a.is_empty());
+    }
+    account
+}
+
+/// The ingest pods may write their report ConfigMap, and nothing else.
+fn role(names: &Names, metadata: ObjectMeta) -> Role {
+    Role {
+        metadata,
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["configmaps".into()]),
+            resource_names: Some(vec![names.report.clone()]),
+            verbs: vec!["get".into(), "patch".into(), "update".into()],
+            ..Default::default()
+        }]),
+    }
+}
+
+/// Binds [`role`] to the ingest pods' ServiceAccount.
+fn role_binding(names: &Names, namespace: Option<String>, metadata: ObjectMeta) -> RoleBinding {
+    RoleBinding {
+        metadata,
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: names.service_account.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: names.service_account.clone(),
+            namespace,
+            ..Default::default()
+        }]),
+    }
 }
 
 /// The ingest pods' NetworkPolicy: nothing in (they serve nothing); out,
@@ -322,185 +335,218 @@ pub fn finalize_job(
     keep: &[String],
 ) -> Job {
     let args = ingest_args(&corpus.name_any(), &names.report, inputs, keep);
-    job(
+    let pods = IngestPods {
         corpus,
         profile,
-        &names.finalize_job,
         inputs,
         content,
         names,
         settings,
-        args,
-        1,
-        owner,
-    )
+    };
+    pods.job(&names.finalize_job, args, 1, owner)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn job(
-    corpus: &Corpus,
-    profile: &IndexProfile,
-    job_name: &str,
-    inputs: &str,
-    content: &str,
-    names: &Names,
-    settings: &Settings,
-    args: Vec<String>,
-    completions: u32,
-    owner: OwnerReference,
-) -> Job {
-    let spec = &corpus.spec.ingest;
-    let name = corpus.name_any();
-    let mut labels = labels(corpus, Some(inputs));
-    labels.insert(CONTENT_LABEL.into(), content.into());
-    let (mut volumes, mut mounts) = pod_volumes(
-        &corpus.spec.storage.claim_name,
-        &name,
-        DataAccess::Ingest,
-        &names.inputs_config,
-    );
-    let mut claims: Vec<&str> = corpus
-        .spec
-        .sources
-        .iter()
-        .filter_map(|s| s.pvc.as_ref().map(|p| p.claim_name.as_str()))
-        .collect();
-    claims.sort_unstable();
-    claims.dedup();
-    for (i, claim) in claims.into_iter().enumerate() {
-        let volume = format!("source-{i}");
-        volumes.push(Volume {
-            name: volume.clone(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: claim.to_string(),
-                read_only: Some(true),
-            }),
-            ..Default::default()
-        });
-        mounts.push(mount(
-            &volume,
-            &format!("{}/{claim}", paths::PVC_ROOT),
-            true,
-        ));
-    }
-    // Source ConfigMaps, S3 credentials and the graph store's password,
-    // each in its own directory. Optional: a missing one fails the ingest
-    // (or, for the graph store, its export) with a message naming it,
-    // where a required volume would leave the pod pending in silence.
-    let config_maps = source_config_map_names(corpus);
-    let profile_secrets = profile.spec.secret_names();
-    let mut secrets: Vec<&str> = corpus
-        .spec
-        .sources
-        .iter()
-        .filter_map(|s| s.s3.as_ref()?.credentials_secret.as_ref())
-        .map(|r| r.name.as_str())
-        .chain(profile_secrets.iter().map(String::as_str))
-        .collect();
-    secrets.sort_unstable();
-    secrets.dedup();
-    for (i, config_map) in config_maps.iter().enumerate() {
-        let volume = format!("configmap-{i}");
-        volumes.push(Volume {
-            name: volume.clone(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: config_map.clone(),
-                optional: Some(true),
+/// What the pods of an attempt's Jobs are made from.
+struct IngestPods<'a> {
+    corpus: &'a Corpus,
+    profile: &'a IndexProfile,
+    inputs: &'a str,
+    content: &'a str,
+    names: &'a Names,
+    settings: &'a Settings,
+}
+
+impl IngestPods<'_> {
+    /// The Indexed Job `job_name` of `completions` pods running
+    /// `trellis ingest` with `args`.
+    fn job(
+        &self,
+        job_name: &str,
+        args: Vec<String>,
+        completions: u32,
+        owner: OwnerReference,
+    ) -> Job {
+        let (corpus, settings) = (self.corpus, self.settings);
+        let spec = &corpus.spec.ingest;
+        let mut labels = labels(corpus, Some(self.inputs));
+        labels.insert(CONTENT_LABEL.into(), self.content.into());
+        let mut template = PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(labels.clone()),
                 ..Default::default()
             }),
-            ..Default::default()
-        });
-        mounts.push(mount(
-            &volume,
-            &format!("{}/{config_map}", paths::CONFIG_MAP_ROOT),
-            true,
-        ));
+            spec: Some(self.pod(args)),
+        };
+        super::template::apply(&spec.template, settings, &mut template);
+        Job {
+            metadata: meta(job_name, corpus.namespace(), labels, &owner),
+            spec: Some(JobSpec {
+                completion_mode: Some("Indexed".into()),
+                completions: Some(saturating_i32(completions)),
+                parallelism: Some(saturating_i32(
+                    spec.parallelism
+                        .unwrap_or(completions)
+                        .clamp(1, completions),
+                )),
+                backoff_limit: Some(saturating_i32(spec.backoff_limit)),
+                active_deadline_seconds: Some(i64::from(spec.active_deadline_seconds)),
+                ttl_seconds_after_finished: Some(saturating_i32(spec.ttl_seconds_after_finished)),
+                pod_failure_policy: Some(pod_failure_policy()),
+                template,
+                ..Default::default()
+            }),
+            status: None,
+        }
     }
-    mount_secrets(&secrets, &mut volumes, &mut mounts);
-    let env_path = |name: &str, value: &str| EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        ..Default::default()
-    };
-    let container = Container {
-        name: INGEST_CONTAINER.into(),
-        image: Some(settings.image.clone()),
-        image_pull_policy: Some(settings.image_pull_policy.clone()),
-        args: Some(args),
-        env: Some(vec![
-            env_path(locations::PVC_ROOT_ENV, paths::PVC_ROOT),
-            env_path(locations::CONFIG_MAP_ROOT_ENV, paths::CONFIG_MAP_ROOT),
-            env_path(locations::SECRET_ROOT_ENV, paths::SECRET_ROOT),
-            pod_field("POD_NAMESPACE", "metadata.namespace"),
-            // Names the files this pod writes on the shared claim (build
-            // directories, shard vectors): every container is PID 1.
-            pod_field(crate::index::writer::POD_UID_ENV, "metadata.uid"),
-        ]),
-        resources: Some(
-            spec.resources
-                .clone()
-                .unwrap_or_else(|| settings.ingest_resources.clone()),
-        ),
-        volume_mounts: Some(mounts),
-        security_context: Some(container_security()),
-        ..Default::default()
-    };
-    let mut template = PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(labels.clone()),
-            ..Default::default()
-        }),
-        spec: Some(PodSpec {
+
+    /// The ingest pod: never restarted in place (the Job makes a new one),
+    /// running as the attempt's ServiceAccount.
+    fn pod(&self, args: Vec<String>) -> PodSpec {
+        let (volumes, mounts) = self.volumes();
+        PodSpec {
             restart_policy: Some("Never".into()),
-            service_account_name: Some(names.service_account.clone()),
+            service_account_name: Some(self.names.service_account.clone()),
             security_context: Some(pod_security()),
-            containers: vec![container],
+            containers: vec![self.container(args, mounts)],
             volumes: Some(volumes),
             ..Default::default()
-        }),
-    };
-    super::template::apply(&spec.template, settings, &mut template);
-    Job {
-        metadata: meta(job_name, corpus.namespace(), labels, &owner),
-        spec: Some(JobSpec {
-            completion_mode: Some("Indexed".into()),
-            completions: Some(saturating_i32(completions)),
-            parallelism: Some(saturating_i32(
-                spec.parallelism
-                    .unwrap_or(completions)
-                    .clamp(1, completions),
-            )),
-            backoff_limit: Some(saturating_i32(spec.backoff_limit)),
-            active_deadline_seconds: Some(i64::from(spec.active_deadline_seconds)),
-            ttl_seconds_after_finished: Some(saturating_i32(spec.ttl_seconds_after_finished)),
-            // A pod evicted or preempted (a node drain, a higher priority)
-            // did not fail: it does not use up the backoff limit. One that
-            // found nothing to index fails the Job at once: its Corpus
-            // retries with a backoff of its own.
-            pod_failure_policy: Some(PodFailurePolicy {
-                rules: vec![
-                    PodFailurePolicyRule {
-                        action: "Ignore".into(),
-                        on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
-                            type_: "DisruptionTarget".into(),
-                            status: "True".into(),
-                        }]),
-                        on_exit_codes: None,
-                    },
-                    PodFailurePolicyRule {
-                        action: "FailJob".into(),
-                        on_pod_conditions: None,
-                        on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
-                            container_name: Some(INGEST_CONTAINER.into()),
-                            operator: "In".into(),
-                            values: vec![i32::from(super::report::NOTHING_INDEXED_EXIT_CODE)],
-                        }),
-                    },
-                ],
-            }),
-            template,
+        }
+    }
+
+    /// What the ingest pods mount: the data claim, the manifests, each
+    /// source claim read-only, and each source ConfigMap, S3 credential
+    /// Secret and graph store password in its own directory.
+    fn volumes(&self) -> (Vec<Volume>, Vec<VolumeMount>) {
+        let corpus = self.corpus;
+        let (mut volumes, mut mounts) = pod_volumes(
+            &corpus.spec.storage.claim_name,
+            &corpus.name_any(),
+            DataAccess::Ingest,
+            &self.names.inputs_config,
+        );
+        let mut claims: Vec<&str> = corpus
+            .spec
+            .sources
+            .iter()
+            .filter_map(|s| s.pvc.as_ref().map(|p| p.claim_name.as_str()))
+            .collect();
+        claims.sort_unstable();
+        claims.dedup();
+        for (i, claim) in claims.into_iter().enumerate() {
+            let volume = format!("source-{i}");
+            volumes.push(Volume {
+                name: volume.clone(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.to_string(),
+                    read_only: Some(true),
+                }),
+                ..Default::default()
+            });
+            mounts.push(mount(
+                &volume,
+                &format!("{}/{claim}", paths::PVC_ROOT),
+                true,
+            ));
+        }
+        // Source ConfigMaps, S3 credentials and the graph store's password,
+        // each in its own directory. Optional: a missing one fails the
+        // ingest (or, for the graph store, its export) with a message
+        // naming it, where a required volume would leave the pod pending in
+        // silence.
+        for (i, config_map) in source_config_map_names(corpus).iter().enumerate() {
+            let volume = format!("configmap-{i}");
+            volumes.push(Volume {
+                name: volume.clone(),
+                config_map: Some(ConfigMapVolumeSource {
+                    name: config_map.clone(),
+                    optional: Some(true),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+            mounts.push(mount(
+                &volume,
+                &format!("{}/{config_map}", paths::CONFIG_MAP_ROOT),
+                true,
+            ));
+        }
+        let profile_secrets = self.profile.spec.secret_names();
+        let mut secrets: Vec<&str> = corpus
+            .spec
+            .sources
+            .iter()
+            .filter_map(|s| s.s3.as_ref()?.credentials_secret.as_ref())
+            .map(|r| r.name.as_str())
+            .chain(profile_secrets.iter().map(String::as_str))
+            .collect();
+        secrets.sort_unstable();
+        secrets.dedup();
+        mount_secrets(&secrets, &mut volumes, &mut mounts);
+        (volumes, mounts)
+    }
+
+    /// The `ingest` container: hardened, told where the sources are
+    /// mounted, with the Corpus' resources (else the chart's).
+    fn container(&self, args: Vec<String>, mounts: Vec<VolumeMount>) -> Container {
+        let settings = self.settings;
+        let env_path = |name: &str, value: &str| EnvVar {
+            name: name.into(),
+            value: Some(value.into()),
             ..Default::default()
-        }),
-        status: None,
+        };
+        Container {
+            name: INGEST_CONTAINER.into(),
+            image: Some(settings.image.clone()),
+            image_pull_policy: Some(settings.image_pull_policy.clone()),
+            args: Some(args),
+            env: Some(vec![
+                env_path(locations::PVC_ROOT_ENV, paths::PVC_ROOT),
+                env_path(locations::CONFIG_MAP_ROOT_ENV, paths::CONFIG_MAP_ROOT),
+                env_path(locations::SECRET_ROOT_ENV, paths::SECRET_ROOT),
+                pod_field("POD_NAMESPACE", "metadata.namespace"),
+                // Names the files this pod writes on the shared claim (build
+                // directories, shard vectors): every container is PID 1.
+                pod_field(crate::index::writer::POD_UID_ENV, "metadata.uid"),
+            ]),
+            resources: Some(
+                self.corpus
+                    .spec
+                    .ingest
+                    .resources
+                    .clone()
+                    .unwrap_or_else(|| settings.ingest_resources.clone()),
+            ),
+            volume_mounts: Some(mounts),
+            security_context: Some(container_security()),
+            ..Default::default()
+        }
+    }
+}
+
+/// A pod evicted or preempted (a node drain, a higher priority) did not
+/// fail: it does not use up the backoff limit. One that found nothing to
+/// index fails the Job at once: its Corpus retries with a backoff of its
+/// own.
+fn pod_failure_policy() -> PodFailurePolicy {
+    PodFailurePolicy {
+        rules: vec![
+            PodFailurePolicyRule {
+                action: "Ignore".into(),
+                on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                    type_: "DisruptionTarget".into(),
+                    status: "True".into(),
+                }]),
+                on_exit_codes: None,
+            },
+            PodFailurePolicyRule {
+                action: "FailJob".into(),
+                on_pod_conditions: None,
+                on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                    container_name: Some(INGEST_CONTAINER.into()),
+                    operator: "In".into(),
+                    values: vec![i32::from(super::report::NOTHING_INDEXED_EXIT_CODE)],
+                }),
+            },
+        ],
     }
 }
