@@ -18,7 +18,8 @@
 //! (`ingest_job.rs`, `deployment.rs`, with what both kinds of pod share in
 //! `pod.rs`), and the ingest pod's report ConfigMap protocol is
 //! `report.rs`. The controller has a module per kind too, one generic
-//! checked reconciler and the run loop (see [`controller`]).
+//! checked reconciler and the run loop (see [`controller`]). The unit
+//! tests are in `tests/`, a module per kind and the objects it builds.
 //!
 //! The flow: a profile or corpus change (or the `trellis.dev/reingest`
 //! annotation, or a `refreshInterval` tick) gives the Corpus new *inputs*;

@@ -38,6 +38,11 @@ fn rust_files(path: &Path) -> Vec<PathBuf> {
             false => Vec::new(),
         };
     }
+    // A module's unit tests split into files (`tests/mod.rs` and its
+    // modules) are test code as `tests.rs` is.
+    if path.file_name().is_some_and(|n| n == "tests") {
+        return Vec::new();
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
         .unwrap()
         .flat_map(|e| rust_files(&e.unwrap().path()))
