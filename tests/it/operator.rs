@@ -659,7 +659,8 @@ async fn a_profile_gets_its_hash_and_validity() {
 /// A Corpus that does not fit its type goes through the checked
 /// reconciler: it is marked on itself (`InvalidSpec`, naming the field,
 /// with a Warning) and nothing it owns is touched; once it reads, its own
-/// reconcile runs and the mark goes.
+/// reconcile runs and the mark goes. A reconcile that succeeds resets the
+/// backoff of the failures before it.
 #[tokio::test]
 async fn an_unreadable_corpus_is_marked_on_itself_until_it_reads() {
     let (client, api) = mocked();
@@ -702,10 +703,27 @@ async fn an_unreadable_corpus_is_marked_on_itself_until_it_reads() {
     let mut mended = serde_json::to_value(corpus()).unwrap();
     mended["status"] = json!({"conditions": conditions});
     api.put(CORPUS_PATH, mended.clone());
-    let readable: Checked<Corpus> = serde_json::from_value(mended).unwrap();
-    controller::reconcile(Arc::new(readable), ctx)
+    let readable = Arc::new(serde_json::from_value::<Checked<Corpus>>(mended).unwrap());
+    // Two failures in a row wait 5 s, then 10 s; the reconcile that then
+    // succeeds forgets them, so the next failure waits 5 s again.
+    let failed = trellis::operator::Error::Render("a test's failure".into());
+    let wait =
+        |ctx: &Arc<Context>| controller::error_policy(readable.clone(), &failed, ctx.clone());
+    assert_eq!(
+        wait(&ctx),
+        kube::runtime::controller::Action::requeue(controller::retry_after(1))
+    );
+    assert_eq!(
+        wait(&ctx),
+        kube::runtime::controller::Action::requeue(controller::retry_after(2))
+    );
+    controller::reconcile(readable.clone(), ctx.clone())
         .await
         .unwrap();
+    assert_eq!(
+        wait(&ctx),
+        kube::runtime::controller::Action::requeue(controller::retry_after(1))
+    );
     let status = api.status(CORPUS_PATH);
     let reasons: Vec<&str> = status["conditions"]
         .as_array()

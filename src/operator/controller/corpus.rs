@@ -53,7 +53,7 @@ impl Reconcile for Corpus {
 /// records the published version.
 #[tracing::instrument(skip_all, fields(kind = "Corpus", name = %corpus.name_any()))]
 pub async fn reconcile_corpus(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = object_key(corpus.as_ref());
+    let key = object_key::<Corpus>(corpus.as_ref());
     measured("Corpus", key, &ctx.clone(), corpus_once(corpus, ctx)).await
 }
 

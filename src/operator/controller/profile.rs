@@ -48,7 +48,7 @@ pub async fn reconcile_profile(
     profile: Arc<IndexProfile>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let key = object_key(profile.as_ref());
+    let key = object_key::<IndexProfile>(profile.as_ref());
     measured(
         "IndexProfile",
         key,

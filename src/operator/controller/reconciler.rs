@@ -69,7 +69,7 @@ pub fn error_policy<K: Reconcile>(
     let kind = K::KIND;
     let failures = {
         let mut counts = ctx.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let n = counts.entry(object_key(object.as_ref())).or_default();
+        let n = counts.entry(object_key::<K>(object.as_ref())).or_default();
         *n += 1;
         *n
     };
@@ -88,12 +88,24 @@ pub fn retry_after(failures: u32) -> Duration {
 /// The reason of the conditions set on an object that cannot be read.
 pub const INVALID_SPEC: &str = "InvalidSpec";
 
-/// Removes the conditions an unreadable object was given, now that it
-/// reads: its reconcile sets its own.
+/// How the mark on an unreadable object opens its message. A kind's own
+/// reconcile also reports an invalid spec with [`INVALID_SPEC`] (a
+/// readable field out of range), so the reason alone does not tell the
+/// mark apart.
+const UNREADABLE: &str = "this operator cannot read the";
+
+/// Removes the mark an unreadable object was given, now that it reads:
+/// its reconcile sets its own conditions. Those of the kind's own
+/// reconcile stay, whatever their reason, so that one it sets again is
+/// unchanged (no new transition time, no new Event).
 fn clear_invalid(conditions: Option<&mut Vec<Condition>>) {
     if let Some(conditions) = conditions {
-        conditions.retain(|c| c.reason != INVALID_SPEC);
+        conditions.retain(|c| !is_unreadable_mark(c));
     }
+}
+
+fn is_unreadable_mark(condition: &Condition) -> bool {
+    condition.reason == INVALID_SPEC && condition.message.starts_with(UNREADABLE)
 }
 
 /// Marks an object this operator cannot read: `Ready=False` and
@@ -125,7 +137,7 @@ where
         .unwrap_or_default();
     let mut after = before.clone();
     let message = format!(
-        "this operator cannot read the {kind}: {}; fix the field (nothing else is affected)",
+        "{UNREADABLE} {kind}: {}; fix the field (nothing else is affected)",
         unreadable.reason
     );
     let generation = object.metadata.generation;
@@ -176,10 +188,10 @@ where
 }
 
 /// `kind/namespace/name`: the key of an object's failure count.
-pub(super) fn object_key<K: ResourceExt>(object: &K) -> String {
+pub(super) fn object_key<K: Reconcile>(object: &impl ResourceExt) -> String {
     format!(
         "{}/{}/{}",
-        std::any::type_name::<K>(),
+        K::KIND,
         object.namespace().unwrap_or_default(),
         object.name_any()
     )
@@ -203,4 +215,38 @@ pub(super) async fn measured(
             .remove(&key);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(type_: &str, reason: &str, message: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: "False".into(),
+            reason: reason.into(),
+            message: message.into(),
+            ..Condition::default()
+        }
+    }
+
+    #[test]
+    fn only_the_unreadable_mark_is_cleared() {
+        let mark = format!("{UNREADABLE} Corpus: spec.ingest.shards: invalid type");
+        let mut conditions = vec![
+            condition("Ready", INVALID_SPEC, &mark),
+            condition("Stalled", INVALID_SPEC, &mark),
+            // The Corpus' own reconcile found a readable field invalid.
+            condition(
+                "Progressing",
+                INVALID_SPEC,
+                "spec.chunking: minTokens over maxTokens",
+            ),
+            condition("Available", "ProfileNotFound", "no IndexProfile default"),
+        ];
+        clear_invalid(Some(&mut conditions));
+        let left: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(left, ["Progressing", "Available"]);
+    }
 }

@@ -59,7 +59,7 @@ pub async fn reconcile_route(
     route: Arc<RetrievalRoute>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let key = object_key(route.as_ref());
+    let key = object_key::<RetrievalRoute>(route.as_ref());
     measured("RetrievalRoute", key, &ctx.clone(), route_once(route, ctx)).await
 }
 
