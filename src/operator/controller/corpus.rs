@@ -17,12 +17,11 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, ListParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, ResourceExt};
 
-use super::reconciler::{Reconcile, measured, object_key};
-use super::run::{managed, scoped};
+use super::reconciler::{Reconcile, measured};
+use super::run::{managed, scoped, woken};
 use super::writes::{apply, delete, delete_matching, patch_status, publish, report_refusal};
 use super::{Context, managed_component, namespace};
 use crate::operator::checked::Checked;
@@ -53,8 +52,12 @@ impl Reconcile for Corpus {
 /// records the published version.
 #[tracing::instrument(skip_all, fields(kind = "Corpus", name = %corpus.name_any()))]
 pub async fn reconcile_corpus(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = object_key::<Corpus>(corpus.as_ref());
-    measured("Corpus", key, &ctx.clone(), corpus_once(corpus, ctx)).await
+    measured(
+        corpus.as_ref(),
+        &ctx.clone(),
+        corpus_once(corpus.clone(), ctx),
+    )
+    .await
 }
 
 async fn corpus_once(corpus: Arc<Corpus>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -340,19 +343,12 @@ pub(super) fn controller(client: &Client, namespace: Option<&str>) -> Controller
             scoped::<Checked<IndexProfile>>(client, namespace),
             Default::default(),
             move |profile| {
-                let ns = profile.namespace();
                 let name = profile.name_any();
-                corpus_store
-                    .state()
-                    .into_iter()
-                    .filter(|c| {
-                        c.namespace() == ns
-                            && c.object
-                                .as_ref()
-                                .is_ok_and(|c| c.spec.profile_ref.name == name)
-                    })
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
+                woken(&corpus_store, profile.namespace(), |c| {
+                    c.object
+                        .as_ref()
+                        .is_ok_and(|c| c.spec.profile_ref.name == name)
+                })
             },
         )
         // A pod of an ingest that cannot run (unschedulable, short of
@@ -363,17 +359,10 @@ pub(super) fn controller(client: &Client, namespace: Option<&str>) -> Controller
                 "app.kubernetes.io/managed-by={FIELD_MANAGER},app.kubernetes.io/component=ingest,{CORPUS_LABEL}"
             )),
             move |pod| {
-                let ns = pod.namespace();
                 let corpus = pod.labels().get(CORPUS_LABEL).cloned();
-                pod_store
-                    .state()
-                    .into_iter()
-                    .filter(|c| {
-                        c.namespace() == ns
-                            && corpus.as_deref() == Some(label_value(&c.name_any()).as_str())
-                    })
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
+                woken(&pod_store, pod.namespace(), |c| {
+                    corpus.as_deref() == Some(label_value(&c.name_any()).as_str())
+                })
             },
         )
         // An edit to a labelled source ConfigMap reaches the corpora that
@@ -382,19 +371,12 @@ pub(super) fn controller(client: &Client, namespace: Option<&str>) -> Controller
             scoped::<ConfigMap>(client, namespace),
             watcher::Config::default().labels(&format!("{SOURCE_LABEL}=true")),
             move |config_map| {
-                let ns = config_map.namespace();
                 let name = config_map.name_any();
-                source_store
-                    .state()
-                    .into_iter()
-                    .filter(|c| {
-                        c.namespace() == ns
-                            && c.object
-                                .as_ref()
-                                .is_ok_and(|c| ingest_job::source_config_map_names(c).contains(&name))
-                    })
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
+                woken(&source_store, config_map.namespace(), |c| {
+                    c.object
+                        .as_ref()
+                        .is_ok_and(|c| ingest_job::source_config_map_names(c).contains(&name))
+                })
             },
         )
 }

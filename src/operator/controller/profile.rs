@@ -8,7 +8,7 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::{Api, Client, ResourceExt};
 
-use super::reconciler::{Reconcile, measured, object_key};
+use super::reconciler::{Reconcile, measured};
 use super::run::scoped;
 use super::writes::{patch_status, publish};
 use super::{Context, namespace};
@@ -48,12 +48,10 @@ pub async fn reconcile_profile(
     profile: Arc<IndexProfile>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let key = object_key::<IndexProfile>(profile.as_ref());
     measured(
-        "IndexProfile",
-        key,
+        profile.as_ref(),
         &ctx.clone(),
-        profile_once(profile, ctx),
+        profile_once(profile.clone(), ctx),
     )
     .await
 }

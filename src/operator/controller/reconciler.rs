@@ -188,7 +188,7 @@ where
 }
 
 /// `kind/namespace/name`: the key of an object's failure count.
-pub(super) fn object_key<K: Reconcile>(object: &impl ResourceExt) -> String {
+fn object_key<K: Reconcile>(object: &impl ResourceExt) -> String {
     format!(
         "{}/{}/{}",
         K::KIND,
@@ -197,22 +197,22 @@ pub(super) fn object_key<K: Reconcile>(object: &impl ResourceExt) -> String {
     )
 }
 
-/// Runs one reconcile, recording its duration whatever its outcome, and
-/// forgets the object's failures once one succeeds.
-pub(super) async fn measured(
-    kind: &'static str,
-    key: String,
+/// Runs one reconcile of `object`, recording its duration whatever its
+/// outcome, and forgets the object's failures once one succeeds: under
+/// the key [`error_policy`] counts them by.
+pub(super) async fn measured<K: Reconcile>(
+    object: &K,
     ctx: &Context,
     reconcile: impl std::future::Future<Output = Result<Action, Error>>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
     let result = reconcile.await;
-    ctx.metrics.reconciled(kind, started.elapsed());
+    ctx.metrics.reconciled(K::KIND, started.elapsed());
     if result.is_ok() {
         ctx.failures
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
+            .remove(&object_key::<K>(object));
     }
     result
 }

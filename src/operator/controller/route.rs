@@ -15,12 +15,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Servi
 use kube::api::{DeleteParams, ListParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 
-use super::reconciler::{Reconcile, measured, object_key};
-use super::run::{managed, scoped};
+use super::reconciler::{Reconcile, measured};
+use super::run::{managed, scoped, woken};
 use super::writes::{
     Namespaced, apply, delete, delete_matching, patch_status, publish, report_refusal,
 };
@@ -59,8 +58,7 @@ pub async fn reconcile_route(
     route: Arc<RetrievalRoute>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let key = object_key::<RetrievalRoute>(route.as_ref());
-    measured("RetrievalRoute", key, &ctx.clone(), route_once(route, ctx)).await
+    measured(route.as_ref(), &ctx.clone(), route_once(route.clone(), ctx)).await
 }
 
 async fn route_once(route: Arc<RetrievalRoute>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -306,32 +304,19 @@ pub(super) fn controller(
     routes
         .owns(scoped::<Deployment>(client, namespace), managed())
         .watches_stream(secrets, move |secret| {
-            let ns = secret.namespace();
-            secret_routes
-                .state()
-                .into_iter()
-                .filter(|r| r.namespace() == ns)
-                .map(|r| ObjectRef::from_obj(r.as_ref()))
-                .collect::<Vec<_>>()
+            woken(&secret_routes, secret.namespace(), |_| true)
         })
         // A new active version reaches every route of the Corpus.
         .watches(
             scoped::<Checked<Corpus>>(client, namespace),
             Default::default(),
             move |corpus| {
-                let ns = corpus.namespace();
                 let name = corpus.name_any();
-                route_store
-                    .state()
-                    .into_iter()
-                    .filter(|r| {
-                        r.namespace() == ns
-                            && r.object
-                                .as_ref()
-                                .is_ok_and(|r| r.spec.corpus_ref.name == name)
-                    })
-                    .map(|r| ObjectRef::from_obj(r.as_ref()))
-                    .collect::<Vec<_>>()
+                woken(&route_store, corpus.namespace(), |r| {
+                    r.object
+                        .as_ref()
+                        .is_ok_and(|r| r.spec.corpus_ref.name == name)
+                })
             },
         )
 }

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, ResourceExt};
 
 use super::reconciler::{Reconcile, error_policy, reconcile};
 use super::{Context, corpus, profile, route};
@@ -88,6 +89,24 @@ where
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     }
+}
+
+/// The objects of `store` in `namespace` that `wanted` picks: whom a watch
+/// on another kind wakes.
+pub(super) fn woken<K>(
+    store: &Store<K>,
+    namespace: Option<String>,
+    wanted: impl Fn(&K) -> bool,
+) -> Vec<ObjectRef<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store
+        .state()
+        .into_iter()
+        .filter(|object| object.namespace() == namespace && wanted(object))
+        .map(|object| ObjectRef::from_obj(object.as_ref()))
+        .collect()
 }
 
 /// The objects the operator creates, for the owned-object watches.
